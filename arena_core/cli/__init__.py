@@ -1,0 +1,92 @@
+"""The ``arena`` command line: a click group whose commands all come from plugins.
+
+The built-in commands are an ordinary plugin (:mod:`arena_core.cli.builtin_commands`); third
+parties add theirs through ``arena_register_commands``. Errors a user can cause print one line
+and exit 2; a traceback appears only with ``--debug`` (or ``ARENA_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from arena_core import __version__
+from arena_core.errors import ArenaError
+from arena_core.cli.app import CliApp
+from arena_core.plugins import ArenaPluginManager, PluginProblem, make_plugin_manager
+
+
+class ArenaGroup(click.Group):
+    """Maps :class:`ArenaError` (and, without ``--debug``, any crash) to one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ArenaError as exc:
+            app = ctx.obj
+            if isinstance(app, CliApp) and app.debug:
+                traceback.print_exc()
+            click.echo(f"arena: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            app = ctx.obj
+            if isinstance(app, CliApp) and app.debug:
+                raise
+            click.echo(
+                f"arena: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", err=True
+            )
+            ctx.exit(1)
+
+
+def make_cli(pm: ArenaPluginManager) -> click.Group:
+    """The ``arena`` group for ``pm``, with every plugin's commands added."""
+    app = CliApp(pm)
+
+    @click.group(cls=ArenaGroup, context_settings={"obj": app, "help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, "--version", prog_name="arena", message="%(prog)s %(version)s")
+    @click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Configuration file (default: ./arena.toml when it exists).",
+    )
+    @click.option("--strict-plugins", is_flag=True, help="Stop on the first misbehaving plugin (also ARENA_STRICT_PLUGINS=1).")
+    @click.option("--debug", is_flag=True, envvar="ARENA_DEBUG", help="Show tracebacks (also ARENA_DEBUG=1).")
+    @click.pass_obj
+    def cli(app: CliApp, config_path: Path | None, strict_plugins: bool, debug: bool) -> None:
+        """Arena: benchmark LLM inference servers and rank what they serve."""
+        # --strict-plugins takes effect while plugins load, before click parses: see main().
+        app.config_path = config_path
+        app.debug = debug
+
+    app.hooks.register_commands(cli)
+    return cli
+
+
+def _print_problem(problem: PluginProblem) -> None:
+    click.echo(f"arena: warning: {problem}", err=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``arena`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    # Plugins load before click parses, so the switches that affect loading are read early.
+    strict = "--strict-plugins" in args or None
+    debug = "--debug" in args or os.environ.get("ARENA_DEBUG", "") not in ("", "0")
+    try:
+        pm = make_plugin_manager(strict=strict, on_problem=_print_problem)
+        cli = make_cli(pm)
+    except ArenaError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"arena: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    cli.main(args=args, prog_name="arena")

@@ -1,0 +1,34 @@
+"""The object every command receives as ``ctx.obj``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from arena_core.config import ArenaConfig, load_config
+from arena_core.hooks import ArenaHooks
+from arena_core.plugins import ArenaPluginManager
+
+
+class CliApp:
+    """What every command receives as ``ctx.obj``: the plugin manager, its hooks, the config."""
+
+    def __init__(self, pm: ArenaPluginManager) -> None:
+        self.pm = pm
+        self.hooks = ArenaHooks(pm)
+        self.config_path: Path | None = None
+        self.debug = False
+        self._config: ArenaConfig | None = None
+
+    @property
+    def config(self) -> ArenaConfig:
+        """``--config FILE``, else ``./arena.toml`` when present, else the defaults."""
+        if self._config is None:
+            self._config = load_config(self.config_path)
+        return self._config
+
+
+def current_app() -> CliApp:
+    """The :class:`CliApp` of the command being run."""
+    return click.get_current_context().find_object(CliApp)  # type: ignore[return-value]

@@ -1,0 +1,18 @@
+"""The built-in commands, added through the same hook third-party plugins use."""
+
+from __future__ import annotations
+
+import click
+
+from arena_core.hookspecs import hookimpl
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    from arena_core.cli.cmd_config import config_command
+    from arena_core.cli.cmd_list import list_command
+    from arena_core.cli.cmd_plugins import plugins_command
+    from arena_core.cli.cmd_show import show_command
+
+    for command in (plugins_command, list_command, show_command, config_command):
+        cli.add_command(command)

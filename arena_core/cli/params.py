@@ -1,0 +1,37 @@
+"""Click parameter types shared by commands: kinds and registered names, checked at parse time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from arena_core.cli.app import CliApp
+from arena_core.registry import KINDS, Kind, find_kind
+
+
+class KindType(click.ParamType):
+    """A kind of registered thing, singular or plural: ``workload`` or ``workloads``."""
+
+    name = "kind"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Kind:
+        if isinstance(value, Kind):
+            return value
+        kind = find_kind(str(value).lower())
+        if kind is None:
+            self.fail(f"unknown kind {value!r} (known: {', '.join(KINDS)})", param, ctx)
+        return kind
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(KINDS) + "]"
+
+
+def registered_name(ctx: click.Context, param: click.Parameter, value: str, kind: Kind) -> str:
+    """Fail as a usage error, listing the known names, when ``value`` is not registered."""
+    registry = ctx.find_object(CliApp).hooks.registry  # type: ignore[union-attr]
+    if value not in registry.by_kind[kind.plural]:
+        known = ", ".join(registry.names(kind.plural)) or "none registered"
+        raise click.BadParameter(f"unknown {kind.singular} {value!r} (known: {known})", ctx=ctx, param=param)
+    return value
+

@@ -1,0 +1,303 @@
+"""Value classes that cross a plugin boundary: frozen, keyword-only, validated on construction.
+
+Plugins build these and hand them to ``register``; the core never accepts dicts in their place.
+Config files are turned into them by the one converter in :mod:`arena_core.config`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from attrs import field, frozen
+from attrs.validators import and_, ge, gt, in_, instance_of, le, lt, matches_re, optional
+
+#: Registered names are lowercase words joined by dashes, so they work as CLI arguments and keys.
+NAME_PATTERN = r"^[a-z0-9][a-z0-9.]*(-[a-z0-9.]+)*$"
+_name = and_(instance_of(str), matches_re(NAME_PATTERN))
+_positive_int = and_(instance_of(int), gt(0))
+_non_negative_int = and_(instance_of(int), ge(0))
+_positive_number = and_(instance_of((int, float)), gt(0))
+_fraction = and_(instance_of((int, float)), ge(0), le(1))
+
+if TYPE_CHECKING:
+    from arena_core.config import ArenaConfig
+
+LoopKind = Literal["closed", "open"]
+LatencyMode = Literal["api", "generation", "none"]
+
+
+# --- workloads ---------------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class ClosedLoopShape:
+    """A llama-benchy style test: runs of ``concurrency`` simultaneous requests.
+
+    ``depth`` is tokens of prior context in the same request; ``turns`` > 1 makes a conversation
+    in which every turn appends ``prompt_tokens`` of user text and the ``generated_tokens`` answer.
+    """
+
+    prompt_tokens: int = field(validator=_positive_int)
+    generated_tokens: int = field(validator=_positive_int)
+    depth: int = field(default=0, validator=_non_negative_int)
+    turns: int = field(default=1, validator=_positive_int)
+    concurrency: int = field(default=10, validator=_positive_int)
+    runs: int = field(default=3, validator=_positive_int)
+    latency_mode: LatencyMode = field(default="generation", validator=in_(("api", "generation", "none")))
+
+
+@frozen(kw_only=True)
+class OpenLoopShape:
+    """A ``vllm bench serve`` style test: requests arrive on a seeded gamma schedule.
+
+    ``input_tokens``/``output_tokens`` apply to the ``random`` dataset; ShareGPT lengths come
+    from the conversations. ``max_concurrency`` caps requests in flight (``None``: no cap).
+    """
+
+    dataset: Literal["random", "sharegpt"] = field(validator=in_(("random", "sharegpt")))
+    request_rate: float = field(validator=_positive_number)
+    num_prompts: int = field(validator=_positive_int)
+    burstiness: float = field(default=1.0, validator=_positive_number)
+    input_tokens: int | None = field(default=None, validator=optional(_positive_int))
+    output_tokens: int | None = field(default=None, validator=optional(_positive_int))
+    range_ratio: float = field(default=0.0, validator=and_(instance_of((int, float)), ge(0), lt(1)))
+    max_concurrency: int | None = field(default=None, validator=optional(_positive_int))
+
+    def __attrs_post_init__(self) -> None:
+        if self.dataset == "random" and (self.input_tokens is None or self.output_tokens is None):
+            raise ValueError("the random dataset needs input_tokens and output_tokens")
+
+
+@frozen(kw_only=True)
+class WorkloadSpec:
+    """One named workload: exactly one of ``closed_loop`` / ``open_loop`` describes its traffic."""
+
+    name: str = field(validator=_name)
+    title: str
+    description: str
+    runner: str = field(validator=_name)
+    closed_loop: ClosedLoopShape | None = None
+    open_loop: OpenLoopShape | None = None
+    seed: int = field(default=42, validator=instance_of(int))
+
+    def __attrs_post_init__(self) -> None:
+        if (self.closed_loop is None) == (self.open_loop is None):
+            raise ValueError(f"workload {self.name!r} needs exactly one of closed_loop, open_loop")
+
+    @property
+    def loop(self) -> LoopKind:
+        return "closed" if self.closed_loop is not None else "open"
+
+
+# --- the things that run: runners and backends ------------------------------------------------
+
+
+@frozen(kw_only=True)
+class Endpoint:
+    """An OpenAI-compatible server to measure. ``base_url`` has no ``/v1`` suffix.
+
+    The API key is never printed (``repr``) nor stored: the converter drops it when unstructuring.
+    """
+
+    base_url: str = field(validator=matches_re(r"^https?://"))
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+
+
+@frozen(kw_only=True)
+class ToolAvailability:
+    """Whether a runner's external tool can be used here, and what to do when it cannot."""
+
+    available: bool
+    detail: str
+
+
+class Runner(Protocol):
+    """What a runner's factory returns: drives one workload against one endpoint."""
+
+    def run(self, workload: WorkloadSpec, endpoint: Endpoint, output_dir: Path) -> WorkloadResult:
+        """Build all prompts, drive the load, append request records under ``output_dir``."""
+        ...
+
+
+@frozen(kw_only=True)
+class RunnerSpec:
+    """A load generator. ``create(engine)`` returns a :class:`Runner` for one of ``engines``."""
+
+    name: str = field(validator=_name)
+    description: str
+    loop: LoopKind = field(validator=in_(("closed", "open")))
+    engines: tuple[str, ...]
+    create: Callable[[str], Runner]
+    check_external: Callable[[], ToolAvailability] | None = None
+
+
+class Backend(Protocol):
+    """A server lifecycle. ``start`` returns once the server answers; ``stop`` is idempotent."""
+
+    def start(self) -> Endpoint: ...
+
+    def stop(self) -> None: ...
+
+    @property
+    def log_path(self) -> Path | None: ...
+
+
+@frozen(kw_only=True)
+class BackendSpec:
+    """An inference-server lifecycle; ``create(model, config)`` returns a :class:`Backend`."""
+
+    name: str = field(validator=_name)
+    description: str
+    create: Callable[[ModelSpec, ArenaConfig], Backend]
+
+
+# --- hardware and models -------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class HardwareProfile:
+    """A machine's published (or, for ``cpu-host``, read-off) specifications.
+
+    ``dense_tflops`` maps a precision (``bf16``, ``fp8``, ``fp4``) to dense tensor throughput.
+    ``sources`` say where each figure comes from.
+    """
+
+    name: str = field(validator=_name)
+    title: str
+    description: str
+    memory_gb: float | None = field(validator=optional(_positive_number))
+    unified_memory: bool
+    memory_bandwidth_gbs: float | None = field(default=None, validator=optional(_positive_number))
+    dense_tflops: Mapping[str, float] = field(factory=dict)
+    power_w: float | None = field(default=None, validator=optional(_positive_number))
+    sources: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class HardwareDetection:
+    """The answer of ``arena_detect_hardware``: which profile, and the evidence for it."""
+
+    profile: HardwareProfile
+    reason: str
+
+
+@frozen(kw_only=True)
+class QualityScore:
+    """One published quality benchmark result. ``value is None`` means *not published*."""
+
+    benchmark: str
+    value: float | None = field(validator=optional(and_(instance_of((int, float)), ge(0), le(100))))
+    source: str
+
+
+@frozen(kw_only=True)
+class ModelSpec:
+    """A model catalog entry. Sizes in billions of parameters; ``None`` where unknown."""
+
+    name: str = field(validator=_name)
+    title: str
+    description: str
+    hf_id: str
+    precision: str
+    params_total_b: float | None = field(default=None, validator=optional(_positive_number))
+    params_active_b: float | None = field(default=None, validator=optional(_positive_number))
+    context_length: int | None = field(default=None, validator=optional(_positive_int))
+    quality: tuple[QualityScore, ...] = ()
+
+
+@frozen(kw_only=True)
+class ScorerSpec:
+    """A scorer. ``create(profile)`` returns an object with ``score(card)``."""
+
+    name: str = field(validator=_name)
+    description: str
+    profiles: tuple[str, ...]
+    create: Callable[[str], object]
+
+
+# --- results -------------------------------------------------------------------------------
+
+
+@frozen(kw_only=True)
+class RequestRecord:
+    """Everything observed about one request; every metric is a pure function of these.
+
+    Times are ``time.perf_counter_ns()`` values of the measuring process (only differences mean
+    anything). ``chunk_ns[i]`` is when content chunk *i* arrived and ``chunk_tokens[i]`` how many
+    tokens it carried when the server said so (``None`` otherwise).
+    """
+
+    workload: str
+    run_index: int
+    request_index: int
+    turn_index: int = 0
+    warmup: bool = False
+    scheduled_ns: int | None = None
+    sent_ns: int
+    first_byte_ns: int | None = None
+    first_response_ns: int | None = None
+    first_token_ns: int | None = None
+    first_answer_ns: int | None = None
+    chunk_ns: tuple[int, ...] = ()
+    chunk_tokens: tuple[int | None, ...] = ()
+    end_ns: int | None = None
+    prompt_tokens_server: int | None = None
+    completion_tokens_server: int | None = None
+    prompt_tokens_client: int | None = None
+    completion_tokens_client: int | None = None
+    http_status: int | None = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.http_status == 200
+
+
+@frozen(kw_only=True)
+class Verdict:
+    """Whether a result may be published, and every reason it may not (or is labelled)."""
+
+    valid: bool
+    reasons: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class WorkloadResult:
+    """The measured figures of one workload; ``metrics`` holds every named metric in its units."""
+
+    workload: str
+    runner: str
+    engine: str
+    scale: float = field(validator=_positive_number)
+    requests: int = field(validator=_non_negative_int)
+    failed: int = field(validator=_non_negative_int)
+    tokens_per_second: float | None
+    ttft_p50_s: float | None
+    metrics: Mapping[str, float | None] = field(factory=dict)
+    verdict: Verdict
+
+
+@frozen(kw_only=True)
+class RunInfo:
+    """What a run measures; given to ``arena_run_started`` and ``arena_run_finished``."""
+
+    run_id: str
+    model: str
+    hardware: str
+    backend: str
+    workloads: tuple[str, ...]
+    engine: str
+    scale: float
+
+
+@frozen(kw_only=True)
+class RunResult:
+    """The workload results of a run; ``completed`` is false when it stopped early."""
+
+    run_id: str
+    completed: bool
+    results: tuple[WorkloadResult, ...] = ()
+

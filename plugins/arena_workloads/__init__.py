@@ -1,0 +1,126 @@
+"""The nine standard Arena workloads (``shared/spec/workloads.md``), registered as data.
+
+Five closed-loop workloads in llama-benchy's style and four open-loop workloads in
+``vllm bench serve``'s style, with the parameters of the published reference cards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from arena_core import ClosedLoopShape, OpenLoopShape, WorkloadSpec, hookimpl
+
+CLOSED_LOOP_RUNNER = "llama-benchy"
+OPEN_LOOP_RUNNER = "vllm-bench"
+
+
+def _closed(name: str, title: str, description: str, **shape: int) -> WorkloadSpec:
+    return WorkloadSpec(
+        name=name,
+        title=title,
+        description=description,
+        runner=CLOSED_LOOP_RUNNER,
+        closed_loop=ClosedLoopShape(concurrency=10, runs=3, latency_mode="generation", **shape),
+    )
+
+
+def _open(name: str, title: str, description: str, **shape: object) -> WorkloadSpec:
+    return WorkloadSpec(
+        name=name,
+        title=title,
+        description=description,
+        runner=OPEN_LOOP_RUNNER,
+        open_loop=OpenLoopShape(**shape),  # type: ignore[arg-type]
+    )
+
+
+STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
+    _closed(
+        "chat",
+        "Chat",
+        "Short prompt, long answer: TTFT decides whether chat feels snappy.",
+        prompt_tokens=1024,
+        generated_tokens=1024,
+    ),
+    _closed(
+        "rag-8k",
+        "RAG · 8k context",
+        "A few document chunks and a normal answer: prefill cost without hitting the wall.",
+        prompt_tokens=8192,
+        generated_tokens=512,
+    ),
+    _closed(
+        "long-output",
+        "Long output / agents",
+        "Short instruction, long output (code, reports, agent output): a decode stress test.",
+        prompt_tokens=256,
+        generated_tokens=4096,
+    ),
+    _closed(
+        "long-context-25k",
+        "Large context · 25k",
+        "25k-token prompts: where the prefill wall appears and TTFT collapses.",
+        prompt_tokens=25000,
+        generated_tokens=256,
+    ),
+    _closed(
+        "multi-turn",
+        "Multi-turn · office work",
+        "Ten conversations of five turns; each turn adds 2048 tokens and a 512-token answer to the context.",
+        prompt_tokens=2048,
+        generated_tokens=512,
+        turns=5,
+    ),
+    _open(
+        "office-baseline",
+        "Realistic office baseline",
+        "4000 in / 500 out at 0.3 req/s with bursty (gamma 0.7) arrivals.",
+        dataset="random",
+        input_tokens=4000,
+        output_tokens=500,
+        range_ratio=0.9,
+        request_rate=0.30,
+        burstiness=0.7,
+        num_prompts=200,
+    ),
+    _open(
+        "sharegpt",
+        "Real conversations · ShareGPT",
+        "Real ShareGPT V3 conversations (first two turns) at 0.3 req/s, bursty arrivals.",
+        dataset="sharegpt",
+        request_rate=0.30,
+        burstiness=0.7,
+        num_prompts=250,
+    ),
+    _open(
+        "monday-peak",
+        "Monday-morning peak",
+        "4000 in / 500 out at 1.5 req/s (Poisson), at most 25 requests in flight.",
+        dataset="random",
+        input_tokens=4000,
+        output_tokens=500,
+        range_ratio=0.9,
+        request_rate=1.50,
+        burstiness=1.0,
+        num_prompts=300,
+        max_concurrency=25,
+    ),
+    _open(
+        "reasoning",
+        "Reasoning workload",
+        "1000 in / 4000 out at 0.2 req/s (Poisson): long thinking before the answer.",
+        dataset="random",
+        input_tokens=1000,
+        output_tokens=4000,
+        range_ratio=0.9,
+        request_rate=0.20,
+        burstiness=1.0,
+        num_prompts=50,
+    ),
+)
+
+
+@hookimpl
+def arena_register_workloads(register: Callable[[WorkloadSpec], None]) -> None:
+    for workload in STANDARD_WORKLOADS:
+        register(workload)
