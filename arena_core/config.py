@@ -10,11 +10,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, NewType
+from typing import Any, Literal, NewType, get_origin
 
 import attrs
 import cattrs
 from attrs import field, frozen
+from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_unstructure_fn, override
 
@@ -146,9 +147,23 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}" if not isinstance(value, (dict, list)) else type(value).__name__
 
 
+def _list_only(type_: Any, converter: cattrs.Converter) -> Any:
+    """Sequences must be TOML arrays: a string is not a list of its characters."""
+    factory = homogenous_tuple_structure_factory if get_origin(type_) is tuple else list_structure_factory
+    structure_items = factory(type_, converter)
+
+    def structure(value: Any, _: type) -> Any:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {_describe(value)}")
+        return structure_items(value, type_)
+
+    return structure
+
+
 def make_converter() -> cattrs.Converter:
     """The one converter between TOML data and Arena's value classes."""
     converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook_factory(is_sequence, _list_only)
     converter.register_structure_hook(int, _strict_int)
     converter.register_structure_hook(float, _strict_float)
     converter.register_structure_hook(str, _strict_str)
@@ -232,8 +247,8 @@ def _flatten(exc: BaseException, path: str) -> Iterator[tuple[str, str]]:
             yield from _flatten(sub, path)
     elif isinstance(exc, AttributeError) and "items" in str(exc):
         yield path, "expected a table"
-    elif isinstance(exc, KeyError):
-        yield _join(path, str(exc.args[0])), "required key missing"
+    elif isinstance(exc, KeyError):  # cattrs has already put the missing key on the path
+        yield path, "required key missing"
     else:
         yield path, str(exc) or type(exc).__name__
 

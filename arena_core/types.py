@@ -6,6 +6,7 @@ Config files are turned into them by the one converter in :mod:`arena_core.confi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -101,7 +102,7 @@ class Endpoint:
     The API key is never printed (``repr``) nor stored: the converter drops it when unstructuring.
     """
 
-    base_url: str = field(validator=matches_re(r"^https?://"))
+    base_url: str = field(validator=matches_re(r"https?://", func=re.match))
     model: str
     api_key: str | None = field(default=None, repr=False)
 

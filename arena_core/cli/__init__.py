@@ -50,12 +50,12 @@ def make_cli(pm: ArenaPluginManager) -> click.Group:
     """The ``arena`` group for ``pm``, with every plugin's commands added."""
     app = CliApp(pm)
 
-    @click.group(cls=ArenaGroup, context_settings={"obj": app, "help_option_names": ["-h", "--help"]})
+    @click.group("arena", cls=ArenaGroup, context_settings={"obj": app, "help_option_names": ["-h", "--help"]})
     @click.version_option(__version__, "--version", prog_name="arena", message="%(prog)s %(version)s")
     @click.option(
         "--config",
         "config_path",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
         help="Configuration file (default: ./arena.toml when it exists).",
     )
     @click.option("--strict-plugins", is_flag=True, help="Stop on the first misbehaving plugin (also ARENA_STRICT_PLUGINS=1).")

@@ -11,11 +11,14 @@ from arena_core.report import render_json, render_table
 
 
 @click.command("list")
-@click.argument("kind", type=KindType())
+@click.argument("kind", type=KindType(), metavar="KIND")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_obj
 def list_command(app: CliApp, kind: Kind, as_json: bool) -> None:
-    """List what plugins registered of one KIND, with the plugin that registered each."""
+    """List what plugins registered of one KIND, with the plugin that registered each.
+
+    KIND is one of workloads, runners, backends, hardware, models, scorers (singular works too).
+    """
     rows = [
         (reg.item.name, reg.item.description.strip().splitlines()[0] if reg.item.description.strip() else "", reg.plugin)
         for reg in app.hooks.registry.registrations(kind.plural)

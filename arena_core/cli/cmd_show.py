@@ -17,12 +17,15 @@ def _check_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 @click.command("show")
-@click.argument("kind", type=KindType())
+@click.argument("kind", type=KindType(), metavar="KIND")
 @click.argument("name", callback=_check_name)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_obj
 def show_command(app: CliApp, kind: Kind, name: str, as_json: bool) -> None:
-    """Show everything about the KIND called NAME."""
+    """Show everything about the KIND called NAME.
+
+    KIND is one of workloads, runners, backends, hardware, models, scorers (singular works too).
+    """
     registration = app.hooks.registry.lookup(kind.plural, name)
     data = {"kind": kind.singular, "plugin": registration.plugin, **describe(registration.item)}
     if as_json:

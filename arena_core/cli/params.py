@@ -23,9 +23,6 @@ class KindType(click.ParamType):
             self.fail(f"unknown kind {value!r} (known: {', '.join(KINDS)})", param, ctx)
         return kind
 
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "[" + "|".join(KINDS) + "]"
-
 
 def registered_name(ctx: click.Context, param: click.Parameter, value: str, kind: Kind) -> str:
     """Fail as a usage error, listing the known names, when ``value`` is not registered."""

@@ -1,0 +1,63 @@
+"""Plugins that misbehave on purpose, one way each, for the plugin-manager tests."""
+
+from __future__ import annotations
+
+from arena_core import HardwareDetection, HardwareProfile, ModelSpec, hookimpl
+
+TEST_BOX = HardwareProfile(
+    name="test-box", title="Test box", description="A box only tests know.", memory_gb=8, unified_memory=False
+)
+
+
+def model(name: str) -> ModelSpec:
+    return ModelSpec(name=name, title=name, description=f"model {name}", hf_id=f"org/{name}", precision="bf16")
+
+
+class GoodModels:
+    @hookimpl
+    def arena_register_models(self, register):
+        register(model("good-model"))
+
+
+class UnknownArgument:
+    @hookimpl
+    def arena_register_models(self, register, colour):
+        register(model("never"))
+
+
+class MisspelledHook:
+    @hookimpl
+    def arena_register_model(self, register):  # missing the final "s"
+        register(model("never"))
+
+
+class DuplicateModel:
+    @hookimpl
+    def arena_register_models(self, register):
+        register(model("good-model"))
+        register(model("own-model"))
+
+
+class RaisesInHook:
+    @hookimpl
+    def arena_register_models(self, register):
+        register(model("half-way"))
+        raise RuntimeError("catalog file is corrupt")
+
+
+class WrongType:
+    @hookimpl
+    def arena_register_models(self, register):
+        register({"name": "dict-model"})
+
+
+class DetectsTestBox:
+    @hookimpl
+    def arena_detect_hardware(self):
+        return HardwareDetection(profile=TEST_BOX, reason="tests said so")
+
+
+class DetectorRaises:
+    @hookimpl(tryfirst=True)
+    def arena_detect_hardware(self):
+        raise OSError("nvidia-smi exploded")

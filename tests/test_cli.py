@@ -1,0 +1,160 @@
+"""The command line: listings, details, unknown names, exit codes, and no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena_core import __version__, make_plugin_manager
+from arena_core.testing import run_cli
+
+
+@pytest.fixture
+def pm():
+    return make_plugin_manager(autoload=False, strict=True)
+
+
+def arena(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in a child process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "arena_core", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def test_version(pm):
+    result = run_cli(pm, ["--version"])
+    assert result.stdout.strip() == f"arena {__version__}"
+
+
+def test_plugins_all_json_lists_builtins_with_hooks(pm):
+    result = run_cli(pm, ["plugins", "--all", "--json"])
+    plugins = {entry["name"]: entry for entry in json.loads(result.stdout)}
+    assert plugins["arena_workloads"]["hooks"] == ["arena_register_workloads"]
+    assert plugins["arena_hardware"]["hooks"] == ["arena_detect_hardware", "arena_register_hardware"]
+    assert plugins["arena_core.cli.builtin_commands"]["hooks"] == ["arena_register_commands"]
+    assert all(entry["builtin"] and entry["source"] == "builtin" for entry in plugins.values())
+
+
+def test_plugins_without_all_hides_builtins(pm):
+    assert json.loads(run_cli(pm, ["plugins", "--json"]).stdout) == []
+    assert "No third-party plugins installed" in run_cli(pm, ["plugins"]).stdout
+
+
+@pytest.mark.parametrize("kind", ["workloads", "workload", "hardware", "models", "model"])
+def test_list_shows_name_description_and_plugin(pm, kind):
+    result = run_cli(pm, ["list", kind, "--json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    assert rows and all(set(row) == {"name", "description", "plugin"} for row in rows)
+    assert all(row["plugin"].startswith("arena_") for row in rows)
+
+
+def test_list_table_and_empty_kind(pm):
+    table = run_cli(pm, ["list", "workloads"]).stdout
+    assert table.splitlines()[0].split() == ["name", "description", "plugin"]
+    assert "monday-peak" in table
+    assert run_cli(pm, ["list", "runners"]).stdout.strip() == "No runners registered."
+
+
+def test_show_workload_prints_every_parameter(pm):
+    result = run_cli(pm, ["show", "workload", "monday-peak", "--json"])
+    data = json.loads(result.stdout)
+    assert data["plugin"] == "arena_workloads"
+    assert data["open_loop"]["max_concurrency"] == 25
+    table = run_cli(pm, ["show", "workload", "chat"]).stdout
+    assert "closed_loop.prompt_tokens" in table and "1024" in table
+
+
+def test_show_model_marks_missing_quality_scores(pm):
+    data = json.loads(run_cli(pm, ["show", "model", "qwen3.5-0.8b", "--json"]).stdout)
+    assert [score["value"] for score in data["quality"]] == [29.7, 11.9, None]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["show", "workload", "chatt"], "unknown workload 'chatt' (known: chat, rag-8k"),
+        (["show", "hardware", "tpu"], "unknown hardware 'tpu' (known: cpu-host, gb10)"),
+        (["list", "gpus"], "unknown kind 'gpus' (known: workloads, runners, backends, hardware, models, scorers)"),
+        (["--config", "absent.toml", "list", "models"], "absent.toml"),
+        (["plugins", "--colour"], "No such option '--colour'"),
+    ],
+)
+def test_unknown_names_fail_at_parse_time_with_exit_2(pm, args, needle):
+    result = run_cli(pm, args)
+    assert result.exit_code == 2
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_check_ok_and_failing(pm, tmp_path: Path):
+    good = tmp_path / "good.toml"
+    good.write_text("[workloads.chat]\nconcurrency = 5\n")
+    result = run_cli(pm, ["config", "check", str(good)])
+    assert result.exit_code == 0 and result.stdout.strip() == f"{good}: ok (workload overrides: chat)"
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[workloads.chat]\nconcurency = 5\n")
+    result = run_cli(pm, ["config", "check", str(bad)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"arena: error: {bad}: $.workloads.chat.concurency: unknown key"
+
+
+def test_console_script_bad_input_is_one_line_exit_2_no_traceback(tmp_path: Path):
+    bad = tmp_path / "arena.toml"
+    bad.write_text("[workloads.chat]\nconcurrency = -1\n")
+    result = arena("config", "check", str(bad))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"arena: error: {bad}: $.workloads.chat.concurrency: must be greater than 0, got -1"
+    ]
+    debug = arena("--debug", "config", "check", str(bad))
+    assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+
+def _broken_entry_point(root: Path) -> dict[str, str]:
+    dist_info = root / "raising_plugin-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: raising-plugin\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[arena]\nraising = raising_plugin\n")
+    (root / "raising_plugin.py").write_text(
+        "from arena_core import hookimpl\n\n"
+        "@hookimpl\n"
+        "def arena_register_hardware(register):\n"
+        "    raise RuntimeError('probe table missing')\n"
+    )
+    return {"PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_console_script_warns_about_a_raising_plugin_and_carries_on(tmp_path: Path):
+    result = arena("list", "hardware", env=_broken_entry_point(tmp_path))
+    assert result.returncode == 0
+    assert "cpu-host" in result.stdout
+    assert (
+        "arena: warning: plugin 'raising': arena_register_hardware raised RuntimeError: probe table missing; skipped"
+        in result.stderr
+    )
+
+
+def test_console_script_strict_plugins_stops_with_exit_3(tmp_path: Path):
+    env = _broken_entry_point(tmp_path)
+    for args, extra_env in ((["--strict-plugins", "list", "hardware"], {}), (["list", "hardware"], {"ARENA_STRICT_PLUGINS": "1"})):
+        result = arena(*args, env={**env, **extra_env})
+        assert result.returncode == 3, result.stderr
+        assert "plugin 'raising'" in result.stderr and "strict plugin mode" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_console_script_disabled_plugin_is_not_called(tmp_path: Path):
+    env = {**_broken_entry_point(tmp_path), "ARENA_DISABLED_PLUGINS": "raising"}
+    result = arena("list", "hardware", env=env)
+    assert result.returncode == 0 and result.stderr == ""

@@ -1,0 +1,202 @@
+"""One test per hook (``test_hook_<name>``); a meta-test fails when a hook has none."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import pytest
+
+from arena_core import (
+    ArenaHooks,
+    BackendSpec,
+    ClosedLoopShape,
+    HardwareDetection,
+    HardwareProfile,
+    RunInfo,
+    RunnerSpec,
+    RunResult,
+    ScorerSpec,
+    ToolAvailability,
+    WorkloadSpec,
+    hookimpl,
+)
+from arena_core.config import ArenaConfig
+from arena_core.docgen import hookspec_functions
+from arena_core.testing import plugin_manager_with, run_cli
+
+RUN = RunInfo(
+    run_id="r1", model="gemma-3-270m", hardware="cpu-host", backend="llama-cpp", workloads=("chat",), engine="native", scale=0.1
+)
+
+
+def test_every_hook_has_a_test():
+    tested = {name[len("test_hook_") :] for name in vars(sys.modules[__name__]) if name.startswith("test_hook_")}
+    missing = [name for name, _, _ in hookspec_functions() if name not in tested]
+    assert missing == [], f"hooks without a test_hook_<name> test: {missing}"
+
+
+def test_hook_arena_register_workloads():
+    tiny = WorkloadSpec(
+        name="tiny-chat",
+        title="Tiny chat",
+        description="A small closed-loop test.",
+        runner="llama-benchy",
+        closed_loop=ClosedLoopShape(prompt_tokens=16, generated_tokens=16, concurrency=2, runs=1),
+    )
+
+    class Plugin:
+        @hookimpl
+        def arena_register_workloads(self, register):
+            register(tiny)
+
+    registry = ArenaHooks(plugin_manager_with(Plugin(), builtins=("arena_workloads",))).registry
+    assert registry.workloads["tiny-chat"].item is tiny
+    assert registry.workloads["tiny-chat"].plugin == "Plugin"
+    assert registry.workloads["chat"].plugin == "arena_workloads"
+
+
+def test_hook_arena_register_runners():
+    spec = RunnerSpec(
+        name="echo-runner",
+        description="Runs nothing; only a test.",
+        loop="closed",
+        engines=("native",),
+        create=lambda engine: None,  # type: ignore[arg-type,return-value]
+        check_external=lambda: ToolAvailability(available=False, detail="pip install echo-tool"),
+    )
+
+    class Plugin:
+        @hookimpl
+        def arena_register_runners(self, register):
+            register(spec)
+
+    registration = ArenaHooks(plugin_manager_with(Plugin())).registry.lookup("runners", "echo-runner")
+    assert registration.plugin == "Plugin"
+    assert registration.item.check_external().detail == "pip install echo-tool"
+
+
+def test_hook_arena_register_backends():
+    spec = BackendSpec(name="null-backend", description="Starts nothing.", create=lambda model, config: None)  # type: ignore[arg-type,return-value]
+
+    class Plugin:
+        @hookimpl
+        def arena_register_backends(self, register):
+            register(spec)
+
+    assert ArenaHooks(plugin_manager_with(Plugin())).registry.get("backends", "null-backend") is spec
+
+
+def test_hook_arena_register_hardware():
+    registry = ArenaHooks(plugin_manager_with(builtins=("arena_hardware",))).registry
+    assert set(registry.hardware) == {"cpu-host", "gb10"}
+    assert registry.hardware["gb10"].item.memory_bandwidth_gbs == 273
+
+
+def test_hook_arena_register_models():
+    registry = ArenaHooks(plugin_manager_with(builtins=("arena_models",))).registry
+    assert list(registry.models) == ["qwen3.6-35b-a3b", "qwen3.5-0.8b", "gemma-3-270m"]
+
+
+def test_hook_arena_register_scorers():
+    spec = ScorerSpec(name="constant", description="Always 50.", profiles=("only",), create=lambda profile: 50)
+
+    class Plugin:
+        @hookimpl
+        def arena_register_scorers(self, register):
+            register(spec)
+
+    assert ArenaHooks(plugin_manager_with(Plugin())).registry.get("scorers", "constant").create("only") == 50
+
+
+def test_hook_arena_register_commands():
+    @click.command("hello")
+    def hello() -> None:
+        """Say hello."""
+        click.echo("hello from a plugin")
+
+    @click.command("list")
+    def hijack() -> None:
+        click.echo("hijacked")
+
+    class Adds:
+        @hookimpl
+        def arena_register_commands(self, cli):
+            cli.add_command(hello)
+
+    class Clashes:
+        @hookimpl
+        def arena_register_commands(self, cli):
+            cli.add_command(hijack)
+
+    pm = plugin_manager_with(Adds(), Clashes(), builtins=("arena_core.cli.builtin_commands", "arena_models"))
+    assert run_cli(pm, ["hello"]).stdout == "hello from a plugin\n"
+    assert "qwen3.5-0.8b" in run_cli(pm, ["list", "models"]).stdout  # the built-in "list" was kept
+    assert {str(problem) for problem in pm.problems} == {"plugin 'Clashes': command 'list' is already taken; skipped"}
+
+
+def test_hook_arena_detect_hardware():
+    box = HardwareProfile(name="box", title="Box", description="A box.", memory_gb=4, unified_memory=False)
+
+    class Recognises:
+        @hookimpl
+        def arena_detect_hardware(self, config):
+            assert isinstance(config, ArenaConfig)
+            return HardwareDetection(profile=box, reason="it has a box-shaped sticker")
+
+    class DoesNotRecognise:
+        @hookimpl(tryfirst=True)
+        def arena_detect_hardware(self):
+            return None
+
+    fallback = ArenaHooks(plugin_manager_with(builtins=("arena_hardware",))).detect_hardware(ArenaConfig())
+    assert fallback is not None and fallback.profile.name == "cpu-host"
+    pm = plugin_manager_with(DoesNotRecognise(), Recognises(), builtins=("arena_hardware",))
+    found = ArenaHooks(pm).detect_hardware(ArenaConfig())
+    assert found is not None and (found.profile.name, found.reason) == ("box", "it has a box-shaped sticker")
+    assert ArenaHooks(plugin_manager_with()).detect_hardware(ArenaConfig()) is None
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, object]] = []
+
+    @hookimpl
+    def arena_run_started(self, run):
+        self.seen.append(("started", run))
+
+    @hookimpl
+    def arena_run_finished(self, run, result):
+        self.seen.append(("finished", result))
+
+
+class BrokenObserver:
+    @hookimpl(tryfirst=True)
+    def arena_run_started(self, run):
+        raise ConnectionError("telemetry endpoint down")
+
+    @hookimpl(tryfirst=True)
+    def arena_run_finished(self, run, result):
+        raise ConnectionError("telemetry endpoint down")
+
+
+@pytest.fixture
+def observers():
+    recorder = Recorder()
+    pm = plugin_manager_with(recorder, BrokenObserver())
+    return recorder, pm
+
+
+def test_hook_arena_run_started(observers):
+    recorder, pm = observers
+    ArenaHooks(pm).run_started(RUN)
+    assert recorder.seen == [("started", RUN)]
+    assert [problem.plugin for problem in pm.problems] == ["BrokenObserver"]
+
+
+def test_hook_arena_run_finished(observers):
+    recorder, pm = observers
+    result = RunResult(run_id="r1", completed=False)
+    ArenaHooks(pm).run_finished(RUN, result)
+    assert recorder.seen == [("finished", result)]
+    assert "telemetry endpoint down" in pm.problems[0].problem
