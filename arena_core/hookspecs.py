@@ -148,9 +148,10 @@ def arena_detect_hardware(config: ArenaConfig) -> HardwareDetection | None:
 
 @hookspec
 def arena_run_started(run: RunInfo) -> None:
-    """Observe the start of a run, after the server answers and before the first workload.
+    """Observe the start of a run.
 
-    Kind: notify. An observer that raises is reported and the run goes on.
+    Kind: notify. Called once per run, after the server answers and before the first workload.
+    An observer that raises is reported and the run goes on.
 
     :param run: what is about to be measured: run id, model, hardware, backend, workloads, scale.
     :return: nothing; anything returned is ignored.
@@ -159,9 +160,9 @@ def arena_run_started(run: RunInfo) -> None:
 
 @hookspec
 def arena_run_finished(run: RunInfo, result: RunResult) -> None:
-    """Observe the end of a run, after every workload result is stored.
+    """Observe the end of a run.
 
-    Kind: notify. Called also when the run stopped early (``result.completed`` is then false), so
+    Kind: notify. Called once per run, after every workload result is stored; called also when the run stopped early (``result.completed`` is then false), so
     exporters see partial results. An observer that raises is reported; the stored run is kept.
 
     :param run: the same object ``arena_run_started`` received.

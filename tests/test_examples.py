@@ -1,0 +1,47 @@
+"""The example plugins install like any third-party package and show up; uninstalled, they go."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def pip(*args: str) -> None:
+    # No build isolation: the test environment already has setuptools (the "test" extra), and
+    # a test should not need the network.
+    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *args], check=True, timeout=300)
+
+
+def arena_json(*args: str) -> list[dict[str, object]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "arena_core", *args, "--json"], capture_output=True, text=True, check=True, timeout=60
+    )
+    return json.loads(result.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("package", "distribution", "kind", "name"),
+    [
+        ("arena-strix-halo", "arena-strix-halo", "hardware", "strix-halo"),
+        ("arena-gemma-it", "arena-gemma-it", "models", "gemma-3-270m-it"),
+    ],
+)
+def test_example_plugin_appears_when_installed_and_goes_when_uninstalled(package, distribution, kind, name):
+    pip("install", "--no-build-isolation", "--no-deps", str(EXAMPLES / package))
+    try:
+        listed = {row["name"]: row["plugin"] for row in arena_json("list", kind)}
+        entry_point = next(info for info in arena_json("plugins") if info["name"] in listed.values())
+        assert listed.get(name) == entry_point["name"]
+        assert entry_point["version"] == "1.0.0" and not entry_point["builtin"]
+        assert distribution in entry_point["source"]
+    finally:
+        pip("uninstall", "-y", distribution)
+    assert name not in {row["name"] for row in arena_json("list", kind)}
+    assert arena_json("plugins") == []
