@@ -226,34 +226,42 @@ class ScorerSpec:
 class RequestRecord:
     """Everything observed about one request; every metric is a pure function of these.
 
-    Times are ``time.perf_counter_ns()`` values of the measuring process (only differences mean
-    anything). ``chunk_ns[i]`` is when content chunk *i* arrived and ``chunk_tokens[i]`` how many
-    tokens it carried when the server said so (``None`` otherwise).
+    Times are ``time.perf_counter_ns()`` values taken where the bytes arrived (only differences
+    mean anything). ``chunk_ns[i]`` is when output chunk *i* arrived, ``chunk_tokens[i]`` how many
+    tokens it carried when the server sent ``token_ids`` (else ``None``), and ``chunk_kinds[i]``
+    what it carried (see :mod:`arena_core.loadgen.stream`), so each reference tool's rule for
+    "first token" can be applied to the same record. ``phase`` is ``standard``, or ``context`` /
+    ``inference`` for llama-benchy's prefix-caching phases.
     """
 
     workload: str
     run_index: int
     request_index: int
     turn_index: int = 0
+    phase: str = "standard"
     warmup: bool = False
+    expected_prompt_tokens: int | None = None
+    max_tokens: int | None = None
     scheduled_ns: int | None = None
     sent_ns: int
     first_byte_ns: int | None = None
     first_response_ns: int | None = None
-    first_token_ns: int | None = None
-    first_answer_ns: int | None = None
     chunk_ns: tuple[int, ...] = ()
     chunk_tokens: tuple[int | None, ...] = ()
+    chunk_kinds: str = ""
     end_ns: int | None = None
     prompt_tokens_server: int | None = None
     completion_tokens_server: int | None = None
-    prompt_tokens_client: int | None = None
     completion_tokens_client: int | None = None
     http_status: int | None = None
     error: str = ""
+    malformed_events: int = 0
+    content: str = ""
+    reasoning: str = ""
 
     @property
     def ok(self) -> bool:
+        """The server answered 200 and the stream ended normally (content may still be empty)."""
         return not self.error and self.http_status == 200
 
 

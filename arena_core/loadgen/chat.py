@@ -1,0 +1,103 @@
+"""The streaming chat client: prepared request bytes in, request records out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from arena_core.errors import ArenaError
+from arena_core.loadgen.http import BufferSink, Exchange, HttpClient
+from arena_core.loadgen.stream import ChatStreamSink
+from arena_core.types import Endpoint, RequestRecord
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+class ServerRefused(ArenaError):
+    """The server answered a set-up call with an error (wrong API key, unknown model, ...)."""
+
+    exit_code = 2
+
+
+def encode_json(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class ChatClient:
+    """Talks to one OpenAI-compatible endpoint through a keep-alive pool.
+
+    ``prepare`` turns a body into request bytes ahead of time; ``stream`` sends them and returns
+    the exchange and what the stream carried, with arrival timestamps.
+    """
+
+    def __init__(self, endpoint: Endpoint, *, request_timeout: float = 3600.0) -> None:
+        headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+        self.endpoint = endpoint
+        self.http = HttpClient(endpoint.base_url, headers=headers)
+        self.request_timeout = request_timeout
+
+    def prepare(self, body: dict[str, Any], path: str = CHAT_PATH) -> bytes:
+        return self.http.build_request("POST", path, encode_json(body))
+
+    async def stream(self, request: bytes) -> tuple[Exchange, ChatStreamSink]:
+        sink = ChatStreamSink()
+        exchange = await self.http.exchange(request, sink, timeout=self.request_timeout)
+        return exchange, sink
+
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any, Exchange]:
+        """A small JSON call (probe, tokenize, models); ``(status, parsed body or None, exchange)``."""
+        sink = BufferSink()
+        request = self.http.build_request(method, path, None if body is None else encode_json(body))
+        exchange = await self.http.exchange(request, sink, timeout=self.request_timeout)
+        try:
+            parsed = json.loads(sink.body) if sink.body else None
+        except ValueError:
+            parsed = None
+        return exchange.status, parsed, exchange
+
+    async def call_ok(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """Like :meth:`call`, but a failure is a one-line :class:`ServerRefused`."""
+        status, parsed, exchange = await self.call(method, path, body)
+        if exchange.error:
+            raise ServerRefused(f"{method} {self.endpoint.base_url}{path}: {exchange.error}")
+        if status == 401:
+            raise ServerRefused(f"{self.endpoint.base_url} rejected the API key (HTTP 401 on {path})")
+        if status != 200:
+            raise ServerRefused(f"{method} {self.endpoint.base_url}{path}: HTTP {status}: {_error_text(parsed)}")
+        return parsed
+
+    async def close(self) -> None:
+        await self.http.close()
+
+
+def _error_text(parsed: Any) -> str:
+    if isinstance(parsed, dict):
+        error = parsed.get("error")
+        if isinstance(error, dict) and "message" in error:
+            return str(error["message"])[:200]
+        return json.dumps(parsed)[:200]
+    return "no JSON body"
+
+
+def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> RequestRecord:
+    """The request record of one streamed exchange; ``labels`` are workload, run_index, ..."""
+    error = exchange.error
+    if not error and exchange.status != 200:
+        error = f"HTTP {exchange.status}: {sink.error_body.decode('utf-8', 'replace')[:500]}"
+    return RequestRecord(
+        sent_ns=exchange.sent_ns,
+        first_byte_ns=sink.first_byte_ns if sink.first_byte_ns is not None else exchange.head_ns,
+        first_response_ns=sink.first_response_ns,
+        chunk_ns=tuple(sink.chunk_ns),
+        chunk_tokens=tuple(sink.chunk_tokens),
+        chunk_kinds="".join(sink.chunk_kinds),
+        end_ns=exchange.end_ns,
+        prompt_tokens_server=sink.prompt_tokens,
+        completion_tokens_server=sink.completion_tokens,
+        http_status=exchange.status or None,
+        error=error,
+        malformed_events=sink.malformed_events,
+        content="".join(sink.content),
+        reasoning="".join(sink.reasoning),
+        **labels,
+    )

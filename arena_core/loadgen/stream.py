@@ -1,0 +1,134 @@
+"""Parsing an OpenAI chat-completions SSE stream into the fields of a request record.
+
+The parser runs inside ``data_received`` with the read's arrival time, so it is kept lean: split
+on newlines, ``json.loads`` each ``data:`` line, classify its delta. Every output chunk is kept
+with its kind, so both reference tools' rules can be applied later to the same record:
+
+=====  ===========================================  ============  ==================
+kind   delta carries                                llama-benchy  vllm bench serve
+=====  ===========================================  ============  ==================
+``c``  non-empty ``content``                        token chunk   token chunk
+``r``  non-empty ``reasoning``                      token chunk   token chunk
+``R``  non-empty ``reasoning_content`` only          token chunk   --
+``t``  ``tool_calls`` / ``function_call``            --            token chunk
+``e``  ``content == ""`` without ``role``            --            token chunk
+=====  ===========================================  ============  ==================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from json import loads
+from typing import Any
+
+ANSWER = "c"
+REASONING = "r"
+REASONING_CONTENT = "R"
+TOOL_CALL = "t"
+EMPTY_CONTENT = "e"
+
+#: The kinds each reference tool counts as streamed output.
+LLAMA_BENCHY_KINDS = frozenset((ANSWER, REASONING, REASONING_CONTENT))
+VLLM_KINDS = frozenset((ANSWER, REASONING, TOOL_CALL, EMPTY_CONTENT))
+
+
+class ChatStreamSink:
+    """Collects one streamed chat response; ``on_body`` is called per network read."""
+
+    __slots__ = (
+        "status",
+        "first_byte_ns",
+        "first_response_ns",
+        "chunk_ns",
+        "chunk_tokens",
+        "chunk_kinds",
+        "content",
+        "reasoning",
+        "prompt_tokens",
+        "completion_tokens",
+        "malformed_events",
+        "error_body",
+        "_partial",
+    )
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.first_byte_ns: int | None = None
+        self.first_response_ns: int | None = None
+        self.chunk_ns: list[int] = []
+        self.chunk_tokens: list[int | None] = []
+        self.chunk_kinds: list[str] = []
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.malformed_events = 0
+        self.error_body = b""
+        self._partial = b""
+
+    def on_head(self, t_ns: int, status: int, headers: Mapping[str, str]) -> None:
+        self.status = status
+
+    def on_body(self, t_ns: int, data: bytes) -> None:
+        if self.first_byte_ns is None:
+            self.first_byte_ns = t_ns
+        if self.status != 200:
+            self.error_body += data
+            return
+        if self._partial:
+            data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue  # blank separators, ": comments", "event:" lines
+            payload = line[5:].lstrip()
+            if payload == b"[DONE]":
+                continue
+            try:
+                event = loads(payload)
+            except ValueError:
+                self.malformed_events += 1
+                continue
+            if type(event) is dict:
+                self._event(t_ns, event)
+            else:
+                self.malformed_events += 1
+
+    def _event(self, t_ns: int, event: dict[str, Any]) -> None:
+        usage = event.get("usage")
+        if type(usage) is dict:
+            prompt = usage.get("prompt_tokens")
+            if type(prompt) is int:
+                self.prompt_tokens = prompt
+            completion = usage.get("completion_tokens")
+            if type(completion) is int and completion >= 0:
+                self.completion_tokens = completion
+        choices = event.get("choices")
+        if not choices or type(choices) is not list:
+            return
+        if self.first_response_ns is None:
+            self.first_response_ns = t_ns
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        content = delta.get("content")
+        if content:
+            kind = ANSWER
+            self.content.append(content)
+        elif delta.get("reasoning"):
+            kind = REASONING
+            self.reasoning.append(delta["reasoning"])
+        elif delta.get("reasoning_content"):
+            kind = REASONING_CONTENT
+            self.reasoning.append(delta["reasoning_content"])
+        elif delta.get("tool_calls") or delta.get("function_call"):
+            kind = TOOL_CALL
+        elif content == "" and "role" not in delta:
+            kind = EMPTY_CONTENT
+        else:
+            return  # the role-only opening chunk, or an empty keep-alive delta
+        token_ids = choice.get("token_ids")
+        self.chunk_ns.append(t_ns)
+        self.chunk_tokens.append(len(token_ids) if type(token_ids) is list else None)
+        self.chunk_kinds.append(kind)

@@ -1,0 +1,451 @@
+"""A deterministic fake OpenAI chat server: a measuring rig for tests and benchmarks.
+
+It is never a backend: it serves no model. It answers ``/v1/chat/completions`` (streamed and not),
+``/v1/models``, ``/health``, ``/tokenize`` and ``/detokenize`` with exactly the timing it is told
+to inject (prefill cost per prompt token, a gap per generated token, k tokens per chunk, an early
+role-only chunk) and the faults it is told to inject (HTTP errors, a reset mid-stream, malformed
+SSE, no usage, a stall, a wrong API key). Every request is logged with server-side timestamps
+(``time.perf_counter_ns``, the same monotonic clock as every process on the machine), so a test
+knows the true time to first token of each request.
+
+Run it standalone: ``python -m arena_core.testing.fake_server --port 8765 --decode-gap-ms 10``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from attrs import field, frozen
+
+COHERENCE_QUESTION = "capital of france"
+FAULTS = ("none", "reset", "malformed", "stall", "http")
+
+
+@frozen(kw_only=True)
+class FakeServerConfig:
+    """What the rig injects. Times in seconds; ``fail_every`` N applies ``fault`` to every Nth chat request."""
+
+    model: str = "fake-org/fake-model"
+    tokenizer_path: str | None = None
+    prefill_base_s: float = 0.0
+    prefill_per_token_s: float = 0.0
+    decode_gap_s: float = 0.01
+    tokens_per_chunk: int = 1
+    early_role_chunk: bool = False
+    usage: bool = True
+    token_ids: bool = False
+    default_max_tokens: int = 16
+    api_key: str | None = None
+    fault: str = field(default="none")
+    fail_every: int = 0
+    fail_status: int = 500
+    messages_per_write: int = 64  # with no decode gap: SSE messages joined into one socket write
+
+    @fault.validator
+    def _known_fault(self, _: object, value: str) -> None:
+        if value not in FAULTS:
+            raise ValueError(f"fault must be one of {FAULTS}")
+
+
+class _Tokens:
+    """Token counting for the rig: the given tokenizer, else about four characters a token."""
+
+    def __init__(self, path: str | None) -> None:
+        self._tokenizer = None
+        if path:
+            from tokenizers import Tokenizer
+
+            self._tokenizer = Tokenizer.from_file(path)
+
+    @property
+    def exact(self) -> bool:
+        return self._tokenizer is not None
+
+    def encode(self, text: str) -> list[int]:
+        if self._tokenizer is None:
+            return [0] * max(1, len(text) // 4) if text else []
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int]) -> str:
+        assert self._tokenizer is not None
+        return self._tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # vLLM sends a list of parts
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _sse(obj: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _chunked(payload: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error"}
+
+
+class FakeOpenAIServer:
+    """The rig. ``await start()`` listens; ``log`` holds one dict per request."""
+
+    def __init__(self, config: FakeServerConfig = FakeServerConfig()) -> None:
+        self.config = config
+        self.tokens = _Tokens(config.tokenizer_path)
+        self.log: list[dict[str, Any]] = []
+        self._server: asyncio.base_events.Server | None = None
+        self._chat_count = 0
+        piece = " the"
+        self._piece_ids = self.tokens.encode(piece)[:1] if self.tokens.exact else [0]
+        self._piece = piece if self.tokens.exact else piece
+        self._frame_cache: dict[tuple[int, bool, str | None], bytes] = {}
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self), host, port, reuse_address=True)
+        return self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    # --- requests --------------------------------------------------------------------------
+
+    def _chat_frame(self, count: int, with_ids: bool, finish: str | None) -> bytes:
+        key = (count, with_ids, finish)
+        frame = self._frame_cache.get(key)
+        if frame is None:
+            choice: dict[str, Any] = {"index": 0, "delta": {"content": self._piece * count}, "finish_reason": finish}
+            if with_ids:
+                choice["token_ids"] = self._piece_ids * count
+            frame = _sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": self.config.model, "choices": [choice]})
+            self._frame_cache[key] = frame
+        return frame
+
+    def prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
+        # A chat template of 1 token, 3 per message and 2 at the end, like a small real one.
+        return 1 + sum(3 + len(self.tokens.encode(_message_text(m.get("content")))) for m in messages) + 2
+
+    async def handle(self, conn: _Connection, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
+        received_ns = time.perf_counter_ns()
+        entry: dict[str, Any] = {"method": method, "path": path, "received_ns": received_ns}
+        self.log.append(entry)
+        key = self.config.api_key
+        if key is not None and headers.get("authorization") != f"Bearer {key}":
+            entry["status"] = 401
+            conn.respond_json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+            return
+        if method == "GET" and path in ("/health", "/v1/health"):
+            conn.respond_json(200, {"status": "ok"})
+        elif method == "GET" and path == "/v1/models":
+            conn.respond_json(200, {"object": "list", "data": [{"id": self.config.model, "object": "model", "root": self.config.model}]})
+        elif method == "POST" and path in ("/tokenize", "/detokenize") and self.tokens.exact:
+            self._tokenize(conn, path, json.loads(body or b"{}"))
+        elif method == "POST" and path == "/v1/chat/completions":
+            await self._chat(conn, entry, json.loads(body or b"{}"))
+        else:
+            entry["status"] = 404
+            conn.respond_json(404, {"error": {"message": f"no route {method} {path}"}})
+
+    def _tokenize(self, conn: _Connection, path: str, request: dict[str, Any]) -> None:
+        if path == "/tokenize":
+            text = request.get("content", request.get("prompt", ""))
+            ids = self.tokens.encode(text)
+            conn.respond_json(200, {"tokens": ids, "count": len(ids)})
+        else:
+            text = self.tokens.decode(list(request.get("tokens", [])))
+            conn.respond_json(200, {"content": text, "prompt": text})
+
+    async def _chat(self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any]) -> None:
+        config = self.config
+        self._chat_count += 1
+        messages = request.get("messages", [])
+        prompt_tokens = self.prompt_tokens(messages)
+        asked = request.get("max_completion_tokens", request.get("max_tokens", config.default_max_tokens))
+        stream = bool(request.get("stream"))
+        entry.update(
+            body_keys=list(request),
+            roles=[m.get("role") for m in messages],
+            prompt_tokens=prompt_tokens,
+            max_tokens=asked,
+            stream=stream,
+            ignore_eos=request.get("ignore_eos"),
+        )
+        failing = config.fail_every > 0 and self._chat_count % config.fail_every == 0
+        fault = config.fault if failing else "none"
+        entry["fault"] = fault
+        if fault == "http":
+            entry["status"] = config.fail_status
+            conn.respond_json(config.fail_status, {"error": {"message": f"injected HTTP {config.fail_status}"}})
+            return
+        last_user = next((_message_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        coherent = COHERENCE_QUESTION in last_user.lower()
+        count = 1 if coherent else int(asked)
+        prefill = config.prefill_base_s + config.prefill_per_token_s * prompt_tokens
+        entry["status"] = 200
+        if not stream:
+            await asyncio.sleep(prefill + config.decode_gap_s * max(0, count - 1))
+            text = "Paris" if coherent else self._piece * count
+            conn.respond_json(
+                200,
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "model": config.model,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count},
+                },
+            )
+            entry["completion_tokens"] = count
+            return
+        await self._stream(conn, entry, request, prompt_tokens, count, prefill, fault, coherent)
+
+    async def _stream(
+        self,
+        conn: _Connection,
+        entry: dict[str, Any],
+        request: dict[str, Any],
+        prompt_tokens: int,
+        count: int,
+        prefill: float,
+        fault: str,
+        coherent: bool,
+    ) -> None:
+        config = self.config
+        loop = asyncio.get_running_loop()
+        conn.start_stream()
+        role = _sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+        if config.early_role_chunk:
+            conn.write_chunk(role)
+            entry["role_ns"] = time.perf_counter_ns()
+        start = loop.time()
+        await asyncio.sleep(prefill)
+        if not config.early_role_chunk:
+            role_only = role.replace(b',"content":""', b"")
+            conn.write_chunk(role_only)
+        with_ids = config.token_ids and bool(request.get("return_token_ids"))
+        k = max(1, config.tokens_per_chunk)
+        sent = 0
+        pending: list[bytes] = []
+        while sent < count:
+            n = min(k, count - sent)
+            last = sent + n >= count
+            if coherent:
+                frame = _sse({"choices": [{"index": 0, "delta": {"content": "Paris"}, "finish_reason": "stop"}]})
+            else:
+                frame = self._chat_frame(n, with_ids, "length" if last else None)
+            if fault == "malformed" and sent == 0:
+                pending.append(b'data: {"choices": [{"delta": {"content": "br\n\n')
+            pending.append(frame)
+            sent += n
+            if fault == "reset" and sent >= count // 2:
+                conn.write_chunk(b"".join(pending))
+                entry["completion_tokens_sent"] = sent
+                conn.abort()
+                return
+            if config.decode_gap_s > 0 or len(pending) >= config.messages_per_write or last:
+                if "first_content_ns" not in entry:
+                    conn.write_chunk(b"".join(pending))
+                    entry["first_content_ns"] = time.perf_counter_ns()
+                else:
+                    conn.write_chunk(b"".join(pending))
+                pending.clear()
+                await conn.drain()
+            if fault == "stall" and sent >= count // 2:
+                entry["stalled"] = True
+                await asyncio.sleep(3600)
+            if config.decode_gap_s > 0 and not last:
+                # Absolute schedule: chunk j leaves at start + prefill + j*k*gap, so sleeps never drift.
+                target = start + prefill + (sent // k) * k * config.decode_gap_s
+                delay = target - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+        options = request.get("stream_options") or {}
+        if config.usage and options.get("include_usage"):
+            conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count}}))
+        conn.write_chunk(b"data: [DONE]\n\n")
+        conn.end_stream()
+        entry["completion_tokens"] = count
+        entry["end_ns"] = time.perf_counter_ns()
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection; requests on it are answered one after another."""
+
+    def __init__(self, server: FakeOpenAIServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.buffer = b""
+        self.queue: asyncio.Queue[tuple[str, str, dict[str, str], bytes]] = asyncio.Queue()
+        self.worker: asyncio.Task[None] | None = None
+        self.can_write = asyncio.Event()
+        self.can_write.set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.worker = asyncio.get_running_loop().create_task(self._serve())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.can_write.set()
+        if self.worker is not None:
+            self.worker.cancel()
+
+    def pause_writing(self) -> None:
+        self.can_write.clear()
+
+    def resume_writing(self) -> None:
+        self.can_write.set()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            head_end = self.buffer.find(b"\r\n\r\n")
+            if head_end < 0:
+                return
+            head = self.buffer[:head_end].decode("latin-1").split("\r\n")
+            method, path, _ = head[0].split(" ", 2)
+            headers = {}
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            length = int(headers.get("content-length", "0"))
+            if len(self.buffer) < head_end + 4 + length:
+                return
+            body = self.buffer[head_end + 4 : head_end + 4 + length]
+            self.buffer = self.buffer[head_end + 4 + length :]
+            self.queue.put_nowait((method, path.split("?", 1)[0], headers, body))
+
+    async def _serve(self) -> None:
+        while True:
+            method, path, headers, body = await self.queue.get()
+            try:
+                await self.server.handle(self, method, path, headers, body)
+            except (ConnectionError, asyncio.CancelledError):
+                return
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def respond_json(self, status: int, obj: dict[str, Any]) -> None:
+        body = json.dumps(obj).encode()
+        head = (
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n"
+        ).encode()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(head + body)
+
+    def start_stream(self) -> None:
+        assert self.transport is not None
+        self.transport.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+        )
+
+    def write_chunk(self, payload: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(_chunked(payload))
+
+    def end_stream(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"0\r\n\r\n")
+
+    async def drain(self) -> None:
+        await self.can_write.wait()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+
+@contextmanager
+def serve_in_thread(config: FakeServerConfig = FakeServerConfig()) -> Iterator[tuple[str, FakeOpenAIServer]]:
+    """Run the rig on its own event loop in a thread; yields ``(base_url, server)``."""
+    server = FakeOpenAIServer(config)
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    port: list[int] = []
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        port.append(loop.run_until_complete(server.start()))
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, name="fake-openai-server", daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        yield f"http://127.0.0.1:{port[0]}", server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tokenizer", help="tokenizer.json for exact token counts and /tokenize")
+    parser.add_argument("--prefill-base-ms", type=float, default=0.0)
+    parser.add_argument("--prefill-per-token-ms", type=float, default=0.0)
+    parser.add_argument("--decode-gap-ms", type=float, default=10.0)
+    parser.add_argument("--tokens-per-chunk", type=int, default=1)
+    parser.add_argument("--early-role-chunk", action="store_true")
+    parser.add_argument("--no-usage", action="store_true")
+    parser.add_argument("--token-ids", action="store_true")
+    parser.add_argument("--fault", choices=FAULTS, default="none")
+    parser.add_argument("--fail-every", type=int, default=0)
+    parser.add_argument("--fail-status", type=int, default=500)
+    parser.add_argument("--messages-per-write", type=int, default=64, help="with no decode gap: SSE messages per socket write")
+    parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
+    args = parser.parse_args(argv)
+    config = FakeServerConfig(
+        tokenizer_path=args.tokenizer,
+        prefill_base_s=args.prefill_base_ms / 1000,
+        prefill_per_token_s=args.prefill_per_token_ms / 1000,
+        decode_gap_s=args.decode_gap_ms / 1000,
+        tokens_per_chunk=args.tokens_per_chunk,
+        early_role_chunk=args.early_role_chunk,
+        usage=not args.no_usage,
+        token_ids=args.token_ids,
+        fault=args.fault,
+        fail_every=args.fail_every,
+        fail_status=args.fail_status,
+        messages_per_write=args.messages_per_write,
+    )
+
+    async def serve() -> None:
+        server = FakeOpenAIServer(config)
+        port = await server.start(args.host, args.port)
+        print(f"listening on http://{args.host}:{port}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await server.close()
+        if args.log:
+            args.log.write_text("".join(json.dumps(entry) + "\n" for entry in server.log))
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
