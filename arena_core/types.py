@@ -115,11 +115,40 @@ class ToolAvailability:
     detail: str
 
 
+@frozen(kw_only=True)
+class RunOptions:
+    """How a runner builds its traffic, beyond the workload's shape.
+
+    ``tokenizer``: a local ``tokenizer.json`` for exact prompts (else the server's ``/tokenize``,
+    else an approximation from ``usage``). ``corpus``: a text file for closed-loop prompts (else
+    prose from the ShareGPT package). ``dataset``: a ShareGPT JSON file (else the package's).
+    ``exact_output``: ask for exactly the workload's output length (``ignore_eos``/``min_tokens``).
+    """
+
+    tokenizer: Path | None = None
+    corpus: Path | None = None
+    dataset: Path | None = None
+    exact_output: bool = False
+    check_coherence: bool = False
+    request_timeout_s: float = field(default=3600.0, validator=_positive_number)
+
+
+@frozen(kw_only=True)
+class RunContext:
+    """Everything a runner needs besides the workload: where, how, and where to write."""
+
+    endpoint: Endpoint
+    output_dir: Path
+    options: RunOptions = RunOptions()
+    scale: float = field(default=1.0, validator=_positive_number)
+    progress: Callable[[str], None] | None = field(default=None, eq=False)
+
+
 class Runner(Protocol):
     """What a runner's factory returns: drives one workload against one endpoint."""
 
-    def run(self, workload: WorkloadSpec, endpoint: Endpoint, output_dir: Path) -> WorkloadResult:
-        """Build all prompts, drive the load, append request records under ``output_dir``."""
+    def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
+        """Build all prompts, drive the load, write request records under ``context.output_dir``."""
         ...
 
 
@@ -267,10 +296,12 @@ class RequestRecord:
 
 @frozen(kw_only=True)
 class Verdict:
-    """Whether a result may be published, and every reason it may not (or is labelled)."""
+    """Whether a result may be published: the reasons it may not, and labels it must carry
+    (a scaled run is valid but labelled, and kept off unscaled leaderboards)."""
 
     valid: bool
     reasons: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
 
 
 @frozen(kw_only=True)

@@ -29,10 +29,6 @@ class WordTokenizer:
         return [0] * len(text.split())
 
 
-def count_words(text: str) -> int:
-    return len(text.split())
-
-
 def synthetic_record(rng: random.Random, scenario: str, run: int, index: int, base_s: float) -> RequestRecord:
     """One request's timeline in the given scenario; times in ns on a shared origin."""
     start = base_s + rng.uniform(0, 0.01)
@@ -68,6 +64,7 @@ def synthetic_record(rng: random.Random, scenario: str, run: int, index: int, ba
         http_status=status,
         error=error,
         content=" ".join(["word"] * (chunks * k)),
+        completion_tokens_client=chunks * k if scenario == "no-usage" else None,
     )
 
 
@@ -129,7 +126,6 @@ def test_entry_equals_llama_benchy(scenario, concurrency, latency):
         prompt_size=512,
         response_size=64,
         context_size=0,
-        count_text=count_words,
     )
     assert_same(ours, theirs.runs[0].model_dump())
 
@@ -179,6 +175,7 @@ def test_token_timeline_sources():
     assert token_timeline(ids).source == "token_ids" and token_timeline(ids).count == 4
     usage = RequestRecord(chunk_ns=(10, 20), chunk_tokens=(None, None), completion_tokens_server=5, **base)
     assert token_timeline(usage).source == "usage" and len(token_timeline(usage).times) == 5
-    local = RequestRecord(chunk_ns=(10, 20), chunk_tokens=(None, None), content="a b c", **base)
-    assert token_timeline(local, count_words).source == "local-tokenizer" and token_timeline(local, count_words).count == 3
-    assert token_timeline(local).source == "chunks" and token_timeline(local).count == 2
+    local = RequestRecord(chunk_ns=(10, 20), chunk_tokens=(None, None), completion_tokens_client=3, **base)
+    assert token_timeline(local).source == "client-count" and token_timeline(local).count == 3
+    chunks = RequestRecord(chunk_ns=(10, 20), chunk_tokens=(None, None), **base)
+    assert token_timeline(chunks).source == "chunks" and token_timeline(chunks).count == 2

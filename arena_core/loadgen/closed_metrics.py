@@ -11,7 +11,7 @@ counted separately by the caller, never hidden from the Arena result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from attrs import frozen
@@ -24,20 +24,18 @@ NS = 1e9
 PEAK_WINDOW_S = 1.0
 USAGE_TOLERANCE = 0.2
 
-TokenCounter = Callable[[str], int]
-
-
 @frozen(kw_only=True)
 class TokenTimeline:
     """How many output tokens a request produced and when each arrived (seconds)."""
 
     count: int
     times: tuple[float, ...]
-    source: str  # token_ids | usage | local-tokenizer | chunks | none
+    source: str  # token_ids | usage | client-count | chunks | none
 
 
-def token_timeline(record: RequestRecord, count_text: TokenCounter | None = None) -> TokenTimeline:
-    """Output tokens by llama-benchy's hierarchy: token_ids, then usage, then local count, then chunks."""
+def token_timeline(record: RequestRecord) -> TokenTimeline:
+    """Output tokens by llama-benchy's hierarchy: token_ids, then usage, then the client's own
+    count of the streamed text (``completion_tokens_client``), then one per chunk."""
     chunks = [(t / NS, n) for t, n, kind in zip(record.chunk_ns, record.chunk_tokens, record.chunk_kinds) if kind in LLAMA_BENCHY_KINDS]
     usage = record.completion_tokens_server
     if not chunks:
@@ -57,9 +55,9 @@ def token_timeline(record: RequestRecord, count_text: TokenCounter | None = None
     chunk_times = [t for t, _ in chunks]
     if usage is not None:
         return TokenTimeline(count=usage, times=_interpolate(chunk_times, usage), source="usage")
-    if count_text is not None:
-        count = count_text(record.content + record.reasoning)
-        return TokenTimeline(count=count, times=_interpolate(chunk_times, count), source="local-tokenizer")
+    if record.completion_tokens_client is not None:
+        count = record.completion_tokens_client
+        return TokenTimeline(count=count, times=_interpolate(chunk_times, count), source="client-count")
     return TokenTimeline(count=len(chunks), times=tuple(chunk_times), source="chunks")
 
 
@@ -121,12 +119,10 @@ class RequestMetrics:
     peak: float | None
 
 
-def request_metrics(
-    record: RequestRecord, latency_s: float, expected_prompt_tokens: int, count_text: TokenCounter | None = None
-) -> RequestMetrics:
+def request_metrics(record: RequestRecord, latency_s: float, expected_prompt_tokens: int) -> RequestMetrics:
     start = record.sent_ns / NS
     end = (record.end_ns or 0) / NS
-    timeline = token_timeline(record, count_text)
+    timeline = token_timeline(record)
     prompt = expected_prompt_tokens
     usage = record.prompt_tokens_server or 0
     if usage > 0 and abs(usage - expected_prompt_tokens) < expected_prompt_tokens * USAGE_TOLERANCE:
@@ -200,18 +196,23 @@ def llama_benchy_entry(
     *,
     concurrency: int,
     latency_s: float,
-    expected_prompt_tokens: int,
+    expected_prompt_tokens: int | None,
     prompt_size: int,
     response_size: int,
     context_size: int,
     context_phase: bool = False,
-    count_text: TokenCounter | None = None,
 ) -> dict[str, Any]:
-    """One entry of llama-benchy's JSON ``benchmarks`` list, from the measured runs of one test."""
+    """One entry of llama-benchy's JSON ``benchmarks`` list, from the measured runs of one test.
+
+    ``expected_prompt_tokens`` is llama-benchy's X for the usage check; ``None`` takes each
+    record's own (conversation turns carry different histories).
+    """
     per_request: list[RequestMetrics] = []
     batches: list[BatchMetrics] = []
     for run in runs:
-        measured = [request_metrics(r, latency_s, expected_prompt_tokens, count_text) for r in run if r.ok]
+        measured = [
+            request_metrics(r, latency_s, expected_prompt_tokens or r.expected_prompt_tokens or 0) for r in run if r.ok
+        ]
         per_request.extend(measured)
         batches.append(batch_metrics(measured))
     pp_req = [r.pp_speed for r in per_request if r.pp_speed is not None]

@@ -30,3 +30,22 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def median(values: Sequence[float]) -> float:
     return percentile(values, 50)
+
+
+def percentile_interval(values: Sequence[float], q: float, confidence: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval for the q-th percentile from order statistics.
+
+    The ranks come from the normal approximation of Binomial(n, q/100); ``None`` when the sample
+    is too small for the interval to stay inside it (then the percentile is "insufficient samples").
+    """
+    n = len(values)
+    if n == 0:
+        return None
+    z = {0.90: 1.6449, 0.95: 1.96, 0.99: 2.5758}[confidence]
+    p = q / 100.0
+    spread = z * math.sqrt(n * p * (1 - p))
+    low, high = math.floor(n * p - spread), math.ceil(n * p + spread)
+    if low < 0 or high > n - 1:
+        return None
+    ordered = sorted(values)
+    return ordered[low], ordered[high]

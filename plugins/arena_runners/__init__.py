@@ -1,5 +1,17 @@
-"""Runners: the llama-benchy (closed-loop) and vllm-bench (open-loop) load generators.
+"""Runners: the load generators that turn a workload into request records.
 
-Nothing is registered yet: a runner is registered only once it really measures. The
-closed-loop runner arrives with the measuring instrument, part 1; the open-loop one with part 2.
+``llama-benchy`` (closed-loop) is here; the open-loop ``vllm-bench`` runner arrives with the
+measuring instrument, part 2.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from arena_core import RunnerSpec, hookimpl
+from arena_runners import llama_benchy
+
+
+@hookimpl
+def arena_register_runners(register: Callable[[RunnerSpec], None]) -> None:
+    register(llama_benchy.SPEC)

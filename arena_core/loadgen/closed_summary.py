@@ -1,0 +1,133 @@
+"""From closed-loop records to llama-benchy's JSON report and the Arena's workload result."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from arena_core.loadgen.closed_loop import ClosedLoopPlan, SessionFacts
+from arena_core.loadgen.closed_metrics import llama_benchy_entry, request_metrics
+from arena_core.loadgen.stats import median, percentile, percentile_interval
+from arena_core.loadgen.stream import ANSWER
+from arena_core.loadgen.verdict import verdict_for
+from arena_core.types import RequestRecord, WorkloadResult
+
+LLAMA_BENCHY_SCHEMA_VERSION = "0.4.0"
+MIN_SAMPLES_FOR_P99 = 100
+
+
+def _groups(records: Sequence[RequestRecord], phase: str, turn: int) -> list[list[RequestRecord]]:
+    runs: dict[int, list[RequestRecord]] = {}
+    for record in records:
+        if not record.warmup and record.phase == phase and record.turn_index == turn:
+            runs.setdefault(record.run_index, []).append(record)
+    return [runs[index] for index in sorted(runs)]
+
+
+def llama_benchy_report(records: Sequence[RequestRecord], plan: ClosedLoopPlan, facts: SessionFacts, model: str) -> dict[str, Any]:
+    """The report llama-benchy would write with ``--format json`` for this test."""
+    common = dict(concurrency=plan.concurrency, latency_s=facts.latency_s, prompt_size=plan.prompt_tokens, response_size=plan.generated_tokens)
+    entries = []
+    if plan.turns > 1:
+        for turn in range(plan.turns):
+            depth = turn * (plan.prompt_tokens + plan.generated_tokens)
+            entries.append(llama_benchy_entry(_groups(records, "standard", turn), expected_prompt_tokens=None, context_size=depth, **common))
+    elif plan.prefix_caching and plan.depth > 0:
+        for phase in ("context", "inference"):
+            entries.append(
+                llama_benchy_entry(_groups(records, phase, 0), expected_prompt_tokens=None, context_size=plan.depth, context_phase=phase == "context", **common)
+            )
+    else:
+        entries.append(llama_benchy_entry(_groups(records, "standard", 0), expected_prompt_tokens=None, context_size=plan.depth, **common))
+    return {
+        "version": LLAMA_BENCHY_SCHEMA_VERSION,
+        "timestamp": time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime()),
+        "latency_mode": plan.latency_mode,
+        "latency_ms": facts.latency_s * 1000,
+        "model": model,
+        "prefix_caching_enabled": plan.prefix_caching,
+        "max_concurrency": plan.concurrency,
+        "benchmarks": entries,
+        "generator": "arena native engine (llama-benchy 0.4.0 semantics)",
+    }
+
+
+def _mean_of(entry: dict[str, Any], key: str) -> float | None:
+    value = entry.get(key)
+    return value["mean"] if value else None
+
+
+def _tails(prefix: str, values: Sequence[float], metrics: dict[str, float | None]) -> None:
+    """p50, p90 and p99 with 95 % intervals; p99 only with enough samples to mean something."""
+    if not values:
+        return
+    metrics[f"{prefix}_p50_s"] = median(values)
+    for q in (90, 99):
+        interval = percentile_interval(values, q)
+        enough = interval is not None and (q != 99 or len(values) >= MIN_SAMPLES_FOR_P99)
+        metrics[f"{prefix}_p{q}_s"] = percentile(values, q) if enough else None
+        metrics[f"{prefix}_p{q}_ci_low_s"] = interval[0] if enough and interval else None
+        metrics[f"{prefix}_p{q}_ci_high_s"] = interval[1] if enough and interval else None
+
+
+def closed_loop_result(
+    records: Sequence[RequestRecord],
+    plan: ClosedLoopPlan,
+    facts: SessionFacts,
+    report: dict[str, Any],
+    *,
+    runner: str,
+    engine: str,
+    scale: float,
+) -> WorkloadResult:
+    """The Arena result: the card's figures (per-user decode t/s at c, TTFT p50) and the rest."""
+    measured = [r for r in records if not r.warmup]
+    ok = [r for r in measured if r.ok]
+    per_request = [request_metrics(r, facts.latency_s, r.expected_prompt_tokens or 0) for r in ok]
+    ttfts = [m.e2e_ttft for m in per_request if m.e2e_ttft is not None]
+    decode = [m.tg_speed for m in per_request if m.tg_speed is not None]
+    entries = [e for e in report["benchmarks"] if not e["is_context_prefill_phase"]]
+    totals = [t for t in (_mean_of(e, "tg_throughput") for e in entries) if t is not None]
+    metrics: dict[str, float | None] = {
+        "decode_tps_per_user": sum(decode) / len(decode) if decode else None,
+        "decode_tps_total": sum(totals) / len(totals) if totals else None,
+        "prefill_tps_total": _mean_of(entries[0], "pp_throughput") if entries else None,
+        "peak_tps": _mean_of(entries[0], "peak_throughput") if entries else None,
+        "latency_s": facts.latency_s,
+        "output_tokens": float(sum(r.completion_tokens_server or 0 for r in ok)),
+    }
+    _tails("ttft", ttfts, metrics)
+    ttfrs = [m.ttfr for m in per_request if m.ttfr is not None]
+    if ttfrs:
+        metrics["ttfr_p50_s"] = median(ttfrs)
+    answers = [_first_answer_s(r) for r in ok if ANSWER in r.chunk_kinds and r.chunk_kinds[0] != ANSWER]
+    if answers:
+        metrics["first_answer_token_p50_s"] = median([a for a in answers if a is not None])
+    if plan.turns > 1:
+        for turn in range(plan.turns):
+            turn_ttfts = [m.e2e_ttft for r, m in zip(ok, per_request) if r.turn_index == turn and m.e2e_ttft is not None]
+            turn_decode = [m.tg_speed for r, m in zip(ok, per_request) if r.turn_index == turn and m.tg_speed is not None]
+            metrics[f"turn{turn + 1}_ttft_p50_s"] = median(turn_ttfts) if turn_ttfts else None
+            metrics[f"turn{turn + 1}_decode_tps_per_user"] = sum(turn_decode) / len(turn_decode) if turn_decode else None
+    extra = [] if not facts.coherence.startswith("failed") else [f"coherence check {facts.coherence}"]
+    return WorkloadResult(
+        workload=plan.workload,
+        runner=runner,
+        engine=engine,
+        scale=scale,
+        requests=len(measured),
+        failed=len(measured) - len(ok),
+        tokens_per_second=metrics["decode_tps_per_user"],
+        ttft_p50_s=metrics.get("ttft_p50_s"),
+        metrics=metrics,
+        verdict=verdict_for(measured, exact_output=plan.exact_output, scale=scale, extra_reasons=extra),
+    )
+
+
+def _first_answer_s(record: RequestRecord) -> float | None:
+    """Time to the first answer (non-reasoning) chunk, for models that stream thinking first."""
+    for t, kind in zip(record.chunk_ns, record.chunk_kinds):
+        if kind == ANSWER:
+            return (t - record.sent_ns) / 1e9
+    return None

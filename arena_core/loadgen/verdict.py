@@ -1,0 +1,35 @@
+"""The validity verdict of a workload result (measurement.md), as a pure function of its records."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from arena_core.types import RequestRecord, Verdict
+
+TOKEN_COUNT_TOLERANCE = 0.02
+
+
+def verdict_for(records: Sequence[RequestRecord], *, exact_output: bool, scale: float, extra_reasons: Sequence[str] = ()) -> Verdict:
+    """Invalid when a request failed, token counts disagree, or completions came up short.
+
+    A scaled run stays valid but carries the label.
+    """
+    reasons = list(extra_reasons)
+    failed = [r for r in records if not r.ok]
+    if failed:
+        reasons.append(f"{len(failed)} of {len(records)} requests failed (first: {failed[0].error[:120]})")
+    ok = [r for r in records if r.ok]
+    empty = [r for r in ok if not r.chunk_ns]
+    if empty:
+        reasons.append(f"{len(empty)} requests returned no output at all")
+    counted = [r for r in ok if r.completion_tokens_server is not None and r.completion_tokens_client is not None]
+    server = sum(r.completion_tokens_server or 0 for r in counted)
+    client = sum(r.completion_tokens_client or 0 for r in counted)
+    if counted and abs(server - client) > TOKEN_COUNT_TOLERANCE * max(server, 1):
+        reasons.append(f"server and client token counts disagree: {server} vs {client} output tokens")
+    if exact_output:
+        short = [r for r in ok if r.max_tokens and (r.completion_tokens_server or 0) < r.max_tokens]
+        if short:
+            reasons.append(f"{len(short)} completions shorter than the {short[0].max_tokens} tokens asked for")
+    labels = (f"scaled x{scale:g}",) if scale != 1 else ()
+    return Verdict(valid=not reasons, reasons=tuple(reasons), labels=labels)
