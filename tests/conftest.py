@@ -12,3 +12,21 @@ def _clean_plugin_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests decide the plugin switches themselves; the caller's environment must not leak in."""
     for name in (ENV_STRICT, ENV_DISABLE_AUTOLOAD, ENV_DISABLED, ENV_TRACE, "ARENA_DEBUG"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def tokenizer_path(tmp_path_factory: pytest.TempPathFactory):
+    """A small byte-level BPE tokenizer.json, trained on generated text (no download)."""
+    from arena_core.testing.text import write_test_tokenizer
+
+    return write_test_tokenizer(tmp_path_factory.mktemp("tokenizer") / "tokenizer.json")
+
+
+@pytest.fixture(scope="session")
+def corpus_path(tmp_path_factory: pytest.TempPathFactory):
+    """Generated English-like prose for prompts, so most tests need not read the ShareGPT file."""
+    from arena_core.testing.text import english_like_text
+
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text(english_like_text(30000, seed=11), encoding="utf-8")
+    return path

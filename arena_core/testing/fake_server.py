@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -108,9 +110,8 @@ class FakeOpenAIServer:
         self.log: list[dict[str, Any]] = []
         self._server: asyncio.base_events.Server | None = None
         self._chat_count = 0
-        piece = " the"
-        self._piece_ids = self.tokens.encode(piece)[:1] if self.tokens.exact else [0]
-        self._piece = piece if self.tokens.exact else piece
+        self._piece = " the"  # one token in any English BPE vocabulary
+        self._piece_ids = self.tokens.encode(self._piece)[:1] if self.tokens.exact else [0]
         self._frame_cache: dict[tuple[int, bool, str | None], bytes] = {}
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -259,15 +260,13 @@ class FakeOpenAIServer:
                 entry["completion_tokens_sent"] = sent
                 conn.abort()
                 return
-            if config.decode_gap_s > 0 or len(pending) >= config.messages_per_write or last:
-                if "first_content_ns" not in entry:
-                    conn.write_chunk(b"".join(pending))
-                    entry["first_content_ns"] = time.perf_counter_ns()
-                else:
-                    conn.write_chunk(b"".join(pending))
+            stalling = fault == "stall" and sent >= count // 2
+            if config.decode_gap_s > 0 or len(pending) >= config.messages_per_write or last or stalling:
+                conn.write_chunk(b"".join(pending))
                 pending.clear()
+                entry.setdefault("first_content_ns", time.perf_counter_ns())
                 await conn.drain()
-            if fault == "stall" and sent >= count // 2:
+            if stalling:
                 entry["stalled"] = True
                 await asyncio.sleep(3600)
             if config.decode_gap_s > 0 and not last:
@@ -449,3 +448,51 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class FakeServerProcess:
+    """The rig in its own process (so it does not share a GIL with the client being measured).
+
+    ``with FakeServerProcess(["--decode-gap-ms", "10"]) as rig: rig.url, rig.read_log()``;
+    ``cpu_core`` pins it to one core where the platform allows.
+    """
+
+    def __init__(self, args: list[str], *, cpu_core: int | None = None, log_path: Path | None = None) -> None:
+        import sys
+        import tempfile
+
+        self._log = log_path or Path(tempfile.mkstemp(prefix="fake-server-", suffix=".jsonl")[1])
+        command = [sys.executable, "-m", "arena_core.testing.fake_server", "--port", "0", "--log", str(self._log), *args]
+        if cpu_core is not None and shutil.which("taskset"):
+            command = ["taskset", "-c", str(cpu_core), *command]
+        self._command = command
+        self.url = ""
+        self._process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> FakeServerProcess:
+        self._process = subprocess.Popen(self._command, stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            self._process.kill()
+            raise RuntimeError(f"the fake server did not start: {line!r}")
+        self.url = line.removeprefix("listening on ")
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Stop the rig and return its request log."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            self._process.wait(30)
+        if not self._log.exists():
+            return []
+        return [json.loads(line) for line in self._log.read_text().splitlines() if line.strip()]
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._log.unlink(missing_ok=True)
