@@ -1,7 +1,8 @@
 """How much does the measuring client cost, and how exact is it? Side by side, in one run.
 
 Clients: Arena's native closed-loop engine, the real llama-benchy 0.4.0, and minimal aiohttp and
-httpx streaming loops (read, split SSE, json.loads, timestamp: the floor each library allows).
+httpx streaming loops (read, split SSE, json.loads, timestamp: the floor each library allows), on
+asyncio's loop and on uvloop -- the measurement behind Arena's choice of neither library.
 The rig (``arena_core.testing.fake_server``) runs pinned to CPU 0, every client pinned to CPU 1.
 
 1. Saturated streaming: the rig sends tokens as fast as it can (one token per SSE message);
@@ -134,7 +135,16 @@ CHILDREN = {"arena": _arena, "aiohttp": _aiohttp, "httpx": _httpx}
 
 
 def child_main(name: str, url: str, concurrency: int, tokens: int, workdir: Path) -> None:
-    result = asyncio.run(CHILDREN[name](url, concurrency, tokens, workdir))
+    """Arena runs on the loop it uses for real (uvloop when installed); a library loop runs on
+    asyncio's own, or on uvloop when its name ends in ``+uvloop``."""
+    library, _, loop = name.partition("+")
+    coroutine = CHILDREN[library](url, concurrency, tokens, workdir)
+    if library == "arena" or loop == "uvloop":
+        from arena_core.loadgen.loop import run
+
+        result = run(coroutine)
+    else:
+        result = asyncio.run(coroutine)
     print(json.dumps(result))
 
 
@@ -233,14 +243,14 @@ def main() -> None:
         cache.write_text(text)
 
         print("1. saturated streaming (one token per SSE message, rig on CPU 0, client on CPU 1)")
-        clients = ["arena", "llama-benchy", "aiohttp", "httpx"]
+        clients = ["arena", "llama-benchy", "aiohttp", "httpx", "aiohttp+uvloop", "httpx+uvloop"]
         saturated: dict[tuple[str, int], tuple[float, float]] = {}
         for concurrency, tokens in ((10, int(20000 * scale)), (64, int(3000 * scale))):
             with FakeServerProcess(["--tokenizer", str(tokenizer), "--decode-gap-ms", "0", "--messages-per-write", "16"], cpu_core=SERVER_CORE) as rig:
                 for name in clients:
                     saturated[name, concurrency] = cpu_per_mtok(name, rig.url, concurrency, tokens, workdir)
                     per, rate = saturated[name, concurrency]
-                    print(f"   c={concurrency:<3} {name:13s} {per:6.2f} s/Mtok   {rate / 1000:6.1f}k tok/s")
+                    print(f"   c={concurrency:<3} {name:15s} {per:6.2f} s/Mtok   {rate / 1000:6.1f}k tok/s")
 
         print("2. paced streaming (64 streams x 200 tok/s)")
         paced: dict[str, float] = {}
@@ -262,8 +272,8 @@ def main() -> None:
             arena, benchy = saturated["arena", concurrency][0], saturated["llama-benchy", concurrency][0]
             print(f"   CPU per token, saturated, c={concurrency}:   {arena / benchy:.2f}   (target <= 0.50)")
             print(f"   tokens/s sustained, c={concurrency}:         {saturated['arena', concurrency][1] / saturated['llama-benchy', concurrency][1]:.2f}x llama-benchy")
-            for library in ("aiohttp", "httpx"):
-                print(f"   CPU per token vs minimal {library} loop, c={concurrency}: {arena / saturated[library, concurrency][0]:.2f}")
+            for library in ("aiohttp", "httpx", "aiohttp+uvloop", "httpx+uvloop"):
+                print(f"   CPU per token vs minimal {library:14s} loop, c={concurrency}: {arena / saturated[library, concurrency][0]:.2f}")
         print(f"   CPU per token, paced, c=64:        {paced['arena'] / paced['llama-benchy']:.2f}")
         for concurrency in (1, 10, 64):
             ours, theirs = errors["arena", concurrency], errors["llama-benchy", concurrency]

@@ -12,8 +12,10 @@ Every prompt is built and every single-turn request encoded before the first mea
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from attrs import field, frozen
@@ -61,6 +63,20 @@ class SessionFacts:
 
 
 Progress = Callable[[str], None]
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No garbage-collection pause inside a measured run: a full collection can stall the loop
+    for milliseconds and delay every timestamp behind it. Collected between runs instead."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.collect()
 SKIPPED_TURN = "not sent: an earlier turn of this conversation failed"
 
 
@@ -208,12 +224,12 @@ class ClosedLoopDriver:
             run_records: list[RequestRecord] = []
             for phase in ("context", "inference") if phased else ("standard",):
                 phase_batch = [(expected, request) for name, expected, request in batch if name == phase]
-                run_records += await asyncio.gather(
-                    *(
-                        self._send(request, run_index=run_index, request_index=i, phase=phase, warmup=run_index == 0, expected_prompt_tokens=expected)
-                        for i, (expected, request) in enumerate(phase_batch)
-                    )
-                )
+                sends = [
+                    self._send(request, run_index=run_index, request_index=i, phase=phase, warmup=run_index == 0, expected_prompt_tokens=expected)
+                    for i, (expected, request) in enumerate(phase_batch)
+                ]
+                with paused_gc():
+                    run_records += await asyncio.gather(*sends)
             records += await self._finish_run(run_index, run_records, time.perf_counter() - started)
         return records
 
@@ -227,7 +243,8 @@ class ClosedLoopDriver:
         records: list[RequestRecord] = []
         for run_index, conversations in zip(all_runs, user_turns):
             started = time.perf_counter()
-            results = await asyncio.gather(*(self._conversation(run_index, i, turns, prompt) for i, turns in enumerate(conversations)))
+            with paused_gc():
+                results = await asyncio.gather(*(self._conversation(run_index, i, turns, prompt) for i, turns in enumerate(conversations)))
             run_records = [record for conversation in results for record in conversation]
             records += await self._finish_run(run_index, run_records, time.perf_counter() - started)
         return records

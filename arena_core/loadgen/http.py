@@ -71,9 +71,16 @@ _HEAD, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = 
 
 
 class _Connection(asyncio.Protocol):
+    """One connection. Arrival times are taken first thing in ``data_received``; parsing is
+    deferred with ``call_soon``, so when many sockets are readable at once every one of them is
+    timestamped before any of them is parsed."""
+
     def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
-        self.closed = asyncio.get_running_loop().create_future()
+        self.closed = self._loop.create_future()
+        self._reads: list[tuple[int, bytes]] = []
+        self._parse_scheduled = False
         self._sink: BodySink | None = None
         self._done: asyncio.Future[Exchange] | None = None
         self._buffer = b""
@@ -91,6 +98,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         t = time.perf_counter_ns()
+        self._parse_reads()
         if self._state == _UNTIL_CLOSE and exc is None:
             self._finish(t)
         elif self._done is not None and not self._done.done():
@@ -100,7 +108,18 @@ class _Connection(asyncio.Protocol):
             self.closed.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        t = time.perf_counter_ns()  # first: the arrival time of these bytes
+        self._reads.append((time.perf_counter_ns(), data))  # first: the arrival time of these bytes
+        if not self._parse_scheduled:
+            self._parse_scheduled = True
+            self._loop.call_soon(self._parse_reads)
+
+    def _parse_reads(self) -> None:
+        self._parse_scheduled = False
+        reads, self._reads = self._reads, []
+        for t, data in reads:
+            self._parse(t, data)
+
+    def _parse(self, t: int, data: bytes) -> None:
         if self._state == _DONE:
             return  # bytes after a finished response on a connection we no longer trust
         if self._buffer:

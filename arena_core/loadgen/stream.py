@@ -18,8 +18,10 @@ kind   delta carries                                llama-benchy  vllm bench ser
 from __future__ import annotations
 
 from collections.abc import Mapping
-from json import loads
+from json import JSONDecoder
 from typing import Any
+
+_decode_at = JSONDecoder().raw_decode  # (text, start) -> (object, end): no copy, no strip
 
 ANSWER = "c"
 REASONING = "r"
@@ -77,17 +79,20 @@ class ChatStreamSink:
             return
         if self._partial:
             data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        for line in lines:
-            line = line.strip()
-            if not line.startswith(b"data:"):
-                continue  # blank separators, ": comments", "event:" lines
-            payload = line[5:].lstrip()
-            if payload == b"[DONE]":
+        # Complete lines end at a newline byte, which never splits a UTF-8 sequence: decode once.
+        complete, _, self._partial = data.rpartition(b"\n")
+        if not complete:
+            return
+        for line in complete.decode("utf-8", "replace").split("\n"):
+            if not line.startswith("data:"):
+                line = line.lstrip()  # blank separators, ": comments", "event:" lines, indented data
+                if not line.startswith("data:"):
+                    continue
+            start = 6 if line.startswith("data: ") else 5
+            if line.startswith("[DONE]", start):
                 continue
             try:
-                event = loads(payload)
+                event = _decode_at(line, start)[0]
             except ValueError:
                 self.malformed_events += 1
                 continue

@@ -143,8 +143,7 @@ class FakeOpenAIServer:
         # A chat template of 1 token, 3 per message and 2 at the end, like a small real one.
         return 1 + sum(3 + len(self.tokens.encode(_message_text(m.get("content")))) for m in messages) + 2
 
-    async def handle(self, conn: _Connection, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
-        received_ns = time.perf_counter_ns()
+    async def handle(self, conn: _Connection, method: str, path: str, headers: dict[str, str], body: bytes, received_ns: int) -> None:
         entry: dict[str, Any] = {"method": method, "path": path, "received_ns": received_ns}
         self.log.append(entry)
         key = self.config.api_key
@@ -177,13 +176,14 @@ class FakeOpenAIServer:
         config = self.config
         self._chat_count += 1
         messages = request.get("messages", [])
-        prompt_tokens = self.prompt_tokens(messages)
+        # Counting tokens is the rig's most expensive step: when the prefill time does not depend
+        # on it, it waits until after the prefill, so a burst of arrivals is stamped promptly.
+        prompt_tokens = self.prompt_tokens(messages) if config.prefill_per_token_s else None
         asked = request.get("max_completion_tokens", request.get("max_tokens", config.default_max_tokens))
         stream = bool(request.get("stream"))
         entry.update(
             body_keys=list(request),
             roles=[m.get("role") for m in messages],
-            prompt_tokens=prompt_tokens,
             max_tokens=asked,
             stream=stream,
             ignore_eos=request.get("ignore_eos"),
@@ -198,10 +198,12 @@ class FakeOpenAIServer:
         last_user = next((_message_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
         coherent = COHERENCE_QUESTION in last_user.lower()
         count = 1 if coherent else int(asked)
-        prefill = config.prefill_base_s + config.prefill_per_token_s * prompt_tokens
+        prefill = config.prefill_base_s + config.prefill_per_token_s * (prompt_tokens or 0)
         entry["status"] = 200
         if not stream:
             await asyncio.sleep(prefill + config.decode_gap_s * max(0, count - 1))
+            prompt_tokens = prompt_tokens or self.prompt_tokens(messages)
+            entry["prompt_tokens"] = prompt_tokens
             text = "Paris" if coherent else self._piece * count
             conn.respond_json(
                 200,
@@ -215,28 +217,33 @@ class FakeOpenAIServer:
             )
             entry["completion_tokens"] = count
             return
-        await self._stream(conn, entry, request, prompt_tokens, count, prefill, fault, coherent)
+        await self._stream(conn, entry, request, messages, prompt_tokens, count, prefill, fault, coherent)
 
     async def _stream(
         self,
         conn: _Connection,
         entry: dict[str, Any],
         request: dict[str, Any],
-        prompt_tokens: int,
+        messages: list[dict[str, Any]],
+        prompt_tokens: int | None,
         count: int,
         prefill: float,
         fault: str,
         coherent: bool,
     ) -> None:
         config = self.config
-        loop = asyncio.get_running_loop()
         conn.start_stream()
         role = _sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
         if config.early_role_chunk:
             conn.write_chunk(role)
             entry["role_ns"] = time.perf_counter_ns()
-        start = loop.time()
-        await asyncio.sleep(prefill)
+        # The prefill is measured from the request's arrival, so the rig's own work before this
+        # point does not lengthen it.
+        await asyncio.sleep(max(0.0, prefill - (time.perf_counter_ns() - entry["received_ns"]) / 1e9))
+        start = time.perf_counter() - prefill
+        if prompt_tokens is None:
+            prompt_tokens = self.prompt_tokens(messages)
+        entry["prompt_tokens"] = prompt_tokens
         if not config.early_role_chunk:
             role_only = role.replace(b',"content":""', b"")
             conn.write_chunk(role_only)
@@ -272,7 +279,7 @@ class FakeOpenAIServer:
             if config.decode_gap_s > 0 and not last:
                 # Absolute schedule: chunk j leaves at start + prefill + j*k*gap, so sleeps never drift.
                 target = start + prefill + (sent // k) * k * config.decode_gap_s
-                delay = target - loop.time()
+                delay = target - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
         options = request.get("stream_options") or {}
@@ -291,7 +298,8 @@ class _Connection(asyncio.Protocol):
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.buffer = b""
-        self.queue: asyncio.Queue[tuple[str, str, dict[str, str], bytes]] = asyncio.Queue()
+        self.reads: list[tuple[int, bytes]] = []
+        self.queue: asyncio.Queue[tuple[str, str, dict[str, str], bytes, int]] = asyncio.Queue()
         self.worker: asyncio.Task[None] | None = None
         self.can_write = asyncio.Event()
         self.can_write.set()
@@ -312,6 +320,18 @@ class _Connection(asyncio.Protocol):
         self.can_write.set()
 
     def data_received(self, data: bytes) -> None:
+        # The request's arrival, where the rig's TTFT starts. Parsing waits for call_soon, so
+        # when many requests arrive together each is stamped before any is parsed.
+        self.reads.append((time.perf_counter_ns(), data))
+        if len(self.reads) == 1:
+            asyncio.get_running_loop().call_soon(self._parse_reads)
+
+    def _parse_reads(self) -> None:
+        reads, self.reads = self.reads, []
+        for arrived_ns, data in reads:
+            self._parse(arrived_ns, data)
+
+    def _parse(self, arrived_ns: int, data: bytes) -> None:
         self.buffer += data
         while True:
             head_end = self.buffer.find(b"\r\n\r\n")
@@ -328,13 +348,13 @@ class _Connection(asyncio.Protocol):
                 return
             body = self.buffer[head_end + 4 : head_end + 4 + length]
             self.buffer = self.buffer[head_end + 4 + length :]
-            self.queue.put_nowait((method, path.split("?", 1)[0], headers, body))
+            self.queue.put_nowait((method, path.split("?", 1)[0], headers, body, arrived_ns))
 
     async def _serve(self) -> None:
         while True:
-            method, path, headers, body = await self.queue.get()
+            method, path, headers, body, arrived_ns = await self.queue.get()
             try:
-                await self.server.handle(self, method, path, headers, body)
+                await self.server.handle(self, method, path, headers, body, arrived_ns)
             except (ConnectionError, asyncio.CancelledError):
                 return
 
@@ -431,6 +451,9 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     async def serve() -> None:
+        import gc
+
+        gc.disable()  # a rig process holds no cycles worth collecting; a GC pause would skew its clock
         server = FakeOpenAIServer(config)
         port = await server.start(args.host, args.port)
         print(f"listening on http://{args.host}:{port}", flush=True)
@@ -443,7 +466,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.log:
             args.log.write_text("".join(json.dumps(entry) + "\n" for entry in server.log))
 
-    asyncio.run(serve())
+    from arena_core.loadgen.loop import run
+
+    run(serve())  # uvloop when installed: the rig must be faster than the clients it measures
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ JSON. Both write ``llama-benchy.json`` in llama-benchy's schema beside the Arena
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -28,6 +27,7 @@ from arena_core import (
     WorkloadResult,
     WorkloadSpec,
 )
+from arena_core.loadgen.loop import run as run_loop
 from arena_core.loadgen import (
     ChatClient,
     ClosedLoopDriver,
@@ -106,7 +106,7 @@ class NativeEngine:
     """Arena's own closed-loop engine."""
 
     def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
-        return asyncio.run(self._run(workload, context))
+        return run_loop(self._run(workload, context))
 
     async def _run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
         plan = _plan(workload, context)
