@@ -38,7 +38,7 @@ def test_every_hookspec_has_at_most_three_parameters():
 
 def test_every_doc_page_the_readme_links_exists():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for target in ("docs/quickstart.md", "docs/configuration.md", "docs/cli.md", "docs/plugins/writing-a-plugin.md", "docs/plugins/hook-reference.md", "docs/plugins/testing.md"):
+    for target in ("docs/quickstart.md", "docs/configuration.md", "docs/cli.md", "docs/measurement.md", "docs/plugins/writing-a-plugin.md", "docs/plugins/hook-reference.md", "docs/plugins/testing.md"):
         assert target in readme, target
         assert (ROOT / target).is_file(), target
 
