@@ -61,3 +61,15 @@ class DetectorRaises:
     @hookimpl(tryfirst=True)
     def arena_detect_hardware(self):
         raise OSError("nvidia-smi exploded")
+
+
+def fake_distribution(root, name: str, version: str, entry_points: dict[str, str], modules: dict[str, str] | None = None) -> None:
+    """An installed distribution as pip leaves it (metadata and an ``arena`` entry point) under
+    ``root``, plus the modules it names, so entry-point loading is tested without pip."""
+    dist_info = root / f"{name.replace('-', '_')}-{version}.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    lines = "".join(f"{key} = {value}\n" for key, value in entry_points.items())
+    (dist_info / "entry_points.txt").write_text(f"[arena]\n{lines}")
+    for module, source in (modules or {}).items():
+        (root / f"{module}.py").write_text(source)

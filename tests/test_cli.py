@@ -12,6 +12,7 @@ import pytest
 
 from arena_core import __version__, make_plugin_manager
 from arena_core.testing import run_cli
+from plugins_for_tests import fake_distribution
 
 
 @pytest.fixture
@@ -122,16 +123,13 @@ def test_console_script_bad_input_is_one_line_exit_2_no_traceback(tmp_path: Path
 
 
 def _broken_entry_point(root: Path) -> dict[str, str]:
-    dist_info = root / "raising_plugin-0.1.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: raising-plugin\nVersion: 0.1\n")
-    (dist_info / "entry_points.txt").write_text("[arena]\nraising = raising_plugin\n")
-    (root / "raising_plugin.py").write_text(
+    source = (
         "from arena_core import hookimpl\n\n"
         "@hookimpl\n"
         "def arena_register_hardware(register):\n"
         "    raise RuntimeError('probe table missing')\n"
     )
+    fake_distribution(root, "raising-plugin", "0.1", {"raising": "raising_plugin"}, {"raising_plugin": source})
     return {"PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
 
 

@@ -179,3 +179,22 @@ def test_token_timeline_sources():
     assert token_timeline(local).source == "client-count" and token_timeline(local).count == 3
     chunks = RequestRecord(chunk_ns=(10, 20), chunk_tokens=(None, None), **base)
     assert token_timeline(chunks).source == "chunks" and token_timeline(chunks).count == 2
+
+
+def test_first_answer_token_is_reported_when_reasoning_streams_first():
+    from arena_core.loadgen import ClosedLoopPlan, SessionFacts, closed_loop_result, llama_benchy_report
+
+    def record(index, kinds):
+        times = tuple((1 + 0.1 * (i + 1)) * NS for i in range(len(kinds)))
+        return RequestRecord(
+            workload="think", run_index=1, request_index=index, sent_ns=1 * NS, first_response_ns=int(times[0]),
+            chunk_ns=tuple(int(t) for t in times), chunk_tokens=(1,) * len(kinds), chunk_kinds=kinds,
+            end_ns=int(times[-1]), http_status=200, completion_tokens_server=len(kinds), expected_prompt_tokens=10,
+        )
+
+    records = [record(0, "rrrcc"), record(1, "RRccc")]
+    plan = ClosedLoopPlan(workload="think", model="m", prompt_tokens=10, generated_tokens=5, concurrency=2, runs=1)
+    facts = SessionFacts(latency_s=0.0, delta_user=0, delta_context=0, coherence="skipped")
+    result = closed_loop_result(records, plan, facts, llama_benchy_report(records, plan, facts, "m"), runner="llama-benchy", engine="native", scale=1.0)
+    assert result.ttft_p50_s == pytest.approx(0.1)  # reasoning counts as a token for llama-benchy
+    assert result.metrics["first_answer_token_p50_s"] == pytest.approx(0.35)  # 0.4 and 0.3

@@ -19,6 +19,7 @@ from plugins_for_tests import (
     RaisesInHook,
     UnknownArgument,
     WrongType,
+    fake_distribution,
 )
 
 
@@ -49,12 +50,10 @@ def test_import_error_is_reported_by_plugin_name_and_skipped():
 
 
 def test_entry_point_that_fails_to_import_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    # A distribution as pip would leave it: metadata with an entry point, and a broken module.
-    dist_info = tmp_path / "broken_arena_plugin-0.1.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-arena-plugin\nVersion: 0.1\n")
-    (dist_info / "entry_points.txt").write_text("[arena]\nbroken = broken_arena_plugin\n")
-    (tmp_path / "broken_arena_plugin.py").write_text("raise ImportError('needs libfoo')\n")
+    fake_distribution(
+        tmp_path, "broken-arena-plugin", "0.1", {"broken": "broken_arena_plugin"},
+        {"broken_arena_plugin": "raise ImportError('needs libfoo')\n"},
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     pm = make_plugin_manager(builtins=(), autoload=True)
     assert problems_of(pm)["broken"] == "not loaded: import failed: ImportError: needs libfoo"
@@ -63,22 +62,17 @@ def test_entry_point_that_fails_to_import_is_reported(tmp_path: Path, monkeypatc
 
 
 def test_entry_point_plugin_is_loaded_with_its_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    dist_info = tmp_path / "tiny_arena_plugin-2.5.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-arena-plugin\nVersion: 2.5\n")
-    (dist_info / "entry_points.txt").write_text("[arena]\ntiny = tiny_arena_plugin\n")
-    (tmp_path / "tiny_arena_plugin.py").write_text(
-        textwrap.dedent(
-            """
-            from arena_core import hookimpl
-            from plugins_for_tests import model
+    source = textwrap.dedent(
+        """
+        from arena_core import hookimpl
+        from plugins_for_tests import model
 
-            @hookimpl
-            def arena_register_models(register):
-                register(model("tiny-model"))
-            """
-        )
+        @hookimpl
+        def arena_register_models(register):
+            register(model("tiny-model"))
+        """
     )
+    fake_distribution(tmp_path, "tiny-arena-plugin", "2.5", {"tiny": "tiny_arena_plugin"}, {"tiny_arena_plugin": source})
     monkeypatch.syspath_prepend(str(tmp_path))
     pm = make_plugin_manager(builtins=(), autoload=True)
     info = {info.name: info for info in pm.plugin_infos()}["tiny"]
@@ -157,10 +151,7 @@ def test_disabled_plugins_from_the_environment(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_autoload_switch_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    dist_info = tmp_path / "auto_arena_plugin-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: auto-arena-plugin\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text("[arena]\nauto = plugins_for_tests\n")
+    fake_distribution(tmp_path, "auto-arena-plugin", "1.0", {"auto": "plugins_for_tests"})
     monkeypatch.syspath_prepend(str(tmp_path))
     assert make_plugin_manager(builtins=()).has_plugin("auto")
     monkeypatch.setenv("ARENA_DISABLE_PLUGIN_AUTOLOAD", "1")
