@@ -31,6 +31,16 @@ class Codec(Protocol):
     async def decode(self, ids: Sequence[int]) -> str: ...
 
 
+class DatasetCodec(Codec, Protocol):
+    """What ``vllm bench serve``'s datasets ask of a tokenizer beyond encode and decode."""
+
+    async def encode_with_special(self, text: str) -> list[int]: ...
+
+    async def vocabulary(self) -> tuple[int, frozenset[int], int]:
+        """``(vocab_size, special token ids, special tokens added to one sequence)``."""
+        ...
+
+
 class LocalCodec:
     """A local ``tokenizer.json`` (a file, or a directory holding one)."""
 
@@ -53,6 +63,18 @@ class LocalCodec:
 
     async def decode(self, ids: Sequence[int]) -> str:
         return self._tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    async def encode_with_special(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=True).ids
+
+    async def vocabulary(self) -> tuple[int, frozenset[int], int]:
+        # As transformers' fast tokenizers define them: the base vocabulary without added
+        # tokens, the added tokens marked special, and what the post-processor adds.
+        tokenizer = self._tokenizer
+        special = frozenset(i for i, token in tokenizer.get_added_tokens_decoder().items() if token.special)
+        processor = tokenizer.post_processor
+        added = processor.num_special_tokens_to_add(False) if processor is not None else 0
+        return tokenizer.get_vocab_size(with_added_tokens=False), special, added
 
 
 class ServerCodec:
@@ -79,6 +101,24 @@ class ServerCodec:
         if not isinstance(text, str):
             raise UsageError(f"{self._client.endpoint.base_url}/detokenize answered without text")
         return text
+
+    async def encode_with_special(self, text: str) -> list[int]:
+        answer = await self._client.call_ok(
+            "POST", "/tokenize", {"content": text, "prompt": text, "model": self._client.endpoint.model, "add_special": True, "add_special_tokens": True}
+        )
+        return _token_list(answer)
+
+    async def vocabulary(self) -> tuple[int, frozenset[int], int]:
+        """llama.cpp reports ``n_vocab`` in ``/v1/models``; other servers need a tokenizer.json."""
+        models = await self._client.call_ok("GET", "/v1/models")
+        for entry in (models or {}).get("data", []) if isinstance(models, dict) else []:
+            size = (entry.get("meta") or {}).get("n_vocab") if isinstance(entry, dict) else None
+            if isinstance(size, int) and size > 0:
+                return size, frozenset(), 0
+        raise UsageError(
+            f"{self._client.endpoint.base_url} does not report its vocabulary size; "
+            "give the model's tokenizer.json (--tokenizer) for the random dataset"
+        )
 
     @staticmethod
     async def probe(client: ChatClient) -> bool:
