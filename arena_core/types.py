@@ -259,7 +259,9 @@ class RequestRecord:
     mean anything). ``chunk_ns[i]`` is when output chunk *i* arrived, ``chunk_tokens[i]`` how many
     tokens it carried when the server sent ``token_ids`` (else ``None``), and ``chunk_kinds[i]``
     what it carried (see :mod:`arena_core.loadgen.stream`), so each reference tool's rule for
-    "first token" can be applied to the same record. ``phase`` is ``standard``, or ``context`` /
+    "first token" can be applied to the same record. Open-loop requests also carry when they were
+    due (``scheduled_ns``) and when the client let them go (``dispatched_ns``); ``sent_ns`` comes
+    after any wait for a concurrency slot. ``phase`` is ``standard``, or ``context`` /
     ``inference`` for llama-benchy's prefix-caching phases.
     """
 
@@ -272,6 +274,7 @@ class RequestRecord:
     expected_prompt_tokens: int | None = None
     max_tokens: int | None = None
     scheduled_ns: int | None = None
+    dispatched_ns: int | None = None
     sent_ns: int
     first_byte_ns: int | None = None
     first_response_ns: int | None = None

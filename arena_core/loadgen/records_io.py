@@ -19,13 +19,19 @@ class RecordWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.count = 0
 
-    def append(self, records: Iterable[RequestRecord]) -> None:
-        lines = [json.dumps(CONVERTER.unstructure(record), ensure_ascii=False, separators=(",", ":")) + "\n" for record in records]
+    def lines(self, records: Iterable[RequestRecord]) -> list[str]:
+        return [json.dumps(CONVERTER.unstructure(record), ensure_ascii=False, separators=(",", ":")) + "\n" for record in records]
+
+    def write_lines(self, lines: list[str]) -> None:
+        """Append already-serialised lines and sync (safe to call from a worker thread)."""
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.writelines(lines)
             handle.flush()
             os.fsync(handle.fileno())
         self.count += len(lines)
+
+    def append(self, records: Iterable[RequestRecord]) -> None:
+        self.write_lines(self.lines(records))
 
 
 def read_records(path: Path) -> list[RequestRecord]:

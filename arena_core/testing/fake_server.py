@@ -77,6 +77,11 @@ class _Tokens:
             return [0] * max(1, len(text) // 4) if text else []
         return self._tokenizer.encode(text, add_special_tokens=False).ids
 
+    @property
+    def vocab_size(self) -> int:
+        assert self._tokenizer is not None
+        return self._tokenizer.get_vocab_size(with_added_tokens=False)
+
     def decode(self, ids: list[int]) -> str:
         assert self._tokenizer is not None
         return self._tokenizer.decode(ids, skip_special_tokens=False)
@@ -154,7 +159,10 @@ class FakeOpenAIServer:
         if method == "GET" and path in ("/health", "/v1/health"):
             conn.respond_json(200, {"status": "ok"})
         elif method == "GET" and path == "/v1/models":
-            conn.respond_json(200, {"object": "list", "data": [{"id": self.config.model, "object": "model", "root": self.config.model}]})
+            model: dict[str, Any] = {"id": self.config.model, "object": "model", "root": self.config.model}
+            if self.tokens.exact:  # llama.cpp reports its vocabulary like this
+                model["meta"] = {"n_vocab": self.tokens.vocab_size}
+            conn.respond_json(200, {"object": "list", "data": [model]})
         elif method == "POST" and path in ("/tokenize", "/detokenize") and self.tokens.exact:
             self._tokenize(conn, path, json.loads(body or b"{}"))
         elif method == "POST" and path == "/v1/chat/completions":

@@ -1,7 +1,7 @@
 """Runners: the load generators that turn a workload into request records.
 
-``llama-benchy`` (closed-loop) is here; the open-loop ``vllm-bench`` runner arrives with the
-measuring instrument, part 2.
+``llama-benchy`` drives closed-loop workloads, ``vllm-bench`` open-loop ones; each has a
+``native`` engine (Arena's instrument) and an ``external`` one (the real tool).
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from arena_core import RunnerSpec, hookimpl
-from arena_runners import llama_benchy
+from arena_runners import llama_benchy, vllm_bench
 
 
 @hookimpl
 def arena_register_runners(register: Callable[[RunnerSpec], None]) -> None:
     register(llama_benchy.SPEC)
+    register(vllm_bench.SPEC)

@@ -1,0 +1,164 @@
+"""The open-loop driver: ``vllm bench serve`` 0.33's traffic (runners.md B.3-B.5, B.8).
+
+Requests are due at the seeded gamma offsets and let go at those absolute times whatever the
+server is doing; ``max_concurrency`` queues them client-side (that wait is recorded and, as in
+vLLM, excluded from TTFT). Every request body is encoded before the first is due. Records go to
+disk in batches written by a worker thread while the run goes on; in memory stay only the small
+per-request values the metrics need, so a run of 100,000 requests fits in a small footprint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+from attrs import field, frozen
+
+from arena_core.loadgen.chat import ChatClient, encode_json, record_from
+from arena_core.loadgen.datasets import SampledRequest
+from arena_core.loadgen.open_metrics import VllmOutput, vllm_output
+from arena_core.loadgen.records_io import RecordWriter
+from arena_core.loadgen.stream import ANSWER
+from arena_core.types import RequestRecord
+
+FLUSH_EVERY = 256
+WARM_CONNECTIONS = 16
+
+
+@frozen(kw_only=True)
+class OpenLoopPlan:
+    workload: str
+    model: str
+    request_rate: float
+    burstiness: float = 1.0
+    max_concurrency: int | None = None
+    seed: int = 0
+    ignore_eos: bool = False
+    extra_body: Mapping[str, Any] = field(factory=dict)
+
+
+@frozen(kw_only=True)
+class OpenLoopOutcome:
+    """What the metrics need, kept small: one vLLM output, lateness and first answer per request."""
+
+    outputs: tuple[VllmOutput, ...]
+    lateness_s: tuple[float, ...]
+    first_answer_s: tuple[float, ...]
+    duration_s: float
+    dispatch_span_s: float
+    records: int
+    completion_tokens_server: int
+    completion_tokens_client: int
+
+
+def chat_body(plan: OpenLoopPlan, request: SampledRequest) -> dict[str, Any]:
+    """vLLM's openai-chat body: content as a list of text parts, ``max_completion_tokens``."""
+    body: dict[str, Any] = {
+        "model": plan.model,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": request.prompt}]}],
+        "max_completion_tokens": request.expected_output_len,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if plan.ignore_eos:
+        body["ignore_eos"] = True
+    body.update(plan.extra_body)
+    return body
+
+
+class OpenLoopDriver:
+    def __init__(self, client: ChatClient, plan: OpenLoopPlan, writer: RecordWriter, progress: Callable[[str], None] | None = None) -> None:
+        self.client = client
+        self.plan = plan
+        self.writer = writer
+        self.progress = progress or (lambda line: None)
+        self._pending_lines: list[str] = []
+        self._finished = 0
+        # One writer thread: batches reach the file in order, and the disk never blocks the loop.
+        self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-records")
+        self._flushes: list[asyncio.Future[None]] = []
+
+    async def run(self, requests: Sequence[SampledRequest], offsets: Sequence[float]) -> OpenLoopOutcome:
+        plan = self.plan
+        prepared = [self.client.http.build_request("POST", "/v1/chat/completions", encode_json(chat_body(plan, r))) for r in requests]
+        await self.client.http.warm(min(len(requests), plan.max_concurrency or WARM_CONNECTIONS))
+        slots = asyncio.Semaphore(plan.max_concurrency) if plan.max_concurrency else None
+        outputs: list[VllmOutput | None] = [None] * len(requests)
+        lateness: list[float] = [0.0] * len(requests)
+        answers: list[float] = []
+        counts = [0, 0]
+
+        async def one(index: int, due_ns: int, dispatched_ns: int) -> None:
+            if slots is not None:
+                async with slots:
+                    exchange, sink = await self.client.stream(prepared[index])
+            else:
+                exchange, sink = await self.client.stream(prepared[index])
+            record = record_from(
+                exchange, sink, workload=plan.workload, run_index=1, request_index=index, scheduled_ns=due_ns,
+                dispatched_ns=dispatched_ns, max_tokens=requests[index].expected_output_len,
+            )
+            if all(n is not None for n in record.chunk_tokens) and record.chunk_tokens:
+                record = _with_client_count(record)
+            outputs[index] = vllm_output(record, requests[index].prompt_len)
+            lateness[index] = (dispatched_ns - due_ns) / 1e9
+            if ANSWER in record.chunk_kinds and record.chunk_kinds[0] != ANSWER:
+                answers.append((record.chunk_ns[record.chunk_kinds.index(ANSWER)] - record.sent_ns) / 1e9)
+            counts[0] += record.completion_tokens_server or 0
+            counts[1] += record.completion_tokens_client or 0
+            self._keep(record)
+
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # no collection pause while requests are in flight (see closed_loop.paused_gc)
+        try:
+            tasks = []
+            start_ns = time.perf_counter_ns()
+            last_dispatch = start_ns
+            for index, offset in enumerate(offsets):
+                due_ns = start_ns + round(offset * 1e9)
+                wait = (due_ns - time.perf_counter_ns()) / 1e9
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                last_dispatch = time.perf_counter_ns()
+                tasks.append(asyncio.ensure_future(one(index, due_ns, last_dispatch)))
+            await asyncio.gather(*tasks)
+            duration = (time.perf_counter_ns() - start_ns) / 1e9
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        self._flush()
+        await asyncio.gather(*self._flushes)
+        self._disk.shutdown()
+        return OpenLoopOutcome(
+            outputs=tuple(o for o in outputs if o is not None),
+            lateness_s=tuple(lateness),
+            first_answer_s=tuple(answers),
+            duration_s=duration,
+            dispatch_span_s=(last_dispatch - start_ns) / 1e9,
+            records=self.writer.count,
+            completion_tokens_server=counts[0],
+            completion_tokens_client=counts[1],
+        )
+
+    def _keep(self, record: RequestRecord) -> None:
+        self._pending_lines += self.writer.lines((record,))
+        self._finished += 1
+        if len(self._pending_lines) >= FLUSH_EVERY:
+            self._flush()
+            self.progress(f"{self.plan.workload}: {self._finished} requests done")
+
+    def _flush(self) -> None:
+        if self._pending_lines:
+            lines, self._pending_lines = self._pending_lines, []
+            self._flushes = [f for f in self._flushes if not f.done()]
+            self._flushes.append(asyncio.get_running_loop().run_in_executor(self._disk, self.writer.write_lines, lines))
+
+
+def _with_client_count(record: RequestRecord) -> RequestRecord:
+    """With token ids in every chunk, the client's own count is their sum."""
+    return attrs.evolve(record, completion_tokens_client=sum(n or 0 for n in record.chunk_tokens))

@@ -1,0 +1,117 @@
+"""From an open-loop outcome to vLLM's JSON and the Arena's workload result, with its verdict."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan
+from arena_core.loadgen.open_metrics import request_rate_label, vllm_metrics, vllm_result
+from arena_core.loadgen.stats import percentile, percentile_interval
+from arena_core.types import Verdict, WorkloadResult
+
+PERCENTILES = (50, 90, 95, 99)
+LATE_P99_S = 0.010  # lateness p99 above this means the client, not the server, fell behind
+RATE_SHORTFALL = 0.05
+MIN_SAMPLES_FOR_P99 = 100
+
+
+def open_loop_report(outcome: OpenLoopOutcome, plan: OpenLoopPlan, *, tokenizer: str, num_prompts: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(metrics, vLLM JSON)`` for a finished run."""
+    metrics = vllm_metrics(outcome.outputs, outcome.duration_s, PERCENTILES)
+    header = {
+        "date": time.strftime("%Y%m%d-%H%M%S"),
+        "endpoint_type": "openai-chat",
+        "backend": "openai-chat",
+        "label": None,
+        "model_id": plan.model,
+        "tokenizer_id": tokenizer,
+        "num_prompts": num_prompts,
+        "request_rate": request_rate_label(plan.request_rate),
+        "burstiness": plan.burstiness,
+        "max_concurrency": plan.max_concurrency,
+    }
+    report = vllm_result(outcome.outputs, metrics, header=header, duration=outcome.duration_s, goodput=False)
+    report["generator"] = "arena native engine (vllm bench serve 0.33 semantics)"
+    return metrics, report
+
+
+def _tails(prefix: str, values: Sequence[float], into: dict[str, float | None]) -> None:
+    if not values:
+        return
+    into[f"{prefix}_p50_s"] = percentile(values, 50)
+    for q in (90, 99):
+        interval = percentile_interval(values, q)
+        enough = interval is not None and (q != 99 or len(values) >= MIN_SAMPLES_FOR_P99)
+        into[f"{prefix}_p{q}_s"] = percentile(values, q) if enough else None
+        into[f"{prefix}_p{q}_ci_low_s"] = interval[0] if enough and interval else None
+        into[f"{prefix}_p{q}_ci_high_s"] = interval[1] if enough and interval else None
+
+
+def open_loop_result(
+    outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, Any], *, runner: str, engine: str, scale: float, requested: int
+) -> WorkloadResult:
+    successes = [o for o in outcome.outputs if o.success]
+    lateness_p99 = percentile(outcome.lateness_s, 99) if outcome.lateness_s else 0.0
+    offered = plan.request_rate
+    achieved_dispatch = (len(outcome.lateness_s) / outcome.dispatch_span_s) if outcome.dispatch_span_s > 0 else float("inf")
+    # Completions per second over the run less one typical request: a server that keeps up
+    # finishes the last request about one latency after the last arrival.
+    served_window = outcome.duration_s - metrics["median_e2el_ms"] / 1000
+    served = metrics["completed"] / served_window if served_window > 0 else metrics["request_throughput"]
+    summary: dict[str, float | None] = {
+        "output_tps": metrics["output_throughput"],
+        "total_tps": metrics["total_token_throughput"],
+        "request_throughput": metrics["request_throughput"],
+        "served_rate": served,
+        "requested_rate": offered,
+        "dispatch_rate": achieved_dispatch,
+        "lateness_p50_s": percentile(outcome.lateness_s, 50) if outcome.lateness_s else None,
+        "lateness_p99_s": lateness_p99,
+        "tpot_median_s": metrics["median_tpot_ms"] / 1000,
+        "itl_median_s": metrics["median_itl_ms"] / 1000,
+        "e2el_median_s": metrics["median_e2el_ms"] / 1000,
+        "client_queue_p50_s": percentile([o.queue_time for o in outcome.outputs], 50) if outcome.outputs else None,
+        "peak_output_chunks_per_s": metrics["max_output_tokens_per_s"],
+        "duration_s": outcome.duration_s,
+        "output_tokens": float(metrics["total_output"]),
+    }
+    _tails("ttft", [o.ttft for o in successes], summary)
+    if outcome.first_answer_s:
+        summary["first_answer_token_p50_s"] = percentile(outcome.first_answer_s, 50)
+    reasons: list[str] = []
+    labels: list[str] = []
+    failed = metrics["failed"] + (requested - len(outcome.outputs))
+    if failed:
+        first = next((o.error for o in outcome.outputs if not o.success), "")
+        reasons.append(f"{failed} of {requested} requests failed (first: {first.strip().splitlines()[-1][:120] if first.strip() else 'unknown'})")
+    client_behind = lateness_p99 > LATE_P99_S
+    if client_behind and achieved_dispatch < offered * (1 - RATE_SHORTFALL):
+        reasons.append(
+            f"the client fell behind the schedule: sent {achieved_dispatch:.2f} req/s of {offered:.2f} asked, lateness p99 {lateness_p99 * 1000:.1f} ms"
+        )
+    elif served < offered * (1 - RATE_SHORTFALL) and successes:
+        labels.append(f"saturated: the server completed {served:.2f} req/s of {offered:.2f} offered")
+    server, client = outcome.completion_tokens_server, outcome.completion_tokens_client
+    if client and abs(server - client) > 0.02 * max(server, 1):
+        reasons.append(f"server and client token counts disagree: {server} vs {client} output tokens")
+    if plan.ignore_eos:
+        short = sum(1 for o in successes if 0 < o.output_tokens < o.asked_tokens)
+        if short:
+            reasons.append(f"{short} completions shorter than asked while ignore_eos was set")
+    if scale != 1:
+        labels.append(f"scaled x{scale:g}")
+    return WorkloadResult(
+        workload=plan.workload,
+        runner=runner,
+        engine=engine,
+        scale=scale,
+        requests=requested,
+        failed=failed,
+        tokens_per_second=metrics["output_throughput"],
+        ttft_p50_s=metrics["median_ttft_ms"] / 1000 if successes else None,
+        metrics=summary,
+        verdict=Verdict(valid=not reasons, reasons=tuple(reasons), labels=tuple(labels)),
+    )
+
