@@ -1,0 +1,130 @@
+"""The vllm-bench runner, live against the rig: schedule, request bodies, expected values,
+client queueing, faults, saturation, ShareGPT from the package, and (opt-in) the real vLLM."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arena_core import ArenaHooks, Endpoint, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
+from arena_core.loadgen import read_records
+from arena_core.loadgen.arrivals import arrival_offsets
+from arena_core.testing import run_cli
+from arena_core.testing.fake_server import FakeServerProcess
+from arena_runners.vllm_bench import command_line, load_conversations
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "vllm"
+TOKENIZER = FIXTURES / "tokenizer"
+MODEL = "fake-org/fake-model"
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry.get("runners", "vllm-bench")
+
+
+def workload(name: str, **shape) -> WorkloadSpec:
+    defaults = dict(dataset="random", input_tokens=64, output_tokens=16, range_ratio=0.5, request_rate=25.0, burstiness=1.0, num_prompts=40)
+    return WorkloadSpec(name=name, title=name, description="test", runner="vllm-bench", open_loop=OpenLoopShape(**{**defaults, **shape}))
+
+
+def rig(*extra: str) -> FakeServerProcess:
+    return FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "5", "--prefill-base-ms", "20", *extra])
+
+
+def run(runner, spec, url, tmp_path, engine="native", **options):
+    context = RunContext(endpoint=Endpoint(base_url=url, model=MODEL), output_dir=tmp_path / engine / spec.name, options=RunOptions(**options))
+    result = runner.create(engine).run(spec, context)
+    return result, json.loads((context.output_dir / "vllm-bench.json").read_text()), context.output_dir
+
+
+def test_show_runner():
+    data = json.loads(run_cli(make_plugin_manager(autoload=False), ["show", "runner", "vllm-bench", "--json"]).stdout)
+    assert data["loop"] == "open" and data["engines"] == ["native", "external"]
+
+
+def test_command_line_is_in_the_c_locale():
+    line = command_line(workload("w", request_rate=0.30, burstiness=0.7, max_concurrency=25).open_loop, base_url="http://h:8000/", model="m", seed=42)
+    assert line[line.index("--request-rate") + 1] == "0.3" and line[line.index("--burstiness") + 1] == "0.7"
+    assert line[line.index("--random-range-ratio") + 1] == "0.5" and line[line.index("--max-concurrency") + 1] == "25"
+    assert line[:3] == ["vllm", "bench", "serve"] and "--base-url" in line and "http://h:8000" in line
+
+
+def test_schedule_bodies_and_expected_values(runner, tmp_path):
+    spec = workload("timed")
+    with rig() as server:
+        result, report, folder = run(runner, spec, server.url, tmp_path)
+        log = [e for e in server.stop() if e["path"] == "/v1/chat/completions" and e.get("stream")]
+    measured = log[-40:]
+    # vLLM's request body: content as a list of text parts, max_completion_tokens, ignore_eos for random
+    assert all(e["body_keys"] == ["model", "messages", "max_completion_tokens", "stream", "stream_options", "ignore_eos"] for e in measured)
+    assert all(e["roles"] == ["user"] and e["ignore_eos"] is True for e in measured)
+    # requests left at the scheduled offsets (the rig logs arrivals on the same clock)
+    records = read_records(folder / "records.jsonl")
+    start = min(r.scheduled_ns for r in records) - round(arrival_offsets(40, 25.0, 1.0, 42)[0] * 1e9)
+    arrivals = sorted(e["received_ns"] - start for e in measured)
+    for due, arrived in zip(arrival_offsets(40, 25.0, 1.0, 42), arrivals):
+        assert abs(arrived / 1e9 - due) < 0.005
+    assert result.metrics["lateness_p99_s"] < 0.005
+    # expected values from the injected timing: TPOT 5 ms, TTFT about 20 ms
+    assert abs(result.metrics["tpot_median_s"] - 0.005) < 0.0005
+    assert abs(result.ttft_p50_s - 0.020) < 0.003
+    assert report["completed"] == 40 and report["failed"] == 0
+    assert report["total_output_tokens"] == sum(r.completion_tokens_server for r in records)
+    assert result.tokens_per_second == pytest.approx(report["total_output_tokens"] / report["duration"])
+    assert result.verdict.valid and not result.verdict.labels
+
+
+def test_max_concurrency_queues_on_the_client_and_saturation_is_a_finding(runner, tmp_path):
+    spec = workload("queued", request_rate=50.0, num_prompts=30, output_tokens=40, range_ratio=0.0, max_concurrency=2)
+    with rig() as server:
+        result, report, folder = run(runner, spec, server.url, tmp_path)
+    records = read_records(folder / "records.jsonl")
+    assert max(r.sent_ns - r.dispatched_ns for r in records) > 50_000_000  # waited for a slot
+    assert result.metrics["client_queue_p50_s"] > 0.05
+    assert abs(result.ttft_p50_s - 0.020) < 0.003  # queueing is not part of TTFT, as in vLLM
+    assert result.verdict.valid and any(label.startswith("saturated") for label in result.verdict.labels)
+
+
+def test_failures_are_counted_in_every_rate(runner, tmp_path):
+    spec = workload("faulty", num_prompts=20)
+    with rig("--fault", "http", "--fail-every", "5") as server:
+        result, report, _ = run(runner, spec, server.url, tmp_path)
+    assert report["failed"] == result.failed == 4 and report["completed"] == 16
+    assert report["request_throughput"] == pytest.approx(16 / report["duration"])
+    assert not result.verdict.valid and "4 of 20 requests failed" in result.verdict.reasons[0]
+
+
+def test_sharegpt_from_the_package_file_keeps_every_complete_conversation():
+    conversations, note = load_conversations(None)
+    assert len(conversations) > 10_000
+    assert "cut off" in note and "complete conversations" in note
+    assert all(len(c["conversations"]) == 2 for c in conversations[:100])
+
+
+VLLM = shutil.which("vllm") or os.environ.get("ARENA_VLLM_BIN")
+
+
+@pytest.mark.skipif(not VLLM, reason="opt-in: needs vllm on PATH (pip install vllm==0.33.0, several GB) or ARENA_VLLM_BIN")
+def test_native_agrees_with_the_real_vllm_bench_serve(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{Path(VLLM).parent}{os.pathsep}{os.environ['PATH']}")
+    spec = workload("parity", num_prompts=40, request_rate=20.0, burstiness=0.7, max_concurrency=8)
+    reports = {}
+    for engine in ("native", "external"):
+        with rig() as server:
+            _, reports[engine], _ = run(runner, spec, server.url, tmp_path, engine, tokenizer=TOKENIZER)
+    ours, theirs = reports["native"], reports["external"]
+    assert (ours["completed"], ours["failed"]) == (theirs["completed"], theirs["failed"])
+    assert ours["total_input_tokens"] == theirs["total_input_tokens"] and ours["total_output_tokens"] == theirs["total_output_tokens"]
+    for key in ("duration", "output_throughput", "request_throughput"):
+        assert ours[key] == pytest.approx(theirs[key], rel=0.03), key
+    for key in ("median_ttft_ms", "median_tpot_ms", "median_itl_ms"):
+        assert abs(ours[key] - theirs[key]) <= max(0.05 * theirs[key], 2.0), key
+    assert ours["p99_tpot_ms"] == pytest.approx(theirs["p99_tpot_ms"], rel=0.10, abs=2.0)
+    # vLLM's own client adds milliseconds to its TTFT tail (anchor-overhead.md: +16 ms p99 at
+    # c=10); Arena's must not read higher than vLLM's beyond the tolerance.
+    assert ours["p99_ttft_ms"] <= theirs["p99_ttft_ms"] * 1.10 + 2.0
