@@ -85,27 +85,26 @@ class OpenLoopDriver:
 
     async def run(self, requests: Sequence[SampledRequest], offsets: Sequence[float]) -> OpenLoopOutcome:
         plan = self.plan
+        count = len(requests)
         prepared = [self.client.http.build_request("POST", "/v1/chat/completions", encode_json(chat_body(plan, r))) for r in requests]
-        await self.client.http.warm(min(len(requests), plan.max_concurrency or WARM_CONNECTIONS))
-        slots = asyncio.Semaphore(plan.max_concurrency) if plan.max_concurrency else None
-        outputs: list[VllmOutput | None] = [None] * len(requests)
-        lateness: list[float] = [0.0] * len(requests)
+        prompt_lens = [r.prompt_len for r in requests]
+        asked = [r.expected_output_len for r in requests]
+        await self.client.http.warm(min(count, plan.max_concurrency or WARM_CONNECTIONS))
+        outputs: list[VllmOutput | None] = [None] * count
+        lateness: list[float] = [0.0] * count
         answers: list[float] = []
         counts = [0, 0]
 
         async def one(index: int, due_ns: int, dispatched_ns: int) -> None:
-            if slots is not None:
-                async with slots:
-                    exchange, sink = await self.client.stream(prepared[index])
-            else:
-                exchange, sink = await self.client.stream(prepared[index])
+            request, prepared[index] = prepared[index], b""  # sent once; keep memory flat
+            exchange, sink = await self.client.stream(request)
             record = record_from(
                 exchange, sink, workload=plan.workload, run_index=1, request_index=index, scheduled_ns=due_ns,
-                dispatched_ns=dispatched_ns, max_tokens=requests[index].expected_output_len,
+                dispatched_ns=dispatched_ns, max_tokens=asked[index],
             )
-            if all(n is not None for n in record.chunk_tokens) and record.chunk_tokens:
+            if record.chunk_tokens and all(n is not None for n in record.chunk_tokens):
                 record = _with_client_count(record)
-            outputs[index] = vllm_output(record, requests[index].prompt_len)
+            outputs[index] = vllm_output(record, prompt_lens[index])
             lateness[index] = (dispatched_ns - due_ns) / 1e9
             if ANSWER in record.chunk_kinds and record.chunk_kinds[0] != ANSWER:
                 answers.append((record.chunk_ns[record.chunk_kinds.index(ANSWER)] - record.sent_ns) / 1e9)
@@ -113,20 +112,33 @@ class OpenLoopDriver:
             counts[1] += record.completion_tokens_client or 0
             self._keep(record)
 
+        # With a concurrency cap, that many workers take due requests in arrival order (what
+        # vLLM's semaphore does), so a long queue costs a tuple per request, not a task.
+        queue: asyncio.Queue[tuple[int, int, int] | None] = asyncio.Queue()
+
+        async def worker() -> None:
+            while (item := await queue.get()) is not None:
+                await one(*item)
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(plan.max_concurrency or 0)]
+        tasks = []
         gc_was_enabled = gc.isenabled()
         gc.disable()  # no collection pause while requests are in flight (see closed_loop.paused_gc)
         try:
-            tasks = []
-            start_ns = time.perf_counter_ns()
-            last_dispatch = start_ns
+            start_ns = last_dispatch = time.perf_counter_ns()
             for index, offset in enumerate(offsets):
                 due_ns = start_ns + round(offset * 1e9)
                 wait = (due_ns - time.perf_counter_ns()) / 1e9
                 if wait > 0:
                     await asyncio.sleep(wait)
                 last_dispatch = time.perf_counter_ns()
-                tasks.append(asyncio.ensure_future(one(index, due_ns, last_dispatch)))
-            await asyncio.gather(*tasks)
+                if workers:
+                    queue.put_nowait((index, due_ns, last_dispatch))
+                else:
+                    tasks.append(asyncio.ensure_future(one(index, due_ns, last_dispatch)))
+            for _ in workers:
+                queue.put_nowait(None)
+            await asyncio.gather(*tasks, *workers)
             duration = (time.perf_counter_ns() - start_ns) / 1e9
         finally:
             if gc_was_enabled:

@@ -7,6 +7,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+import attrs
+
 from arena_core.config import CONVERTER
 from arena_core.types import RequestRecord
 
@@ -20,7 +22,8 @@ class RecordWriter:
         self.count = 0
 
     def lines(self, records: Iterable[RequestRecord]) -> list[str]:
-        return [json.dumps(CONVERTER.unstructure(record), ensure_ascii=False, separators=(",", ":")) + "\n" for record in records]
+        # A record's fields are plain values and tuples, which json writes as arrays directly.
+        return [json.dumps(attrs.asdict(record, recurse=False), ensure_ascii=False, separators=(",", ":")) + "\n" for record in records]
 
     def write_lines(self, lines: list[str]) -> None:
         """Append already-serialised lines and sync (safe to call from a worker thread)."""

@@ -84,17 +84,17 @@ class ChatStreamSink:
         if not complete:
             return
         for line in complete.decode("utf-8", "replace").split("\n"):
-            if not line.startswith("data:"):
-                line = line.lstrip()  # blank separators, ": comments", "event:" lines, indented data
-                if not line.startswith("data:"):
+            if not line:
+                continue  # the blank line that ends each event
+            if line[:5] != "data:":
+                line = line.strip()  # ": comments", "event:" lines, indented or \r-ended data
+                if line[:5] != "data:":
                     continue
-            start = 6 if line.startswith("data: ") else 5
-            if line.startswith("[DONE]", start):
-                continue
             try:
-                event = _decode_at(line, start)[0]
+                event = _decode_at(line, 6 if line[5:6] == " " else 5)[0]
             except ValueError:
-                self.malformed_events += 1
+                if "[DONE]" not in line:
+                    self.malformed_events += 1
                 continue
             if type(event) is dict:
                 self._event(t_ns, event)
@@ -103,7 +103,7 @@ class ChatStreamSink:
 
     def _event(self, t_ns: int, event: dict[str, Any]) -> None:
         usage = event.get("usage")
-        if type(usage) is dict:
+        if usage and type(usage) is dict:
             prompt = usage.get("prompt_tokens")
             if type(prompt) is int:
                 self.prompt_tokens = prompt
