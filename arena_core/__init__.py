@@ -14,6 +14,7 @@ from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, P
 from arena_core.registry import Registration, Registry
 from arena_core.types import (
     Backend,
+    BackendRequest,
     BackendSpec,
     ClosedLoopShape,
     Endpoint,
@@ -42,6 +43,7 @@ __all__ = [
     "ArenaError",
     "ArenaHooks",
     "Backend",
+    "BackendRequest",
     "BackendSpec",
     "ClosedLoopShape",
     "ConfigError",

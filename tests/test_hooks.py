@@ -77,7 +77,7 @@ def test_hook_arena_register_runners():
 
 
 def test_hook_arena_register_backends():
-    spec = BackendSpec(name="null-backend", description="Starts nothing.", create=lambda model, config: None)  # type: ignore[arg-type,return-value]
+    spec = BackendSpec(name="null-backend", description="Starts nothing.", create=lambda request: None)  # type: ignore[arg-type,return-value]
 
     class Plugin:
         @hookimpl

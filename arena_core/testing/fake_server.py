@@ -247,7 +247,9 @@ class FakeOpenAIServer:
             entry["role_ns"] = time.perf_counter_ns()
         # The prefill is measured from the request's arrival, so the rig's own work before this
         # point does not lengthen it.
-        await asyncio.sleep(max(0.0, prefill - (time.perf_counter_ns() - entry["received_ns"]) / 1e9))
+        # (timers may fire a little early at millisecond granularity: wait out the remainder)
+        while (remaining := prefill - (time.perf_counter_ns() - entry["received_ns"]) / 1e9) > 0:
+            await asyncio.sleep(remaining)
         start = time.perf_counter() - prefill
         if prompt_tokens is None:
             prompt_tokens = self.prompt_tokens(messages)
@@ -437,6 +439,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--early-role-chunk", action="store_true")
     parser.add_argument("--no-usage", action="store_true")
     parser.add_argument("--token-ids", action="store_true")
+    parser.add_argument("--api-key", help="answer 401 unless requests carry this bearer key")
     parser.add_argument("--fault", choices=FAULTS, default="none")
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--fail-status", type=int, default=500)
@@ -456,6 +459,7 @@ def main(argv: list[str] | None = None) -> None:
         fail_every=args.fail_every,
         fail_status=args.fail_status,
         messages_per_write=args.messages_per_write,
+        api_key=args.api_key,
     )
 
     async def serve() -> None:

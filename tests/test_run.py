@@ -1,0 +1,112 @@
+"""``arena run`` end to end against the rig through the openai backend; scaling; resume; keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arena_core import ArenaHooks, make_plugin_manager
+from arena_core.loadgen import read_records
+from arena_core.scaling import scale_workload
+from arena_core.testing import run_cli
+from arena_core.testing.fake_server import FakeServerProcess
+
+TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+SMALL = ["--scale", "0.02", "--workloads", "chat,monday-peak"]
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
+
+
+def rig(*extra: str) -> FakeServerProcess:
+    return FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "2", "--prefill-base-ms", "5", *extra])
+
+
+def test_scaling_shrinks_lengths_and_counts_but_keeps_the_shape(registry):
+    chat = scale_workload(registry.get("workloads", "chat"), 0.05).closed_loop
+    assert (chat.prompt_tokens, chat.generated_tokens, chat.runs, chat.concurrency) == (51, 51, 1, 10)
+    talk = scale_workload(registry.get("workloads", "multi-turn"), 0.001).closed_loop
+    assert (talk.prompt_tokens, talk.generated_tokens, talk.turns) == (16, 16, 5)  # never below 16 tokens
+    peak = scale_workload(registry.get("workloads", "monday-peak"), 0.05).open_loop
+    assert (peak.input_tokens, peak.output_tokens, peak.num_prompts, peak.request_rate, peak.max_concurrency, peak.burstiness) == (200, 25, 15, 1.5, 25, 1.0)
+    reasoning = scale_workload(registry.get("workloads", "reasoning"), 0.001).open_loop
+    assert reasoning.num_prompts == 1  # never below one request
+
+
+def test_run_against_a_running_server_prints_a_card_and_stores_everything(tmp_path):
+    pm = make_plugin_manager(autoload=False, strict=True)
+    with rig() as server:
+        result = run_cli(pm, ["run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), *SMALL])
+    assert result.exit_code == 0, result.stderr
+    assert "benches measured 2/2" in result.stdout and "chat" in result.stdout and "monday-peak" in result.stdout
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["backend"] == "openai" and manifest["scale"] == 0.02
+    for name, tool in (("chat", "llama-benchy.json"), ("monday-peak", "vllm-bench.json")):
+        folder = run_dir / "workloads" / name
+        stored = json.loads((folder / "result.json").read_text())
+        assert stored["verdict"]["labels"] == ["scaled x0.02"] and stored["failed"] == 0
+        assert (folder / tool).is_file() and read_records(folder / "records.jsonl")
+
+
+def test_unknown_names_and_bad_flags_are_usage_errors(tmp_path):
+    pm = make_plugin_manager(autoload=False, strict=True)
+    for args, needle in (
+        (["run", "--workloads", "chat,nope"], "unknown workload 'nope'"),
+        (["run", "--scale", "0"], "--scale"),
+        (["run", "--engine", "fast"], "--engine"),
+        (["run", "no-such-model", "--output", str(tmp_path)], "unknown model 'no-such-model'"),
+        (["run", "--base-url", "http://127.0.0.1:9", "--output", str(tmp_path)], "does not answer"),
+    ):
+        result = run_cli(pm, args)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_api_key_from_the_environment_never_reaches_disk_or_output(tmp_path, monkeypatch):
+    secret = "sk-arena-test-4e1f9c"
+    monkeypatch.setenv("ARENA_TEST_KEY", secret)
+    pm = make_plugin_manager(autoload=False, strict=True)
+    with rig("--api-key", secret) as server:  # the rig answers 401 without the right key
+        result = run_cli(pm, ["run", "--base-url", server.url, "--api-key-env", "ARENA_TEST_KEY", "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), *SMALL])
+    assert result.exit_code == 0, result.stderr
+    assert "benches measured 2/2" in result.stdout
+    assert secret not in result.stdout + result.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path
+
+
+def test_wrong_api_key_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARENA_TEST_KEY", "wrong")
+    with rig("--api-key", "right") as server:
+        result = run_cli(make_plugin_manager(autoload=False), ["run", "--base-url", server.url, "--api-key-env", "ARENA_TEST_KEY", "--output", str(tmp_path), *SMALL])
+    assert result.exit_code == 2 and result.stderr.strip() == f"arena: error: {server.url} rejected the API key (HTTP 401)"
+
+
+def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
+    with rig() as server:
+        command = [sys.executable, "-m", "arena_core", "run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), "--scale", "0.02", "--workloads", "chat,rag-8k,monday-peak"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(tmp_path.glob("*/workloads/chat/result.json")):
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+        kept = (run_dir / "workloads" / "chat" / "records.jsonl").read_text()
+        resumed = subprocess.run([sys.executable, "-m", "arena_core", "run", "--resume", run_dir.name, "--output", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "chat: already measured, kept" in resumed.stderr
+    assert (run_dir / "workloads" / "chat" / "records.jsonl").read_text() == kept  # not one record lost or repeated
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
+    assert "benches measured 3/3" in resumed.stdout
