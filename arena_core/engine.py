@@ -166,7 +166,7 @@ def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str
     )
     info = RunInfo(run_id=run_id, model=plan.model.name, hardware=plan.hardware.name, backend=plan.backend.name, workloads=tuple(w.name for w in plan.workloads), engine=plan.engine, scale=plan.scale)
     results: list[WorkloadResult] = []
-    completed = False
+    status = "failed"
     progress(f"run {run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else ""))
     try:
         progress(f"starting the {plan.backend.name} server...")
@@ -194,12 +194,13 @@ def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str
             tps = f"{result.tokens_per_second:.1f} tok/s" if result.tokens_per_second is not None else "no tokens/s"
             ttft = f"TTFT p50 {result.ttft_p50_s * 1000:.0f} ms" if result.ttft_p50_s is not None else "no TTFT"
             progress(f"[{index}/{len(plan.workloads)}] {workload.name}: {tps}, {ttft}, {'valid' if result.verdict.valid else 'INVALID'} ({time.perf_counter() - started:.0f} s)")
-        completed = True
+        status = "completed"
     except KeyboardInterrupt:
+        status = "interrupted"
         raise Interrupted(f"interrupted: {len(results)} of {len(plan.workloads)} workloads kept; resume with: arena run --resume {run_id} --output {plan.output}") from None
     finally:
         backend.stop()
-        manifest.update(status="completed" if completed else "interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        manifest.update(status=status, finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         write_json_atomic(run_dir / MANIFEST, manifest)
-        hooks.run_finished(info, RunResult(run_id=run_id, completed=completed, results=tuple(results)))
+        hooks.run_finished(info, RunResult(run_id=run_id, completed=status == "completed", results=tuple(results)))
     return run_id, run_dir, results

