@@ -162,6 +162,8 @@ class RunnerSpec:
     engines: tuple[str, ...]
     create: Callable[[str], Runner]
     check_external: Callable[[], ToolAvailability] | None = None
+    #: ``command(workload, base_url, model)``: the reference tool's command line for a workload.
+    command: Callable[[WorkloadSpec, str, str], list[str]] | None = None
 
 
 class Backend(Protocol):

@@ -156,3 +156,20 @@ def test_console_script_disabled_plugin_is_not_called(tmp_path: Path):
     env = {**_broken_entry_point(tmp_path), "ARENA_DISABLED_PLUGINS": "raising"}
     result = arena("list", "hardware", env=env)
     assert result.returncode == 0 and result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("workload", "needles"),
+    [
+        ("chat", ["llama-benchy --base-url http://localhost:8000/v1 --model MODEL --pp 1024 --tg 1024 --depth 0 --concurrency 10 --runs 3 --latency-mode generation"]),
+        ("multi-turn", ["--depth 0 2560 5120 7680 10240", "--enable-prefix-caching"]),
+        ("office-baseline", ["vllm bench serve --backend openai-chat", "--random-input-len 4000 --random-output-len 500 --random-range-ratio 0.9", "--request-rate 0.3 --burstiness 0.7", "--seed 42"]),
+        ("monday-peak", ["--request-rate 1.5 --burstiness 1 --max-concurrency 25"]),
+        ("reasoning", ["--random-input-len 1000 --random-output-len 4000"]),
+    ],
+)
+def test_show_workload_prints_the_exact_external_command(pm, workload, needles):
+    command = json.loads(run_cli(pm, ["show", "workload", workload, "--json"]).stdout)["command"]
+    for needle in needles:
+        assert needle in command
+    assert "," not in command.replace("--metric-percentiles 50,90,95,99", "").replace("ttft,tpot,itl,e2el", "")  # C locale

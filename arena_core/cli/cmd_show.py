@@ -26,8 +26,13 @@ def show_command(app: CliApp, kind: Kind, name: str, as_json: bool) -> None:
 
     KIND is one of workloads, runners, backends, hardware, models, scorers (singular works too).
     """
-    registration = app.hooks.registry.lookup(kind.plural, name)
+    registry = app.hooks.registry
+    registration = registry.lookup(kind.plural, name)
     data = {"kind": kind.singular, "plugin": registration.plugin, **describe(registration.item)}
+    if kind.plural == "workloads" and registration.item.runner in registry.by_kind["runners"]:
+        runner = registry.get("runners", registration.item.runner)
+        if runner.command is not None:
+            data["command"] = " ".join(runner.command(registration.item, "http://localhost:8000", "MODEL"))
     if as_json:
         click.echo(render_json(data))
     else:

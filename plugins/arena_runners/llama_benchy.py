@@ -228,6 +228,11 @@ def _create(engine: str) -> NativeEngine | ExternalEngine:
     return {"native": NativeEngine, "external": ExternalEngine}[engine]()
 
 
+def workload_command(workload: WorkloadSpec, base_url: str, model: str) -> list[str]:
+    assert workload.closed_loop is not None
+    return command_line(workload.closed_loop, base_url=base_url, model=model)
+
+
 SPEC = RunnerSpec(
     name=NAME,
     description="Closed-loop load in llama-benchy 0.4.0's style: runs of c simultaneous requests.",
@@ -235,4 +240,5 @@ SPEC = RunnerSpec(
     engines=("native", "external"),
     create=_create,
     check_external=check_external,
+    command=workload_command,
 )

@@ -193,6 +193,10 @@ def _create(engine: str) -> NativeEngine | ExternalEngine:
     return {"native": NativeEngine, "external": ExternalEngine}[engine]()
 
 
+def workload_command(workload: WorkloadSpec, base_url: str, model: str) -> list[str]:
+    return command_line(_shape(workload), base_url=base_url, model=model, seed=workload.seed)
+
+
 SPEC = RunnerSpec(
     name=NAME,
     description="Open-loop load in vllm bench serve 0.33's style: seeded gamma arrivals at a request rate.",
@@ -200,4 +204,5 @@ SPEC = RunnerSpec(
     engines=("native", "external"),
     create=_create,
     check_external=check_external,
+    command=workload_command,
 )
