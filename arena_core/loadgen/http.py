@@ -81,6 +81,7 @@ class _Connection(asyncio.Protocol):
         self.closed = self._loop.create_future()
         self._reads: list[tuple[int, bytes]] = []
         self._parse_scheduled = False
+        self.used = False  # has carried a request before (a kept-alive connection)
         self._sink: BodySink | None = None
         self._done: asyncio.Future[Exchange] | None = None
         self._buffer = b""
@@ -291,8 +292,8 @@ class HttpClient:
         self._all.add(connection)
         return connection
 
-    async def _acquire(self) -> _Connection:
-        while self._idle:
+    async def _acquire(self, fresh: bool = False) -> _Connection:
+        while self._idle and not fresh:
             connection = self._idle.pop()
             if connection.reusable:
                 return connection
@@ -317,21 +318,29 @@ class HttpClient:
     async def exchange(self, request: bytes, sink: BodySink, *, timeout: float | None = None) -> Exchange:
         """Send prepared ``request`` bytes; the sink receives the response as it arrives.
 
-        Never raises for server or network failures: they come back as ``Exchange.error``.
+        Never raises for server or network failures: they come back as ``Exchange.error``. A
+        kept-alive connection that the server had already closed (llama.cpp's server closes idle
+        ones after 5 s, and every connection after 5 requests) gets one retry on a fresh one, with
+        fresh timestamps, when not a byte of the response had arrived.
         """
-        try:
-            connection = await self._acquire()
-        except HttpError as exc:
-            now = time.perf_counter_ns()
-            return Exchange(sent_ns=now, head_ns=None, end_ns=now, status=0, error=str(exc))
-        done = connection.send(request, sink)
-        try:
-            result = await asyncio.wait_for(asyncio.shield(done), timeout) if timeout else await done
-        except asyncio.TimeoutError:
-            connection.close()
-            now = time.perf_counter_ns()
-            result = Exchange(sent_ns=connection._sent_ns, head_ns=connection._head_ns, end_ns=now, status=connection._status, error=f"timed out after {timeout:g} s")
-        self._release(connection)
+        for attempt in range(2):
+            try:
+                connection = await self._acquire(fresh=attempt > 0)
+            except HttpError as exc:
+                now = time.perf_counter_ns()
+                return Exchange(sent_ns=now, head_ns=None, end_ns=now, status=0, error=str(exc))
+            reused = connection.used
+            connection.used = True
+            done = connection.send(request, sink)
+            try:
+                result = await asyncio.wait_for(asyncio.shield(done), timeout) if timeout else await done
+            except asyncio.TimeoutError:
+                connection.close()
+                now = time.perf_counter_ns()
+                result = Exchange(sent_ns=connection._sent_ns, head_ns=connection._head_ns, end_ns=now, status=connection._status, error=f"timed out after {timeout:g} s")
+            self._release(connection)
+            if not (reused and result.error and result.head_ns is None and connection.closed.done()):
+                return result
         return result
 
     async def close(self) -> None:

@@ -15,6 +15,7 @@ PERCENTILES = (50, 90, 95, 99)
 LATE_P99_S = 0.010  # lateness p99 above this means the client, not the server, fell behind
 RATE_SHORTFALL = 0.05
 MIN_SAMPLES_FOR_P99 = 100
+MIN_REQUESTS_FOR_SATURATION = 20  # fewer say little about a served rate
 
 
 def open_loop_report(outcome: OpenLoopOutcome, plan: OpenLoopPlan, *, tokenizer: str, num_prompts: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -91,7 +92,7 @@ def open_loop_result(
         reasons.append(
             f"the client fell behind the schedule: sent {achieved_dispatch:.2f} req/s of {offered:.2f} asked, lateness p99 {lateness_p99 * 1000:.1f} ms"
         )
-    elif served < offered * (1 - RATE_SHORTFALL) and successes:
+    elif served < offered * (1 - RATE_SHORTFALL) and len(successes) >= MIN_REQUESTS_FOR_SATURATION:
         labels.append(f"saturated: the server completed {served:.2f} req/s of {offered:.2f} offered")
     server, client = outcome.completion_tokens_server, outcome.completion_tokens_client
     if client and abs(server - client) > 0.02 * max(server, 1):
