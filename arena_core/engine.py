@@ -8,7 +8,6 @@ the unfinished one starts again from scratch.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -181,7 +180,11 @@ def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str
                 results.append(done)
                 continue
             folder = workload_dir(run_dir, workload.name)
-            shutil.rmtree(folder, ignore_errors=True)  # a half-finished workload starts again cleanly
+            if folder.exists():  # a half-finished workload starts again cleanly; its records are kept aside
+                attempt = 1
+                while folder.with_name(f"{workload.name}.interrupted-{attempt}").exists():
+                    attempt += 1
+                folder.rename(folder.with_name(f"{workload.name}.interrupted-{attempt}"))
             runner = runners.get("runners", workload.runner)
             if plan.engine not in runner.engines:
                 raise UsageError(f"--engine {plan.engine}: runner {runner.name!r} has engines {', '.join(runner.engines)}")

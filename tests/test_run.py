@@ -109,5 +109,8 @@ def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert "chat: already measured, kept" in resumed.stderr
     assert (run_dir / "workloads" / "chat" / "records.jsonl").read_text() == kept  # not one record lost or repeated
+    # the workload that was cut short ran again from scratch; what it had measured is kept aside
+    assert (run_dir / "workloads" / "rag-8k" / "result.json").is_file()
+    assert list((run_dir / "workloads").glob("*.interrupted-1")) or not any((run_dir / "workloads").glob("rag-8k.*"))
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
     assert "benches measured 3/3" in resumed.stdout
