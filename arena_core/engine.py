@@ -161,7 +161,10 @@ def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str
     runners = hooks.registry
     max_context = max(context_needed(w) for w in plan.workloads)
     backend = plan.backend.create(
-        BackendRequest(model=plan.model, config=plan.config, run_dir=run_dir, max_context_tokens=max_context, max_concurrency=max(concurrency_needed(w) for w in plan.workloads))
+        BackendRequest(
+            model=plan.model, config=plan.config, run_dir=run_dir, max_context_tokens=max_context,
+            max_concurrency=max(concurrency_needed(w) for w in plan.workloads), hardware=plan.hardware,
+        )
     )
     info = RunInfo(run_id=run_id, model=plan.model.name, hardware=plan.hardware.name, backend=plan.backend.name, workloads=tuple(w.name for w in plan.workloads), engine=plan.engine, scale=plan.scale)
     results: list[WorkloadResult] = []

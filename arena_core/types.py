@@ -194,6 +194,7 @@ class BackendRequest:
     run_dir: Path
     max_context_tokens: int
     max_concurrency: int
+    hardware: HardwareProfile | None = None
 
 
 @frozen(kw_only=True)

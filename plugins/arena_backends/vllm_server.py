@@ -1,0 +1,73 @@
+"""The ``vllm`` backend: launch ``vllm serve`` for a catalog model, wait for ``/health``, keep
+the log, read the memory figures vLLM prints, stop the whole process group."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from arena_core import BackendRequest, Endpoint, UsageError
+from arena_backends.process import ServerProcess, free_port
+
+EXECUTABLE = "vllm"
+START_TIMEOUT_S = 1800  # first starts compile kernels and load tens of GB
+# On unified memory (GB10, Apple, Strix Halo) the OS and the client share the pool vLLM claims.
+UNIFIED_MEMORY_UTILIZATION = 0.80
+DISCRETE_MEMORY_UTILIZATION = 0.90
+
+_MODEL_MEMORY = re.compile(r"Model loading took ([\d.]+) ?GiB")
+_KV_CACHE = re.compile(r"(?:Available KV cache memory|KV cache memory)[^\d]*([\d.]+) ?GiB")
+_KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+
+
+def log_facts(text: str) -> dict[str, float]:
+    """The memory figures vLLM prints while it starts (the last of each, in GiB or tokens)."""
+    facts: dict[str, float] = {}
+    for key, pattern in (("model_memory_gib", _MODEL_MEMORY), ("kv_cache_memory_gib", _KV_CACHE), ("kv_cache_tokens", _KV_TOKENS)):
+        found = pattern.findall(text)
+        if found:
+            facts[key] = float(found[-1].replace(",", ""))
+    return facts
+
+
+class VllmServer:
+    def __init__(self, request: BackendRequest) -> None:
+        if not request.model.hf_id:
+            raise UsageError(f"model {request.model.name!r} has no Hugging Face id for vllm serve")
+        self.model = request.model
+        unified = request.hardware is not None and request.hardware.unified_memory
+        self.memory_utilization = UNIFIED_MEMORY_UTILIZATION if unified else DISCRETE_MEMORY_UTILIZATION
+        self.max_model_len = request.max_context_tokens
+        self.port = free_port()
+        self._log = request.run_dir / "server.log"
+        self.process: ServerProcess | None = None
+        self.command: list[str] = []
+
+    def start(self) -> Endpoint:
+        executable = shutil.which(EXECUTABLE)
+        if executable is None:
+            raise UsageError("vllm is not installed here: pip install vllm (on a machine with a GPU)")
+        self.command = [
+            executable, "serve", self.model.hf_id, "--host", "127.0.0.1", "--port", str(self.port),
+            "--served-model-name", self.model.name, "--gpu-memory-utilization", f"{self.memory_utilization:.2f}",
+            "--max-model-len", str(self.max_model_len),
+        ]
+        self.process = ServerProcess(self.command, self._log)
+        self.process.start()
+        self.process.wait_healthy(f"http://127.0.0.1:{self.port}/health", START_TIMEOUT_S)
+        return Endpoint(base_url=f"http://127.0.0.1:{self.port}", model=self.model.name)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._log
+
+    @property
+    def facts(self) -> Mapping[str, object]:
+        text = self._log.read_text(errors="replace") if self._log.exists() else ""
+        return {"backend": "vllm", "command": self.command, "gpu_memory_utilization": self.memory_utilization, **log_facts(text)}

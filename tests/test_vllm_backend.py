@@ -1,0 +1,56 @@
+"""The vllm backend against a stand-in ``vllm`` (the real one needs a GPU): command line from the
+model and hardware, health wait, memory figures from the log, a clean stop."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena_core import ArenaHooks, BackendRequest, make_plugin_manager
+from arena_core.config import ArenaConfig
+from arena_core.testing import run_cli
+
+STAND_IN = Path(__file__).resolve().parent / "stand_ins" / "vllm_serve.py"
+
+
+@pytest.fixture
+def stand_in_vllm(tmp_path, monkeypatch):
+    wrapper = tmp_path / "bin" / "vllm"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STAND_IN}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{__import__('os').environ['PATH']}")
+    return wrapper
+
+
+def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
+    registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
+    request = BackendRequest(
+        model=registry.get("models", "qwen3.5-0.8b"), config=ArenaConfig(), run_dir=tmp_path / "run",
+        max_context_tokens=4096, max_concurrency=10, hardware=registry.get("hardware", "gb10"),
+    )
+    backend = registry.get("backends", "vllm").create(request)
+    endpoint = backend.start()
+    try:
+        assert endpoint.model == "qwen3.5-0.8b" and endpoint.base_url.startswith("http://127.0.0.1:")
+        facts = backend.facts
+        assert facts["model_memory_gib"] == 1.53 and facts["kv_cache_memory_gib"] == 88.25 and facts["kv_cache_tokens"] == 1234567
+        command = facts["command"]
+        assert command[1:3] == ["serve", "Qwen/Qwen3.5-0.8B"]
+        assert command[command.index("--gpu-memory-utilization") + 1] == "0.80"  # unified memory: leave room for the OS
+        assert command[command.index("--max-model-len") + 1] == "4096"
+    finally:
+        backend.stop()
+    assert backend.process._process.poll() is not None  # stopped, with its process group
+
+
+def test_arena_run_with_the_vllm_backend(stand_in_vllm, tmp_path):
+    pm = make_plugin_manager(autoload=False, strict=True)
+    tokenizer = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+    result = run_cli(pm, ["run", "qwen3.5-0.8b", "--backend", "vllm", "--hardware", "gb10", "--workloads", "chat", "--scale", "0.02", "--tokenizer", str(tokenizer), "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.stderr
+    assert "Qwen3.5-0.8B (BF16) on NVIDIA DGX Spark (GB10) (vllm, native), scaled x0.02" in result.stdout
+    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
+    assert "Model loading took 1.53 GiB" in (run_dir / "server.log").read_text()
