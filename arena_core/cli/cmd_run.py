@@ -33,7 +33,7 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
 @click.option("--api-key-file", metavar="FILE", help="File holding the API key.")
 @click.option("--workloads", callback=_workload_names, help="Comma-separated workload names (default: all).")
-@click.option("--scale", type=click.FloatRange(min=0, min_open=True), help="Multiply token lengths and request counts (default: 0.05 for the embedded server, else 1).")
+@click.option("--scale", type=click.FloatRange(min=0, min_open=True), help="Multiply token lengths and request counts (default: 0.1 for the embedded server, else 1).")
 @click.option("--engine", type=click.Choice(["native", "external"]), help="Arena's own instrument, or the reference tools.")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 @click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize).")
