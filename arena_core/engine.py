@@ -20,7 +20,7 @@ from arena_core.config import ArenaConfig, apply_override
 from arena_core.errors import ArenaError, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
-from arena_core.store import MANIFEST, find_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
+from arena_core.store import MANIFEST, find_run, index_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
 from arena_core.types import (
     BackendRequest,
     BackendSpec,
@@ -158,6 +158,7 @@ def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str
         run_id, run_dir = new_run_dir(plan.output)
         manifest = _manifest(plan, run_id, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         write_json_atomic(run_dir / MANIFEST, manifest)
+        index_run(plan.output, manifest)
     runners = hooks.registry
     max_context = max(context_needed(w) for w in plan.workloads)
     backend = plan.backend.create(
@@ -208,5 +209,6 @@ def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str
         backend.stop()
         manifest.update(status=status, finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         write_json_atomic(run_dir / MANIFEST, manifest)
+        index_run(plan.output, manifest)
         hooks.run_finished(info, RunResult(run_id=run_id, completed=status == "completed", results=tuple(results)))
     return run_id, run_dir, results

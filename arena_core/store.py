@@ -68,3 +68,46 @@ def load_result(run_dir: Path, name: str) -> WorkloadResult | None:
     if not path.is_file():
         return None
     return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), WorkloadResult)
+
+
+# --- the index of runs ---------------------------------------------------------------------
+
+INDEX = "index.sqlite"
+_COLUMNS = ("run_id", "started_at", "finished_at", "status", "model", "backend", "hardware", "engine", "scale", "workloads")
+
+
+def index_run(output: Path, manifest: dict[str, Any]) -> None:
+    """Record (or update) a run in ``OUTPUT/index.sqlite``; the run directory stays the source
+    of truth, so a lost index is rebuilt by :func:`rebuild_index`."""
+    import sqlite3
+
+    row = [manifest.get(column) for column in _COLUMNS]
+    row[-1] = ",".join(manifest.get("workloads", []))
+    with sqlite3.connect(output / INDEX) as db:
+        db.execute(f"CREATE TABLE IF NOT EXISTS runs ({', '.join(_COLUMNS)}, PRIMARY KEY (run_id))")
+        db.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(_COLUMNS))})", row)
+
+
+def rebuild_index(output: Path) -> None:
+    for manifest_path in sorted(output.glob(f"*/{MANIFEST}")):
+        try:
+            index_run(output, json.loads(manifest_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue  # a corrupt run directory is skipped, not fatal
+
+
+def list_runs(output: Path) -> list[dict[str, Any]]:
+    import sqlite3
+
+    if not output.is_dir():
+        return []
+    if not (output / INDEX).is_file():
+        rebuild_index(output)
+    if not (output / INDEX).is_file():
+        return []
+    try:
+        with sqlite3.connect(output / INDEX) as db:
+            rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs ORDER BY started_at").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"{output / INDEX}: not a usable index ({exc}); delete it to rebuild it") from None
+    return [dict(zip(_COLUMNS, row)) for row in rows]

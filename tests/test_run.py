@@ -114,3 +114,22 @@ def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
     assert list((run_dir / "workloads").glob("*.interrupted-1")) or not any((run_dir / "workloads").glob("rag-8k.*"))
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
     assert "benches measured 3/3" in resumed.stdout
+
+
+def test_runs_are_indexed_and_shown(tmp_path):
+    pm = make_plugin_manager(autoload=False, strict=True)
+    with rig() as server:
+        assert run_cli(pm, ["run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), "--scale", "0.02", "--workloads", "chat"]).exit_code == 0
+    (run,) = json.loads(run_cli(pm, ["runs", "--output", str(tmp_path), "--json"]).stdout)
+    assert (run["status"], run["backend"], run["workloads"], run["scale"]) == ("completed", "openai", "chat", 0.02)
+    config = tmp_path / "arena.toml"
+    config.write_text(f'[run]\noutput = "{tmp_path}"\n')
+    shown = run_cli(pm, ["--config", str(config), "show", "run", run["run_id"]])
+    assert shown.exit_code == 0 and "benches measured 1/1" in shown.stdout and "chat" in shown.stdout
+    (tmp_path / "index.sqlite").unlink()  # the index is rebuilt from the run folders
+    assert [r["run_id"] for r in json.loads(run_cli(pm, ["runs", "--output", str(tmp_path), "--json"]).stdout)] == [run["run_id"]]
+    (tmp_path / "index.sqlite").write_bytes(b"not a database at all")
+    broken = run_cli(pm, ["runs", "--output", str(tmp_path)])
+    assert broken.exit_code == 2 and "index.sqlite: not a usable index" in broken.stderr
+    missing = run_cli(pm, ["--config", str(config), "show", "run", "no-such-run"])
+    assert missing.exit_code == 2 and "no run 'no-such-run'" in missing.stderr

@@ -2,30 +2,42 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from arena_core.cli.app import CliApp
 from arena_core.cli.params import KindType, registered_name
 from arena_core.registry import Kind
+from arena_core.report.card import render_card
+from arena_core.store import find_run, load_result, read_manifest
+
+RUNS = Kind(plural="runs", singular="run", hook="", item_type=object)
 from arena_core.report import render_json, render_table
 from arena_core.report.describe import describe, flatten
 
 
 def _check_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     kind = ctx.params.get("kind")
-    return registered_name(ctx, param, value, kind) if isinstance(kind, Kind) else value
+    if isinstance(kind, Kind) and kind.plural != RUNS.plural:
+        return registered_name(ctx, param, value, kind)
+    return value
 
 
 @click.command("show")
-@click.argument("kind", type=KindType(), metavar="KIND")
+@click.argument("kind", type=KindType(extra=(RUNS,)), metavar="KIND")
 @click.argument("name", callback=_check_name)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_obj
 def show_command(app: CliApp, kind: Kind, name: str, as_json: bool) -> None:
     """Show everything about the KIND called NAME.
 
-    KIND is one of workloads, runners, backends, hardware, models, scorers (singular works too).
+    KIND is one of workloads, runners, backends, hardware, models, scorers, or run (a stored run's
+    card: NAME is its id); the singular works too.
     """
+    if kind.plural == RUNS.plural:
+        _show_run(app, name, as_json)
+        return
     registry = app.hooks.registry
     registration = registry.lookup(kind.plural, name)
     data = {"kind": kind.singular, "plugin": registration.plugin, **describe(registration.item)}
@@ -37,3 +49,15 @@ def show_command(app: CliApp, kind: Kind, name: str, as_json: bool) -> None:
         click.echo(render_json(data))
     else:
         click.echo(render_table(["field", "value"], flatten(data)))
+
+
+def _show_run(app: CliApp, run_id: str, as_json: bool) -> None:
+    run_dir = find_run(Path(app.config.run.output), run_id)
+    manifest = read_manifest(run_dir)
+    results = [r for r in (load_result(run_dir, name) for name in manifest["workloads"]) if r is not None]
+    if as_json:
+        click.echo(render_json({"manifest": manifest, "results": [describe(r) for r in results]}))
+        return
+    title = f"{manifest['model']} on {manifest['hardware']} ({manifest['backend']}, {manifest['engine']}), scale {manifest['scale']}, {manifest['status']}"
+    click.echo(render_card(title, results, manifest["workloads"]))
+    click.echo(f"results: {run_dir}")

@@ -15,12 +15,17 @@ class KindType(click.ParamType):
 
     name = "kind"
 
+    def __init__(self, extra: tuple[Kind, ...] = ()) -> None:
+        self.extra = extra
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Kind:
         if isinstance(value, Kind):
             return value
-        kind = find_kind(str(value).lower())
+        word = str(value).lower()
+        kind = find_kind(word) or next((k for k in self.extra if word in (k.plural, k.singular)), None)
         if kind is None:
-            self.fail(f"unknown kind {value!r} (known: {', '.join(KINDS)})", param, ctx)
+            known = [*KINDS, *(k.plural for k in self.extra)]
+            self.fail(f"unknown kind {value!r} (known: {', '.join(known)})", param, ctx)
         return kind
 
 
