@@ -149,7 +149,9 @@ def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
     }
 
 
-def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None = None) -> tuple[str, Path, list[WorkloadResult]]:
+def execute(
+    plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None = None, live: Callable[[str, int, int, int], None] | None = None
+) -> tuple[str, Path, list[WorkloadResult]]:
     """Run every workload of ``plan``; returns ``(run id, run directory, results)``."""
     if resume:
         run_dir = find_run(plan.output, resume)
@@ -194,7 +196,8 @@ def execute(plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str
                 raise UsageError(f"--engine {plan.engine}: runner {runner.name!r} has engines {', '.join(runner.engines)}")
             progress(f"[{index}/{len(plan.workloads)}] {workload.name} ({runner.name}, {plan.engine})")
             started = time.perf_counter()
-            context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, scale=plan.scale, progress=progress)
+            on_request = (lambda done, total, tokens, name=workload.name: live(name, done, total, tokens)) if live else None
+            context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, scale=plan.scale, progress=progress, on_request=on_request)
             result = runner.create(plan.engine).run(workload, context)
             store_result(run_dir, result)
             results.append(result)

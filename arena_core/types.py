@@ -142,6 +142,9 @@ class RunContext:
     options: RunOptions = RunOptions()
     scale: float = field(default=1.0, validator=_positive_number)
     progress: Callable[[str], None] | None = field(default=None, eq=False)
+    #: ``on_request(done, total, output_tokens)`` after every request, for a live display; it is
+    #: called on the measuring loop, so it must be cheap (the CLI throttles what it draws).
+    on_request: Callable[[int, int, int], None] | None = field(default=None, eq=False)
 
 
 class Runner(Protocol):

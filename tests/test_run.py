@@ -133,3 +133,44 @@ def test_runs_are_indexed_and_shown(tmp_path):
     assert broken.exit_code == 2 and "index.sqlite: not a usable index" in broken.stderr
     missing = run_cli(pm, ["--config", str(config), "show", "run", "no-such-run"])
     assert missing.exit_code == 2 and "no run 'no-such-run'" in missing.stderr
+
+
+def test_live_line_shows_requests_rate_and_time_left(monkeypatch):
+    import io
+
+    from arena_core.report import live
+
+    clock = iter([0.0, 0.1, 1.0, 2.0, 2.05, 3.0])
+    monkeypatch.setattr(live.time, "monotonic", lambda: next(clock))
+    stream = io.StringIO()
+    line = live.LiveLine(stream)
+    line.update("chat", 0, 4, 0)  # t=0: drawn
+    line.update("chat", 1, 4, 50)  # t=0.1: too soon, skipped
+    line.update("chat", 2, 4, 100)  # t=1.0
+    line.update("chat", 3, 4, 200)  # t=2.0
+    line.update("chat", 3, 4, 210)  # t=2.05: too soon
+    line.update("chat", 4, 4, 300)  # t=3.0: last one is always drawn
+    drawn = stream.getvalue().split("\r\x1b[K")[1:]
+    assert drawn == [
+        "chat: 0/4 requests, 0 tok/s, starting",
+        "chat: 2/4 requests, 100 tok/s, 1 s left",
+        "chat: 3/4 requests, 100 tok/s, 1 s left",
+        "chat: 4/4 requests, 100 tok/s, 0 s left",
+    ]
+
+
+def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
+    from arena_core import Endpoint, RunContext, RunOptions
+
+    seen: dict[str, list[tuple[int, int, int]]] = {"chat": [], "monday-peak": []}
+    with rig() as server:
+        for name in seen:
+            workload = scale_workload(registry.get("workloads", name), 0.02)
+            context = RunContext(
+                endpoint=Endpoint(base_url=server.url, model="m"), output_dir=tmp_path / name, options=RunOptions(tokenizer=TOKENIZER),
+                on_request=lambda done, total, tokens, name=name: seen[name].append((done, total, tokens)),
+            )
+            registry.get("runners", workload.runner).create("native").run(workload, context)
+    assert [done for done, _, _ in seen["chat"]] == list(range(1, 21)) and seen["chat"][-1][1] == 20  # warmup run + 1 run of 10
+    assert [done for done, _, _ in seen["monday-peak"]] == list(range(1, 7)) and seen["monday-peak"][-1][1] == 6
+    assert seen["chat"][-1][2] == 20 * 20  # 20 requests of 20 tokens

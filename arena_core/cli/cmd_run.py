@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.engine import RunRequest, execute, plan_run
 from arena_core.report.card import render_card
+from arena_core.report.live import LiveLine
 from arena_core.store import find_run, read_manifest
 
 
@@ -62,11 +64,18 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
         )
     plan = plan_run(request, config, app.hooks)
     started = time.perf_counter()
+    # On a terminal a live line shows requests done, tokens/s and time left; elsewhere (a log
+    # file, CI) only the plain progress lines are written.
+    live = LiveLine() if sys.stderr.isatty() else None
 
     def progress(line: str) -> None:
+        if live:
+            live.clear()
         click.echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
 
-    run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume)
+    run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
+    if live:
+        live.clear()
     title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
     click.echo(render_card(title, results, [w.name for w in plan.workloads]))
     click.echo(f"results: {run_dir}  ({time.perf_counter() - started:.0f} s)")

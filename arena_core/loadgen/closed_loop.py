@@ -96,6 +96,9 @@ class ClosedLoopDriver:
         self.codec = codec
         self.on_run = on_run
         self.progress = progress or (lambda line: None)
+        self.on_request: Callable[[int, int, int], None] | None = None
+        self._done = self._tokens = 0
+        self._total = (plan.runs + plan.warmup) * plan.concurrency * plan.turns * (2 if plan.prefix_caching and plan.depth > 0 else 1)
 
     # --- session phases --------------------------------------------------------------------
 
@@ -203,7 +206,12 @@ class ClosedLoopDriver:
 
     async def _send(self, request: bytes, **labels: Any) -> RequestRecord:
         exchange, sink = await self.client.stream(request)
-        return record_from(exchange, sink, workload=self.plan.workload, max_tokens=self.plan.generated_tokens, **labels)
+        record = record_from(exchange, sink, workload=self.plan.workload, max_tokens=self.plan.generated_tokens, **labels)
+        if self.on_request is not None:
+            self._done += 1
+            self._tokens += record.completion_tokens_server or len(record.chunk_ns)
+            self.on_request(self._done, self._total, self._tokens)
+        return record
 
     async def _single_turn(self, all_runs: Sequence[int], prompt: int, depth: int) -> list[RequestRecord]:
         plan = self.plan

@@ -79,13 +79,16 @@ class OpenLoopDriver:
         self.progress = progress or (lambda line: None)
         self._pending_lines: list[str] = []
         self._finished = 0
+        self._tokens = 0
+        self._total = 0
+        self.on_request: Callable[[int, int, int], None] | None = None
         # One writer thread: batches reach the file in order, and the disk never blocks the loop.
         self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-records")
         self._flushes: list[asyncio.Future[None]] = []
 
     async def run(self, requests: Sequence[SampledRequest], offsets: Sequence[float]) -> OpenLoopOutcome:
         plan = self.plan
-        count = len(requests)
+        count = self._total = len(requests)
         prepared = [self.client.http.build_request("POST", "/v1/chat/completions", encode_json(chat_body(plan, r))) for r in requests]
         prompt_lens = [r.prompt_len for r in requests]
         asked = [r.expected_output_len for r in requests]
@@ -160,6 +163,9 @@ class OpenLoopDriver:
     def _keep(self, record: RequestRecord) -> None:
         self._pending_lines += self.writer.lines((record,))
         self._finished += 1
+        if self.on_request is not None:
+            self._tokens += record.completion_tokens_server or len(record.chunk_ns)
+            self.on_request(self._finished, self._total, self._tokens)
         if len(self._pending_lines) >= FLUSH_EVERY:
             self._flush()
             self.progress(f"{self.plan.workload}: {self._finished} requests done")

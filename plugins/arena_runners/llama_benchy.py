@@ -129,6 +129,7 @@ class NativeEngine:
                 return records
 
             driver = ClosedLoopDriver(client, plan, prompts, codec, count_and_store, context.progress)
+            driver.on_request = context.on_request
             facts, records = await driver.run()
         finally:
             await client.close()

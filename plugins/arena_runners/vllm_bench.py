@@ -109,7 +109,9 @@ class NativeEngine:
                 requests = await sample_sharegpt(codec, conversations, count=shape.num_prompts, seed=workload.seed)
             offsets = arrival_offsets(len(requests), shape.request_rate, shape.burstiness, workload.seed)
             writer = RecordWriter(context.output_dir / "records.jsonl")
-            outcome = await OpenLoopDriver(client, plan, writer, context.progress).run(requests, offsets)
+            driver = OpenLoopDriver(client, plan, writer, context.progress)
+            driver.on_request = context.on_request
+            outcome = await driver.run(requests, offsets)
         finally:
             await client.close()
         metrics, report = open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=shape.num_prompts)
