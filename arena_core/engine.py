@@ -177,6 +177,11 @@ def execute(
         progress(f"starting the {plan.backend.name} server...")
         endpoint = backend.start()
         manifest["backend_facts"] = dict(backend.facts)
+        manifest["commands"] = {
+            w.name: " ".join(runner.command(w, endpoint.base_url, endpoint.model))
+            for w in plan.workloads
+            if (runner := runners.get("runners", w.runner)).command is not None
+        }
         write_json_atomic(run_dir / MANIFEST, manifest)
         hooks.run_started(info)
         for index, workload in enumerate(plan.workloads, 1):

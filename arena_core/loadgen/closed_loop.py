@@ -97,6 +97,9 @@ class ClosedLoopDriver:
         self.on_run = on_run
         self.progress = progress or (lambda line: None)
         self.on_request: Callable[[int, int, int], None] | None = None
+        #: Told, synchronously, about the requests of a run that finished before Ctrl-C stopped it.
+        self.on_interrupt: Callable[[list[RequestRecord]], None] | None = None
+        self._in_run: list[RequestRecord] = []
         self._done = self._tokens = 0
         self._total = (plan.runs + plan.warmup) * plan.concurrency * plan.turns * (2 if plan.prefix_caching and plan.depth > 0 else 1)
 
@@ -189,6 +192,14 @@ class ClosedLoopDriver:
         return body
 
     async def run(self) -> tuple[SessionFacts, list[RequestRecord]]:
+        try:
+            return await self._run()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            if self.on_interrupt is not None and self._in_run:
+                self.on_interrupt(list(self._in_run))  # every finished request is kept
+            raise
+
+    async def _run(self) -> tuple[SessionFacts, list[RequestRecord]]:
         facts = await self.session()
         plan = self.plan
         prompt, depth = plan.prompt_tokens, plan.depth
@@ -207,6 +218,7 @@ class ClosedLoopDriver:
     async def _send(self, request: bytes, **labels: Any) -> RequestRecord:
         exchange, sink = await self.client.stream(request)
         record = record_from(exchange, sink, workload=self.plan.workload, max_tokens=self.plan.generated_tokens, **labels)
+        self._in_run.append(record)
         if self.on_request is not None:
             self._done += 1
             self._tokens += record.completion_tokens_server or len(record.chunk_ns)
@@ -277,6 +289,7 @@ class ClosedLoopDriver:
     async def _finish_run(self, run_index: int, records: list[RequestRecord], seconds: float) -> list[RequestRecord]:
         """Hand a finished run to ``on_run`` (which counts and stores it) between runs, when no
         request is in flight, and report progress."""
+        self._in_run.clear()
         records = await self.on_run(records)
         failed = sum(not r.ok for r in records)
         label = "warmup run" if run_index == 0 else f"run {run_index}/{self.plan.runs}"

@@ -143,6 +143,12 @@ class OpenLoopDriver:
                 queue.put_nowait(None)
             await asyncio.gather(*tasks, *workers)
             duration = (time.perf_counter_ns() - start_ns) / 1e9
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # Ctrl-C: what finished is written now, in this thread, before the loop goes away.
+            self._disk.shutdown(wait=True)
+            if self._pending_lines:
+                self.writer.write_lines(self._pending_lines)
+            raise
         finally:
             if gc_was_enabled:
                 gc.enable()

@@ -130,6 +130,7 @@ class NativeEngine:
 
             driver = ClosedLoopDriver(client, plan, prompts, codec, count_and_store, context.progress)
             driver.on_request = context.on_request
+            driver.on_interrupt = writer.append
             facts, records = await driver.run()
         finally:
             await client.close()
