@@ -174,3 +174,22 @@ def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
     assert [done for done, _, _ in seen["chat"]] == list(range(1, 21)) and seen["chat"][-1][1] == 20  # warmup run + 1 run of 10
     assert [done for done, _, _ in seen["monday-peak"]] == list(range(1, 7)) and seen["monday-peak"][-1][1] == 6
     assert seen["chat"][-1][2] == 20 * 20  # 20 requests of 20 tokens
+
+
+def test_ctrl_c_keeps_finished_records_and_says_how_to_resume(tmp_path):
+    with rig() as server:
+        command = [sys.executable, "-m", "arena_core", "run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), "--scale", "0.05", "--workloads", "monday-peak"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(tmp_path.glob("*/workloads/monday-peak")):
+            time.sleep(0.05)
+        time.sleep(3)  # 15 requests at 1.5/s: a few have finished, most have not been sent
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "resume with: arena run --resume" in stderr and "Traceback" not in stderr
+    (records,) = tmp_path.glob("*/workloads/monday-peak/records.jsonl")
+    kept = read_records(records)
+    assert 1 <= len(kept) < 15 and all(r.ok for r in kept)
+    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"
