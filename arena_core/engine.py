@@ -109,6 +109,11 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
             spec = apply_override(spec, config.workloads[name], source=config.source)
         workloads.append(scale_workload(spec, scale))
     engine = request.engine or run.engine
+    for runner in {registry.get("runners", w.runner).name: registry.get("runners", w.runner) for w in workloads}.values():
+        if engine not in runner.engines:
+            raise UsageError(f"--engine {engine}: runner {runner.name!r} has engines {', '.join(runner.engines)}")
+        if engine == "external" and runner.check_external is not None and not (available := runner.check_external()).available:
+            raise UsageError(f"--engine external: {available.detail}")
     if base_url or request.served_model or request.api_key_env or request.api_key_file:
         endpoint = config.endpoint
         config = attrs.evolve(
@@ -197,8 +202,6 @@ def execute(
                     attempt += 1
                 folder.rename(folder.with_name(f"{workload.name}.interrupted-{attempt}"))
             runner = runners.get("runners", workload.runner)
-            if plan.engine not in runner.engines:
-                raise UsageError(f"--engine {plan.engine}: runner {runner.name!r} has engines {', '.join(runner.engines)}")
             progress(f"[{index}/{len(plan.workloads)}] {workload.name} ({runner.name}, {plan.engine})")
             started = time.perf_counter()
             on_request = (lambda done, total, tokens, name=workload.name: live(name, done, total, tokens)) if live else None
