@@ -13,7 +13,8 @@ class LiveLine:
         self.stream = stream
         self.interval_s = interval_s
         self._workload = ""
-        self._started = self._drawn = 0.0
+        self._started = 0.0
+        self._drawn = float("-inf")
         self._last_tokens = 0
         self._last_time = 0.0
         self._rate = 0.0
