@@ -16,7 +16,7 @@ import attrs
 from attrs import frozen
 
 from arena_core import __version__
-from arena_core.config import ArenaConfig, apply_override
+from arena_core.config import CONVERTER, ArenaConfig, apply_override
 from arena_core.errors import ArenaError, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
@@ -149,6 +149,7 @@ def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
         "scale": plan.scale,
         "workloads": [w.name for w in plan.workloads],
         "config_source": plan.config.source,
+        "config": CONVERTER.unstructure(plan.config),  # names of key variables and files only, never a key
         "exact_output": plan.options.exact_output,
         "tokenizer": str(plan.options.tokenizer) if plan.options.tokenizer else None,
     }

@@ -51,6 +51,8 @@ def test_run_against_a_running_server_prints_a_card_and_stores_everything(tmp_pa
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["backend"] == "openai" and manifest["scale"] == 0.02
+    assert manifest["config"]["endpoint"]["base_url"] == server.url and manifest["arena_version"]
+    assert manifest["commands"]["chat"].startswith("llama-benchy --base-url") and manifest["started_at"] and manifest["finished_at"]
     for name, tool in (("chat", "llama-benchy.json"), ("monday-peak", "vllm-bench.json")):
         folder = run_dir / "workloads" / name
         stored = json.loads((folder / "result.json").read_text())
