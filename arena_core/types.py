@@ -229,6 +229,9 @@ class HardwareProfile:
     dense_tflops: Mapping[str, float] = field(factory=dict)
     power_w: float | None = field(default=None, validator=optional(_positive_number))
     sources: tuple[str, ...] = ()
+    #: How memory and power are read here: ``meminfo`` (MemTotal - MemAvailable, the way on
+    #: unified memory), ``nvml`` (device and per-process memory, power, energy).
+    probes: tuple[str, ...] = ()
 
 
 @frozen(kw_only=True)

@@ -93,3 +93,49 @@ def test_cpu_host_profile_is_registered_and_detected(registry):
     assert profile.unified_memory and profile.memory_gb and profile.memory_gb > 0
     detection = ArenaHooks(make_plugin_manager(autoload=False)).detect_hardware(ArenaConfig())
     assert detection is not None and detection.profile.name == "cpu-host" and "generic" in detection.reason
+
+
+# Recorded `nvidia-smi --query-gpu=name,memory.total --format=csv,noheader` answers.
+NVIDIA_SMI = {
+    "gb10": "NVIDIA GB10, [N/A]\n",  # DGX Spark: NVML memory queries are "Not Supported"
+    "h100-sxm": "NVIDIA H100 80GB HBM3, 81559 MiB\n",
+    "h200": "NVIDIA H200, 143771 MiB\n",
+    "rtx-4090": "NVIDIA GeForce RTX 4090, 24564 MiB\n",
+    "rtx-pro-6000": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887 MiB\n",
+}
+
+
+@pytest.mark.parametrize("expected", NVIDIA_SMI)
+def test_nvidia_detection_from_recorded_nvidia_smi(registry, expected):
+    from arena_hardware.detect import detect_nvidia
+
+    profiles = {name: reg.item for name, reg in registry.hardware.items()}
+    found = detect_nvidia(profiles, query=lambda: NVIDIA_SMI[expected], machine="aarch64" if expected == "gb10" else "x86_64")
+    assert found is not None and found.profile.name == expected
+    assert "nvidia-smi names the GPU" in found.reason
+    if expected == "gb10":
+        assert "read from /proc/meminfo" in found.reason and found.profile.unified_memory and "meminfo" in found.profile.probes
+
+
+def test_no_nvidia_smi_or_an_unknown_gpu_leaves_detection_to_others(registry):
+    from arena_hardware.detect import detect_nvidia
+
+    profiles = {name: reg.item for name, reg in registry.hardware.items()}
+    assert detect_nvidia(profiles, query=lambda: None) is None
+    assert detect_nvidia(profiles, query=lambda: "Tesla T4, 15360 MiB\n") is None
+
+
+def test_hardware_detect_on_this_machine_says_cpu_host_with_real_values():
+    from arena_core.testing import run_cli
+
+    result = run_cli(make_plugin_manager(autoload=False), ["hardware", "detect"])
+    assert result.exit_code == 0
+    assert "cpu-host" in result.stdout and "GB" in result.stdout and "meminfo" in result.stdout
+
+
+def test_every_published_profile_has_its_key_figures_and_sources(registry):
+    for name, registration in registry.hardware.items():
+        profile = registration.item
+        assert profile.memory_gb and profile.sources, name
+        if name != "cpu-host":
+            assert profile.memory_bandwidth_gbs and profile.dense_tflops.get("bf16"), name

@@ -89,7 +89,7 @@ def test_hook_arena_register_backends():
 
 def test_hook_arena_register_hardware():
     registry = ArenaHooks(plugin_manager_with(builtins=("arena_hardware",))).registry
-    assert set(registry.hardware) == {"cpu-host", "gb10"}
+    assert set(registry.hardware) == {"cpu-host", "gb10", "h100-sxm", "h200", "b200", "rtx-4090", "rtx-5090", "rtx-pro-6000", "mi300x", "m3-ultra", "m4-max"}
     assert registry.hardware["gb10"].item.memory_bandwidth_gbs == 273
 
 

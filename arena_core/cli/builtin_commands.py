@@ -10,11 +10,12 @@ from arena_core.hookspecs import hookimpl
 @hookimpl
 def arena_register_commands(cli: click.Group) -> None:
     from arena_core.cli.cmd_config import config_command
+    from arena_core.cli.cmd_hardware import hardware_command
     from arena_core.cli.cmd_list import list_command
     from arena_core.cli.cmd_plugins import plugins_command
     from arena_core.cli.cmd_run import run_command
     from arena_core.cli.cmd_runs import runs_command
     from arena_core.cli.cmd_show import show_command
 
-    for command in (run_command, runs_command, plugins_command, list_command, show_command, config_command):
+    for command in (run_command, runs_command, plugins_command, list_command, show_command, config_command, hardware_command):
         cli.add_command(command)

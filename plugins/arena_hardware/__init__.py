@@ -1,8 +1,9 @@
 """Hardware profiles and detection.
 
-``cpu-host`` is read off the machine it runs on and is the detection fallback (``trylast``), so
-any plugin that recognises its hardware wins. ``gb10`` carries the DGX Spark's published figures
-(``shared/reference/hardware.md``); detecting it and probing its memory arrive with telemetry.
+The published profiles (GB10, H100, H200, B200, RTX 4090/5090/PRO 6000, MI300X, M3 Ultra,
+M4 Max) carry their figures and sources; ``cpu-host`` is read off the machine it runs on.
+Detection asks ``nvidia-smi`` for the GPU's name (GB10 or a known discrete GPU); ``cpu-host``
+is the fallback (``trylast``), so any plugin that recognises its hardware wins.
 """
 
 from __future__ import annotations
@@ -10,24 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from arena_core import HardwareDetection, HardwareProfile, hookimpl
+from arena_hardware.detect import detect_nvidia
 from arena_hardware.host import read_host
-
-GB10 = HardwareProfile(
-    name="gb10",
-    title="NVIDIA DGX Spark (GB10)",
-    description="NVIDIA DGX Spark: GB10 Grace Blackwell, 128 GB unified LPDDR5X at 273 GB/s.",
-    memory_gb=128,
-    unified_memory=True,
-    memory_bandwidth_gbs=273,
-    dense_tflops={"bf16": 125, "fp8": 250, "fp4": 500},
-    power_w=140,
-    sources=(
-        "memory bandwidth 273 GB/s, 128 GB unified: NVIDIA DGX Spark product page and Hot Chips 2025",
-        "dense TFLOPS derived from NVIDIA's 1 PFLOP FP4 with sparsity (halved per precision step)",
-        "GB10 TDP 140 W: Hot Chips 2025 GB10 presentation",
-    ),
-)
-
+from arena_hardware.profiles import PUBLISHED
 
 def cpu_host_profile() -> HardwareProfile:
     """The generic profile, filled in from this machine: CPU model, cores, memory."""
@@ -39,6 +25,7 @@ def cpu_host_profile() -> HardwareProfile:
         description=f"This machine's CPU ({host.cpu_model}, {host.cores} cores, {memory}).",
         memory_gb=host.memory_gb,
         unified_memory=True,  # a CPU serves from main memory: there is no separate device memory
+        probes=("meminfo",),
         sources=(f"read from this machine ({host.source})",),
     )
 
@@ -46,11 +33,17 @@ def cpu_host_profile() -> HardwareProfile:
 @hookimpl
 def arena_register_hardware(register: Callable[[HardwareProfile], None]) -> None:
     register(cpu_host_profile())
-    register(GB10)
+    for profile in PUBLISHED:
+        register(profile)
 
 
-@hookimpl(trylast=True)
-def arena_detect_hardware() -> HardwareDetection:
+@hookimpl
+def arena_detect_hardware() -> HardwareDetection | None:
+    return detect_nvidia({p.name: p for p in PUBLISHED})
+
+
+@hookimpl(trylast=True, specname="arena_detect_hardware")
+def arena_detect_hardware_fallback() -> HardwareDetection:
     profile = cpu_host_profile()
     return HardwareDetection(
         profile=profile,
