@@ -17,6 +17,7 @@ from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.codec import LocalCodec
 from arena_core.loadgen.datasets import sample_random, sample_sharegpt, two_turn_conversations
 from arena_core.loadgen.open_metrics import VllmOutput, vllm_metrics
+from compare import assert_same
 
 HERE = Path(__file__).resolve().parent / "fixtures" / "vllm"
 FIXTURES = json.loads((HERE / "vllm_fixtures.json").read_text())
@@ -58,20 +59,6 @@ def test_sharegpt_sampling_equals_vllm(case):
     assert [s.request_id for s in samples] == case["request_ids"]
 
 
-def same(ours, theirs, path="$"):
-    if isinstance(theirs, dict):
-        for key, value in theirs.items():
-            same(ours[key], value, f"{path}.{key}")
-    elif isinstance(theirs, list):
-        assert len(ours) == len(theirs), path
-        for i, (a, b) in enumerate(zip(ours, theirs)):
-            same(a, b, f"{path}[{i}]")
-    elif isinstance(theirs, float):
-        assert math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=1e-9), f"{path}: {ours} != {theirs}"
-    else:
-        assert ours == theirs, f"{path}: {ours!r} != {theirs!r}"
-
-
 @pytest.mark.parametrize("case", FIXTURES["metrics"], ids=lambda c: f"{len(c['outputs'])}-requests")
 def test_metrics_equal_vllm(case):
     outputs = [
@@ -83,5 +70,5 @@ def test_metrics_equal_vllm(case):
     ]
     ours = vllm_metrics(outputs, case["duration"], (50, 90, 95, 99), case["goodput"] or None)
     theirs = dict(case["metrics"])
-    same({k: ours[k] for k in theirs}, {k: [list(p) for p in v] if k.startswith("percentiles") else v for k, v in theirs.items()})
+    assert_same(ours, theirs)
     assert ours["actual_output_lens"] == case["actual_output_lens"]

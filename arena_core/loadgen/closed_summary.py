@@ -8,13 +8,12 @@ from typing import Any
 
 from arena_core.loadgen.closed_loop import ClosedLoopPlan, SessionFacts
 from arena_core.loadgen.closed_metrics import llama_benchy_entry, request_metrics
-from arena_core.loadgen.stats import median, percentile, percentile_interval
+from arena_core.loadgen.stats import median, tail_metrics
 from arena_core.loadgen.stream import ANSWER
 from arena_core.loadgen.verdict import verdict_for
 from arena_core.types import RequestRecord, WorkloadResult
 
 LLAMA_BENCHY_SCHEMA_VERSION = "0.4.0"
-MIN_SAMPLES_FOR_P99 = 100
 
 
 def _groups(records: Sequence[RequestRecord], phase: str, turn: int) -> list[list[RequestRecord]]:
@@ -58,19 +57,6 @@ def _mean_of(entry: dict[str, Any], key: str) -> float | None:
     return value["mean"] if value else None
 
 
-def _tails(prefix: str, values: Sequence[float], metrics: dict[str, float | None]) -> None:
-    """p50, p90 and p99 with 95 % intervals; p99 only with enough samples to mean something."""
-    if not values:
-        return
-    metrics[f"{prefix}_p50_s"] = median(values)
-    for q in (90, 99):
-        interval = percentile_interval(values, q)
-        enough = interval is not None and (q != 99 or len(values) >= MIN_SAMPLES_FOR_P99)
-        metrics[f"{prefix}_p{q}_s"] = percentile(values, q) if enough else None
-        metrics[f"{prefix}_p{q}_ci_low_s"] = interval[0] if enough and interval else None
-        metrics[f"{prefix}_p{q}_ci_high_s"] = interval[1] if enough and interval else None
-
-
 def closed_loop_result(
     records: Sequence[RequestRecord],
     plan: ClosedLoopPlan,
@@ -97,7 +83,7 @@ def closed_loop_result(
         "latency_s": facts.latency_s,
         "output_tokens": float(sum(r.completion_tokens_server or 0 for r in ok)),
     }
-    _tails("ttft", ttfts, metrics)
+    tail_metrics("ttft", ttfts, metrics)
     ttfrs = [m.ttfr for m in per_request if m.ttfr is not None]
     if ttfrs:
         metrics["ttfr_p50_s"] = median(ttfrs)

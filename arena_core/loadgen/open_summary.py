@@ -8,13 +8,12 @@ from typing import Any
 
 from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan
 from arena_core.loadgen.open_metrics import request_rate_label, vllm_metrics, vllm_result
-from arena_core.loadgen.stats import percentile, percentile_interval
+from arena_core.loadgen.stats import percentile, tail_metrics
 from arena_core.types import Verdict, WorkloadResult
 
 PERCENTILES = (50, 90, 95, 99)
 LATE_P99_S = 0.010  # lateness p99 above this means the client, not the server, fell behind
 RATE_SHORTFALL = 0.05
-MIN_SAMPLES_FOR_P99 = 100
 MIN_REQUESTS_FOR_SATURATION = 20  # fewer say little about a served rate
 
 
@@ -36,18 +35,6 @@ def open_loop_report(outcome: OpenLoopOutcome, plan: OpenLoopPlan, *, tokenizer:
     report = vllm_result(outcome.outputs, metrics, header=header, duration=outcome.duration_s, goodput=False)
     report["generator"] = "arena native engine (vllm bench serve 0.33 semantics)"
     return metrics, report
-
-
-def _tails(prefix: str, values: Sequence[float], into: dict[str, float | None]) -> None:
-    if not values:
-        return
-    into[f"{prefix}_p50_s"] = percentile(values, 50)
-    for q in (90, 99):
-        interval = percentile_interval(values, q)
-        enough = interval is not None and (q != 99 or len(values) >= MIN_SAMPLES_FOR_P99)
-        into[f"{prefix}_p{q}_s"] = percentile(values, q) if enough else None
-        into[f"{prefix}_p{q}_ci_low_s"] = interval[0] if enough and interval else None
-        into[f"{prefix}_p{q}_ci_high_s"] = interval[1] if enough and interval else None
 
 
 def open_loop_result(
@@ -78,7 +65,7 @@ def open_loop_result(
         "duration_s": outcome.duration_s,
         "output_tokens": float(metrics["total_output"]),
     }
-    _tails("ttft", [o.ttft for o in successes], summary)
+    tail_metrics("ttft", [o.ttft for o in successes], summary)
     if outcome.first_answer_s:
         summary["first_answer_token_p50_s"] = percentile(outcome.first_answer_s, 50)
     reasons: list[str] = []

@@ -49,3 +49,23 @@ def percentile_interval(values: Sequence[float], q: float, confidence: float = 0
         return None
     ordered = sorted(values)
     return ordered[low], ordered[high]
+
+
+MIN_SAMPLES_FOR_P99 = 100
+
+
+def tail_metrics(prefix: str, values: Sequence[float], into: dict[str, float | None]) -> None:
+    """``{prefix}_p50_s`` and, with 95 % intervals, ``_p90_s`` and ``_p99_s`` into ``into``.
+
+    A tail that the sample cannot support (too few values for the interval, or fewer than 100
+    for p99) is ``None``: "insufficient samples", not a number.
+    """
+    if not values:
+        return
+    into[f"{prefix}_p50_s"] = median(values)
+    for q in (90, 99):
+        interval = percentile_interval(values, q)
+        enough = interval is not None and (q != 99 or len(values) >= MIN_SAMPLES_FOR_P99)
+        into[f"{prefix}_p{q}_s"] = percentile(values, q) if enough else None
+        into[f"{prefix}_p{q}_ci_low_s"] = interval[0] if enough and interval else None
+        into[f"{prefix}_p{q}_ci_high_s"] = interval[1] if enough and interval else None

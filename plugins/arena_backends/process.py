@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from arena_core import UsageError
+from arena_core import Endpoint, UsageError
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -73,3 +73,30 @@ class ServerProcess:
             process.wait(grace_s)
         except ProcessLookupError:
             pass
+
+
+class LocalServer:
+    """What the backends that launch a server share: a free port on 127.0.0.1, the log in the
+    run folder, the health wait, the stop. Subclasses build the command and call :meth:`launch`."""
+
+    def __init__(self, run_dir: Path, model_name: str) -> None:
+        self.model_name = model_name
+        self.port = free_port()
+        self.command: list[str] = []
+        self.process: ServerProcess | None = None
+        self._log = run_dir / "server.log"
+
+    def launch(self, command: list[str], timeout_s: float) -> Endpoint:
+        self.command = command
+        self.process = ServerProcess(command, self._log)
+        self.process.start()
+        self.process.wait_healthy(f"http://127.0.0.1:{self.port}/health", timeout_s)
+        return Endpoint(base_url=f"http://127.0.0.1:{self.port}", model=self.model_name)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._log

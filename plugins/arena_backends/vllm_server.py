@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from arena_core import BackendRequest, Endpoint, UsageError
-from arena_backends.process import ServerProcess, free_port
+from arena_backends.process import LocalServer
 
 EXECUTABLE = "vllm"
 START_TIMEOUT_S = 1800  # first starts compile kernels and load tens of GB
@@ -32,40 +32,26 @@ def log_facts(text: str) -> dict[str, float]:
     return facts
 
 
-class VllmServer:
+class VllmServer(LocalServer):
     def __init__(self, request: BackendRequest) -> None:
         if not request.model.hf_id:
             raise UsageError(f"model {request.model.name!r} has no Hugging Face id for vllm serve")
+        super().__init__(request.run_dir, request.model.name)
         self.model = request.model
         unified = request.hardware is not None and request.hardware.unified_memory
         self.memory_utilization = UNIFIED_MEMORY_UTILIZATION if unified else DISCRETE_MEMORY_UTILIZATION
         self.max_model_len = request.max_context_tokens
-        self.port = free_port()
-        self._log = request.run_dir / "server.log"
-        self.process: ServerProcess | None = None
-        self.command: list[str] = []
 
     def start(self) -> Endpoint:
         executable = shutil.which(EXECUTABLE)
         if executable is None:
             raise UsageError("vllm is not installed here: pip install vllm (on a machine with a GPU)")
-        self.command = [
+        command = [
             executable, "serve", self.model.hf_id, "--host", "127.0.0.1", "--port", str(self.port),
             "--served-model-name", self.model.name, "--gpu-memory-utilization", f"{self.memory_utilization:.2f}",
             "--max-model-len", str(self.max_model_len),
         ]
-        self.process = ServerProcess(self.command, self._log)
-        self.process.start()
-        self.process.wait_healthy(f"http://127.0.0.1:{self.port}/health", START_TIMEOUT_S)
-        return Endpoint(base_url=f"http://127.0.0.1:{self.port}", model=self.model.name)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    @property
-    def log_path(self) -> Path | None:
-        return self._log
+        return self.launch(command, START_TIMEOUT_S)
 
     @property
     def facts(self) -> Mapping[str, object]:
