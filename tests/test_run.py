@@ -181,7 +181,12 @@ def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
 def test_ctrl_c_keeps_finished_records_and_says_how_to_resume(tmp_path):
     with rig() as server:
         command = [sys.executable, "-m", "arena_core", "run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), "--scale", "0.05", "--workloads", "monday-peak"]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # A shell runs background jobs with SIGINT ignored and children inherit that; give the
+        # child the default disposition, as a terminal would.
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not list(tmp_path.glob("*/workloads/monday-peak")):
             time.sleep(0.05)
