@@ -284,10 +284,9 @@ class HttpClient:
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
-            _, connection = await asyncio.wait_for(
-                loop.create_connection(_Connection, self.host, self.port, ssl=self._ssl), self._connect_timeout
-            )
-        except (OSError, asyncio.TimeoutError) as exc:
+            async with asyncio.timeout(self._connect_timeout):
+                _, connection = await loop.create_connection(_Connection, self.host, self.port, ssl=self._ssl)
+        except (OSError, TimeoutError) as exc:
             raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc or 'timed out'}") from None
         self._all.add(connection)
         return connection
@@ -333,8 +332,11 @@ class HttpClient:
             connection.used = True
             done = connection.send(request, sink)
             try:
-                result = await asyncio.wait_for(asyncio.shield(done), timeout) if timeout else await done
-            except asyncio.TimeoutError:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+                # cancellation that arrives as the response completes, and Ctrl-C would be lost.
+                async with asyncio.timeout(timeout):
+                    result = await asyncio.shield(done)
+            except TimeoutError:
                 connection.close()
                 now = time.perf_counter_ns()
                 result = Exchange(sent_ns=connection._sent_ns, head_ns=connection._head_ns, end_ns=now, status=connection._status, error=f"timed out after {timeout:g} s")

@@ -144,7 +144,11 @@ class OpenLoopDriver:
             await asyncio.gather(*tasks, *workers)
             duration = (time.perf_counter_ns() - start_ns) / 1e9
         except (asyncio.CancelledError, KeyboardInterrupt):
-            # Ctrl-C: what finished is written now, in this thread, before the loop goes away.
+            # Ctrl-C: the workers stop (the sentinels end one that is between requests), and what
+            # finished is written now, in this thread, before the loop goes away.
+            for worker_task in workers:
+                worker_task.cancel()
+                queue.put_nowait(None)
             self._disk.shutdown(wait=True)
             if self._pending_lines:
                 self.writer.write_lines(self._pending_lines)
