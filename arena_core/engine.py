@@ -19,6 +19,7 @@ from arena_core import __version__
 from arena_core.config import CONVERTER, ArenaConfig, apply_override
 from arena_core.errors import ArenaError, UsageError
 from arena_core.hooks import ArenaHooks
+from arena_core.roofline import apply_ceiling, measure_host_bandwidth
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
 from arena_core.telemetry import TelemetrySampler
 from arena_core.store import MANIFEST, find_run, index_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
@@ -101,6 +102,12 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         if detected is None:
             raise UsageError("no hardware profile recognised this machine; name one with --hardware")
         hardware, reason = detected.profile, detected.reason
+    if hardware.memory_bandwidth_gbs is None and hardware.name == "cpu-host":
+        # a CPU host publishes no bandwidth: measure it, for the decode ceiling
+        bandwidth = measure_host_bandwidth()
+        hardware = attrs.evolve(
+            hardware, memory_bandwidth_gbs=bandwidth, sources=(*hardware.sources, f"memory bandwidth {bandwidth:.1f} GB/s measured at run time (copy, all cores)")
+        )
     names = request.workloads or run.workloads or tuple(registry.names("workloads"))
     scale = request.scale or (run.scale if run.scale != 1.0 else (EMBEDDED_SCALE if embedded else 1.0))
     workloads = []
@@ -146,6 +153,7 @@ def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
         "backend": plan.backend.name,
         "hardware": plan.hardware.name,
         "hardware_reason": plan.hardware_reason,
+        "hardware_profile": CONVERTER.unstructure(plan.hardware),
         "engine": plan.engine,
         "scale": plan.scale,
         "workloads": [w.name for w in plan.workloads],
@@ -213,6 +221,7 @@ def execute(
                 result = runner.create(plan.engine).run(workload, context)
             finally:
                 telemetry = sampler.stop()
+            result = apply_ceiling(result, plan.model, plan.hardware)
             result = attrs.evolve(
                 result,
                 metrics={

@@ -20,7 +20,7 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
     for name in expected:
         result = by_name.get(name)
         if result is None:
-            rows.append((name, "—", "—", "", "", "", "not completed"))
+            rows.append((name, "—", "—", "", "", "", "", "not completed"))
             continue
         notes = "; ".join((*result.verdict.reasons, *result.verdict.labels))
         rows.append(
@@ -30,10 +30,11 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
                 _ttft(result.ttft_p50_s),
                 f"{result.requests - result.failed}/{result.requests}",
                 f"{peak:.1f} GB" if (peak := result.metrics.get("peak_memory_gb")) else "—",
+                f"{efficiency:.0%}" if (efficiency := result.metrics.get("bandwidth_efficiency")) else "—",
                 "valid" if result.verdict.valid else "INVALID",
                 notes,
             )
         )
     measured = sum(1 for name in expected if name in by_name)
-    table = render_table(["workload", "tokens/s", "TTFT p50", "ok/requests", "peak memory", "verdict", "notes"], rows)
+    table = render_table(["workload", "tokens/s", "TTFT p50", "ok/requests", "peak memory", "bandwidth eff.", "verdict", "notes"], rows)
     return f"{title}  (benches measured {measured}/{len(expected)})\n{table}"

@@ -1,0 +1,87 @@
+"""The physical decode ceiling (hardware.md section 4): memory bandwidth / bytes read per token.
+
+Each decode step reads the weights once, shared by every sequence in the batch; a user's
+tokens/s cannot exceed ``bandwidth / weight bytes`` (KV cache and recurrent state only lower it).
+Arena uses that weights-only figure as the ceiling, so it is an upper bound: a measured per-user
+decode speed above 1.1 x the ceiling is impossible -- something was cached or mis-counted -- and
+invalidates the result. Measured / ceiling is the "bandwidth efficiency" on the card.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import attrs
+
+from arena_core.types import HardwareProfile, ModelSpec, WorkloadResult
+
+#: Bytes per weight by precision; quantised GGUF types by their average bits per weight.
+BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "nvfp4": 0.5625, "q8_0": 1.0625, "q4_k_m": 0.6}
+TOLERANCE = 1.10
+
+
+def weight_bytes_per_token(model: ModelSpec) -> float | None:
+    """Bytes of weights one decode step reads (active parameters at their precision)."""
+    per_param = BYTES_PER_PARAM.get(model.precision.lower())
+    active = model.params_active_b or model.params_total_b
+    if per_param is None or active is None:
+        return None
+    return active * 1e9 * per_param
+
+
+def decode_ceiling(model: ModelSpec, hardware: HardwareProfile) -> float | None:
+    """The most tokens/s one user can decode on ``hardware``, or None when a figure is missing."""
+    weights = weight_bytes_per_token(model)
+    if weights is None or not hardware.memory_bandwidth_gbs:
+        return None
+    return hardware.memory_bandwidth_gbs * 1e9 / weights
+
+
+def measure_host_bandwidth(megabytes: int = 128, repeats: int = 3) -> float:
+    """This machine's copy bandwidth in GB/s (bytes read plus written), one copy per core at once.
+
+    The best of ``repeats`` rounds, so the figure errs high: a ceiling must not be too low.
+    """
+    import numpy as np
+
+    threads = max(1, os.cpu_count() or 1)
+    sources = [np.ones(megabytes * 2**20 // 8) for _ in range(threads)]
+    targets = [np.empty_like(s) for s in sources]
+    best = 0.0
+    for _ in range(repeats):
+        workers = [threading.Thread(target=np.copyto, args=(t, s)) for t, s in zip(targets, sources)]
+        started = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        elapsed = time.perf_counter() - started
+        best = max(best, 2 * sum(s.nbytes for s in sources) / elapsed / 1e9)
+    return best
+
+
+def per_user_decode(metrics: dict) -> float | None:
+    """A result's per-user decode speed: llama-benchy's per-request tg, or 1 / vLLM's median TPOT."""
+    if metrics.get("decode_tps_per_user"):
+        return float(metrics["decode_tps_per_user"])
+    tpot = metrics.get("tpot_median_s")
+    return 1.0 / tpot if tpot else None
+
+
+def apply_ceiling(result: WorkloadResult, model: ModelSpec, hardware: HardwareProfile) -> WorkloadResult:
+    """``result`` with its bandwidth efficiency, and invalid when it decodes faster than physics allows."""
+    ceiling = decode_ceiling(model, hardware)
+    measured = per_user_decode(dict(result.metrics))
+    if ceiling is None or measured is None:
+        return result
+    metrics = {**result.metrics, "decode_ceiling_tps": ceiling, "bandwidth_efficiency": measured / ceiling}
+    verdict = result.verdict
+    if measured > TOLERANCE * ceiling:
+        reason = (
+            f"decode {measured:.1f} tok/s per user exceeds the physical ceiling {ceiling:.1f} tok/s "
+            f"({hardware.memory_bandwidth_gbs:g} GB/s over the weights read per token) by more than 10 %"
+        )
+        verdict = attrs.evolve(verdict, valid=False, reasons=(*verdict.reasons, reason))
+    return attrs.evolve(result, metrics=metrics, verdict=verdict)
