@@ -7,6 +7,7 @@ Config files are turned into them by the one converter in :mod:`arena_core.confi
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -113,6 +114,14 @@ class ToolAvailability:
 
     available: bool
     detail: str
+
+    @classmethod
+    def of_executable(cls, executable: str, install_hint: str) -> ToolAvailability:
+        """Available when ``executable`` is on PATH (the detail is its path), else the hint."""
+        found = shutil.which(executable)
+        if found:
+            return cls(available=True, detail=found)
+        return cls(available=False, detail=f"{executable} is not installed: {install_hint}")
 
 
 @frozen(kw_only=True)

@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,13 +34,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from arena_core.testing.fake_server import FakeServerProcess  # noqa: E402
+from measure import SERVER_CORE, run_measured  # noqa: E402
 from arena_core.testing.text import english_like_text, write_test_tokenizer  # noqa: E402
 
 MODEL = "fake-org/fake-model"
 PROMPT_TOKENS = 32
-CLIENT_CORE, SERVER_CORE = 1, 0
 BODY_KEYS = {"model": MODEL, "stream": True, "stream_options": {"include_usage": True}}
 
 
@@ -149,21 +149,6 @@ def child_main(name: str, url: str, concurrency: int, tokens: int, workdir: Path
 
 
 # --- running children and measuring their CPU ------------------------------------------------
-
-
-def run_measured(command: list[str], env: dict | None = None) -> tuple[float, str]:
-    """Run ``command`` pinned to the client core; its CPU seconds (user + system) and stdout."""
-    if shutil.which("taskset"):
-        command = ["taskset", "-c", str(CLIENT_CORE), *command]
-    with tempfile.TemporaryFile("w+") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, env=env)
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read()
-    if process.returncode != 0:
-        raise RuntimeError(f"{command[:4]}... exited with {process.returncode}")
-    return usage.ru_utime + usage.ru_stime, text
 
 
 def client(name: str, url: str, concurrency: int, tokens: int, workdir: Path) -> tuple[float, dict]:

@@ -22,7 +22,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,13 +29,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from arena_core.loadgen.arrivals import arrival_offsets  # noqa: E402
 from arena_core.testing.fake_server import FakeServerProcess  # noqa: E402
+from measure import SERVER_CORE, run_measured  # noqa: E402
 
 TOKENIZER = ROOT / "tests" / "fixtures" / "vllm" / "tokenizer"
 MODEL = "fake-org/fake-model"
-CLIENT_CORE, SERVER_CORE = 1, 0
 SEED = 42
 
 
@@ -64,21 +64,9 @@ def arena_child(url: str, rate: float, count: int, input_len: int, output_len: i
     }))
 
 
-def measured(command: list[str], env: dict | None = None) -> tuple[float, str]:
-    if shutil.which("taskset"):
-        command = ["taskset", "-c", str(CLIENT_CORE), *command]
-    with tempfile.TemporaryFile("w+") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.DEVNULL, env=env)
-        _, status, usage = os.wait4(process.pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError(f"{command[:5]} failed")
-        output.seek(0)
-        return usage.ru_utime + usage.ru_stime, output.read()
-
-
 def arena(url: str, rate: float, count: int, input_len: int, output_len: int, cap: int, work: Path) -> tuple[float, dict]:
     out = work / f"arena-{rate}-{count}-{output_len}"
-    cpu, text = measured([sys.executable, __file__, "--child", url, str(rate), str(count), str(input_len), str(output_len), str(cap), str(out)])
+    cpu, text = run_measured([sys.executable, __file__, "--child", url, str(rate), str(count), str(input_len), str(output_len), str(cap), str(out)])
     shutil.rmtree(out, ignore_errors=True)
     return cpu, json.loads(text.strip().splitlines()[-1])
 
@@ -91,7 +79,7 @@ def vllm(binary: str, url: str, rate: float, count: int, input_len: int, output_
         "--random-output-len", str(output_len), "--num-prompts", str(count), "--request-rate", str(rate), "--seed", str(SEED),
         "--save-result", "--save-detailed", "--result-dir", str(work), "--result-filename", name, "--disable-tqdm",
     ] + (["--max-concurrency", str(cap)] if cap else [])
-    cpu, _ = measured(command, {**os.environ, "HF_HUB_OFFLINE": "1"})
+    cpu, _ = run_measured(command, {**os.environ, "HF_HUB_OFFLINE": "1"})
     report = json.loads((work / name).read_text())
     arrivals = [s - q for s, q in zip(report["start_times"], report["queue_times"])]
     offsets = arrival_offsets(count, rate, 1.0, SEED) if rate != float("inf") else [0.0] * count

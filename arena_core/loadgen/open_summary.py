@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Mapping
-from pathlib import Path
 
 from arena_core import BackendRequest, Endpoint, UsageError
 from arena_backends.process import LocalServer

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -34,7 +33,6 @@ from arena_core.loadgen import (
     ClosedLoopPlan,
     PromptBuilder,
     RecordWriter,
-    SessionFacts,
     choose_codec,
     closed_loop_result,
     llama_benchy_report,
@@ -72,10 +70,7 @@ def command_line(shape: ClosedLoopShape, *, base_url: str, model: str, extra: li
 
 
 def check_external() -> ToolAvailability:
-    found = shutil.which(EXECUTABLE)
-    if found:
-        return ToolAvailability(available=True, detail=found)
-    return ToolAvailability(available=False, detail=f"{EXECUTABLE} is not installed: {INSTALL_HINT}")
+    return ToolAvailability.of_executable(EXECUTABLE, INSTALL_HINT)
 
 
 def _plan(workload: WorkloadSpec, context: RunContext) -> ClosedLoopPlan:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 from arena_core import OpenLoopShape, RunContext, RunnerSpec, ToolAvailability, UsageError, WorkloadResult, WorkloadSpec
 from arena_core.loadgen import ChatClient, LocalCodec, RecordWriter, ServerCodec, median
 from arena_core.loadgen.arrivals import arrival_offsets
-from arena_core.loadgen.datasets import sample_random, sample_sharegpt, two_turn_conversations
+from arena_core.loadgen.datasets import sample_random, sample_sharegpt
 from arena_core.loadgen.loop import run as run_loop
 from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopPlan
 from arena_core.loadgen.open_summary import PERCENTILES, open_loop_report, open_loop_result
@@ -54,10 +53,7 @@ def command_line(shape: OpenLoopShape, *, base_url: str, model: str, seed: int, 
 
 
 def check_external() -> ToolAvailability:
-    found = shutil.which(EXECUTABLE)
-    if found:
-        return ToolAvailability(available=True, detail=found)
-    return ToolAvailability(available=False, detail=f"vllm is not installed: {INSTALL_HINT}")
+    return ToolAvailability.of_executable(EXECUTABLE, INSTALL_HINT)
 
 
 def _shape(workload: WorkloadSpec) -> OpenLoopShape:
