@@ -21,7 +21,7 @@ from arena_core.errors import ArenaError, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.roofline import apply_ceiling, measure_host_bandwidth
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
-from arena_core.telemetry import TelemetrySampler
+from arena_core.telemetry import TelemetrySampler, memory_used_bytes, watchdog_margin_bytes
 from arena_core.store import MANIFEST, find_run, index_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
 from arena_core.types import (
     BackendRequest,
@@ -164,6 +164,24 @@ def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
     }
 
 
+def model_memory(facts: dict, before: int | None, after: int | None) -> dict | None:
+    """The memory the model takes ("VRAM" on the card): the server's own figure when it prints
+    one (vLLM's "Model loading took X GiB"), else what the probe saw grow while it loaded."""
+    if "model_memory_gib" in facts:
+        return {"gb": facts["model_memory_gib"] * 2**30 / 1e9, "source": "the server's log (Model loading took ... GiB)"}
+    if before is not None and after is not None:
+        return {"gb": max(0, after - before) / 1e9, "source": "memory in use before and after the server loaded (MemTotal - MemAvailable)"}
+    return None
+
+
+def _stop_run(available: int) -> None:
+    """The memory watchdog: stop the load the way Ctrl-C does, so every finished record is kept."""
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def execute(
     plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None = None, live: Callable[[str, int, int, int], None] | None = None
 ) -> tuple[str, Path, list[WorkloadResult]]:
@@ -186,12 +204,16 @@ def execute(
     )
     info = RunInfo(run_id=run_id, model=plan.model.name, hardware=plan.hardware.name, backend=plan.backend.name, workloads=tuple(w.name for w in plan.workloads), engine=plan.engine, scale=plan.scale)
     results: list[WorkloadResult] = []
+    sampler: TelemetrySampler | None = None
+    margin = watchdog_margin_bytes()
     status = "failed"
     progress(f"run {run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else ""))
     try:
         progress(f"starting the {plan.backend.name} server...")
+        before = memory_used_bytes()
         endpoint = backend.start()
         manifest["backend_facts"] = dict(backend.facts)
+        manifest["model_memory"] = model_memory(manifest["backend_facts"], before, memory_used_bytes())
         manifest["commands"] = {
             w.name: " ".join(runner.command(w, endpoint.base_url, endpoint.model))
             for w in plan.workloads
@@ -216,7 +238,8 @@ def execute(
             started = time.perf_counter()
             on_request = (lambda done, total, tokens, name=workload.name: live(name, done, total, tokens)) if live else None
             context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, scale=plan.scale, progress=progress, on_request=on_request)
-            sampler = TelemetrySampler(folder / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics").start()
+            sampler = TelemetrySampler(folder / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", on_low_memory=_stop_run, margin_bytes=margin)
+            sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
             try:
                 result = runner.create(plan.engine).run(workload, context)
             finally:
@@ -238,6 +261,8 @@ def execute(
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
+        if sampler is not None and sampler.tripped:
+            raise Interrupted(f"stopped by the memory watchdog: less than {margin / 1e9:g} GB of memory stayed available; resume with: arena run --resume {run_id} --output {plan.output}") from None
         raise Interrupted(f"interrupted: {len(results)} of {len(plan.workloads)} workloads kept; resume with: arena run --resume {run_id} --output {plan.output}") from None
     finally:
         backend.stop()

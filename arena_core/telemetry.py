@@ -15,6 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,7 @@ from attrs import frozen
 PREFIXES = ("llamacpp:", "vllm:")
 
 
-def memory_used_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
-    """``MemTotal - MemAvailable`` in bytes, or None where /proc/meminfo is not there."""
+def _meminfo(meminfo: Path) -> dict[str, int]:
     values = {}
     try:
         for line in meminfo.read_text().splitlines():
@@ -32,10 +32,37 @@ def memory_used_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
             if key in ("MemTotal", "MemAvailable"):
                 values[key] = int(rest.split()[0]) * 1024
     except (OSError, ValueError, IndexError):
-        return None
-    if len(values) < 2:
-        return None
-    return values["MemTotal"] - values["MemAvailable"]
+        return {}
+    return values if len(values) == 2 else {}
+
+
+def memory_used_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    """``MemTotal - MemAvailable`` in bytes, or None where /proc/meminfo is not there."""
+    values = _meminfo(meminfo)
+    return values["MemTotal"] - values["MemAvailable"] if values else None
+
+
+def memory_available_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    return _meminfo(meminfo).get("MemAvailable")
+
+
+#: Stop a run when less memory than this stays available: on unified memory (GB10) running out
+#: freezes the whole machine instead of failing one process (hardware.md 2.1).
+WATCHDOG_MARGIN_BYTES = 2 * 10**9
+MARGIN_ENV = "ARENA_MEMORY_MARGIN_GB"
+
+
+def watchdog_margin_bytes() -> int:
+    """The watchdog's margin: ``ARENA_MEMORY_MARGIN_GB`` when set, else 2 GB."""
+    import os
+
+    value = os.environ.get(MARGIN_ENV, "").strip()
+    try:
+        return int(float(value) * 1e9) if value else WATCHDOG_MARGIN_BYTES
+    except ValueError:
+        from arena_core.errors import UsageError
+
+        raise UsageError(f"{MARGIN_ENV}={value!r}: expected a number of GB") from None
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -67,8 +94,20 @@ class TelemetrySummary:
 
 
 class TelemetrySampler:
-    def __init__(self, path: Path, *, metrics_url: str | None, interval_s: float = 1.0, meminfo: Path = Path("/proc/meminfo")) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        metrics_url: str | None,
+        interval_s: float = 1.0,
+        meminfo: Path = Path("/proc/meminfo"),
+        on_low_memory: Callable[[int], None] | None = None,
+        margin_bytes: int = WATCHDOG_MARGIN_BYTES,
+    ) -> None:
         self.path = path
+        self.on_low_memory = on_low_memory
+        self.margin_bytes = margin_bytes
+        self.tripped = False
         self.metrics_url = metrics_url
         self.interval_s = interval_s
         self.meminfo = meminfo
@@ -89,6 +128,10 @@ class TelemetrySampler:
         self._samples.append(sample)
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(sample) + "\n")
+        available = memory_available_bytes(self.meminfo)
+        if available is not None and available < self.margin_bytes and not self.tripped and self.on_low_memory:
+            self.tripped = True  # the watchdog fires once; the callback stops the run
+            self.on_low_memory(available)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):

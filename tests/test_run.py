@@ -200,3 +200,13 @@ def test_ctrl_c_keeps_finished_records_and_says_how_to_resume(tmp_path):
     assert 1 <= len(kept) < 15 and all(r.ok for r in kept)
     (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"
+
+
+def test_model_memory_prefers_the_servers_own_figure():
+    from arena_core.engine import model_memory
+
+    from_log = model_memory({"model_memory_gib": 1.53}, 10 * 10**9, 12 * 10**9)
+    assert from_log["gb"] == pytest.approx(1.53 * 2**30 / 1e9) and "server's log" in from_log["source"]
+    probed = model_memory({}, 10 * 10**9, 10_300_000_000)
+    assert probed["gb"] == pytest.approx(0.3) and "before and after" in probed["source"]
+    assert model_memory({}, None, None) is None

@@ -53,3 +53,39 @@ def test_sampler_writes_samples_and_summarises(tmp_path):
     assert summary.samples == len(lines) >= 4
     assert summary.peak_memory_gb == (127605464 - 88017764) * 1024 / 1e9
     assert all(line["metrics"] is None for line in lines)  # the rig has no /metrics: recorded as absent, not fatal
+
+
+def test_watchdog_fires_once_when_available_memory_runs_low(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       127605464 kB\nMemAvailable:    1000000 kB\n")  # 1 GB left
+    fired: list[int] = []
+    sampler = TelemetrySampler(tmp_path / "t.jsonl", metrics_url=None, interval_s=0.02, meminfo=meminfo, on_low_memory=fired.append).start()
+    time.sleep(0.15)
+    sampler.stop()
+    assert fired == [1000000 * 1024] and sampler.tripped
+    meminfo.write_text(GB10_MEMINFO)  # 88 GB available: quiet
+    quiet: list[int] = []
+    TelemetrySampler(tmp_path / "q.jsonl", metrics_url=None, interval_s=0.02, meminfo=meminfo, on_low_memory=quiet.append).start().stop()
+    assert quiet == []
+
+
+def test_watchdog_stops_a_run_cleanly_and_says_why(tmp_path):
+    """The run's own sampler trips (its margin set above this machine's memory): the load stops the
+    way Ctrl-C stops it, records kept, the message names the watchdog."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tokenizer = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+    env = {**__import__("os").environ, "ARENA_MEMORY_MARGIN_GB": "1000000"}  # more than any machine has
+    with FakeServerProcess(["--tokenizer", str(tokenizer / "tokenizer.json"), "--decode-gap-ms", "20"]) as rig:
+        done = subprocess.run(
+            [sys.executable, "-m", "arena_core", "run", "--base-url", rig.url, "--tokenizer", str(tokenizer), "--output", str(tmp_path), "--scale", "0.05", "--workloads", "monday-peak"],
+            capture_output=True, text=True, timeout=120, env=env,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # shells start background jobs with SIGINT ignored
+        )
+    assert done.returncode == 130, done.stderr
+    assert "stopped by the memory watchdog: less than 1e+06 GB" in done.stderr
+    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"

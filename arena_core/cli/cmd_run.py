@@ -78,4 +78,7 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
         live.clear()
     title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
     click.echo(render_card(title, results, [w.name for w in plan.workloads]))
+    memory = read_manifest(run_dir).get("model_memory")
+    if memory:
+        click.echo(f"model memory: {memory['gb']:.2f} GB (from {memory['source']})")
     click.echo(f"results: {run_dir}  ({time.perf_counter() - started:.0f} s)")
