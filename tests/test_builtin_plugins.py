@@ -139,3 +139,12 @@ def test_every_published_profile_has_its_key_figures_and_sources(registry):
         assert profile.memory_gb and profile.sources, name
         if name != "cpu-host":
             assert profile.memory_bandwidth_gbs and profile.dense_tflops.get("bf16"), name
+
+
+def test_catalog_architecture_gives_the_kv_cache_of_hardware_md(registry):
+    # hardware.md 3.2: BF16 KV per token 12 KiB for Qwen3.5-0.8B, 20 KiB for Qwen3.6-35B-A3B
+    small = registry.models["qwen3.5-0.8b"].item.architecture
+    moe = registry.models["qwen3.6-35b-a3b"].item.architecture
+    assert small.kv_bytes_per_token() == 12288 and moe.kv_bytes_per_token() == 20480
+    assert moe.kv_bytes_per_token(bytes_per_element=1) == 10240  # FP8 KV
+    assert (moe.experts, moe.experts_per_token, moe.linear_attention_layers) == (256, 8, 30)

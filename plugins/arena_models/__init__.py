@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from arena_core import ModelSpec, QualityScore, hookimpl
+from arena_core import ModelArchitecture, ModelSpec, QualityScore, hookimpl
 
 _SEED_CARD = "vendor model card, as quoted on the LLM Arena reference card (measured 2026-05-04)"
 
@@ -32,6 +32,11 @@ CATALOG: tuple[ModelSpec, ...] = (
         params_active_b=3.0,
         context_length=262144,
         quality=_quality(85.2, 86.0, 80.4, f"https://huggingface.co/Qwen/Qwen3.6-35B-A3B ({_SEED_CARD})"),
+        architecture=ModelArchitecture(
+            layers=40, full_attention_layers=10, linear_attention_layers=30, kv_heads=2, head_dim=256,
+            experts=256, experts_per_token=8, vocab=248320,
+            source="config.json of Qwen/Qwen3.6-35B-A3B (10 x (3 Gated DeltaNet + 1 full attention); 8 routed + 1 shared expert)",
+        ),
     ),
     ModelSpec(
         name="qwen3.5-0.8b",
@@ -43,6 +48,10 @@ CATALOG: tuple[ModelSpec, ...] = (
         params_active_b=0.8,
         context_length=262144,
         quality=_quality(29.7, 11.9, None, f"https://huggingface.co/Qwen/Qwen3.5-0.8B ({_SEED_CARD})"),
+        architecture=ModelArchitecture(
+            layers=24, full_attention_layers=6, linear_attention_layers=18, kv_heads=2, head_dim=256, vocab=248320,
+            source="config.json of Qwen/Qwen3.5-0.8B (6 x (3 Gated DeltaNet + 1 full attention), tied embeddings)",
+        ),
     ),
     ModelSpec(
         name="gemma-3-270m",
