@@ -8,6 +8,8 @@ the unfinished one starts again from scratch.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -176,9 +178,6 @@ def model_memory(facts: dict, before: int | None, after: int | None) -> dict | N
 
 def _stop_run(available: int) -> None:
     """The memory watchdog: stop the load the way Ctrl-C does, so every finished record is kept."""
-    import os
-    import signal
-
     os.kill(os.getpid(), signal.SIGINT)
 
 

@@ -158,7 +158,7 @@ def outcome_of(lateness: list[float], *, duration: float, span: float, e2el: flo
     )
     return OpenLoopOutcome(
         outputs=outputs, lateness_s=tuple(lateness), first_answer_s=(), duration_s=duration, dispatch_span_s=span,
-        records=len(outputs), completion_tokens_server=4 * len(outputs), completion_tokens_client=0,
+        completion_tokens_server=4 * len(outputs), completion_tokens_client=0,
     )
 
 

@@ -51,7 +51,6 @@ class OpenLoopOutcome:
     first_answer_s: tuple[float, ...]
     duration_s: float
     dispatch_span_s: float
-    records: int
     completion_tokens_server: int
     completion_tokens_client: int
 
@@ -165,7 +164,6 @@ class OpenLoopDriver:
             first_answer_s=tuple(answers),
             duration_s=duration,
             dispatch_span_s=(last_dispatch - start_ns) / 1e9,
-            records=self.writer.count,
             completion_tokens_server=counts[0],
             completion_tokens_client=counts[1],
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -498,7 +499,11 @@ class FakeServerProcess:
         import sys
         import tempfile
 
-        self._log = log_path or Path(tempfile.mkstemp(prefix="fake-server-", suffix=".jsonl")[1])
+        if log_path is None:
+            handle, name = tempfile.mkstemp(prefix="fake-server-", suffix=".jsonl")
+            os.close(handle)  # the rig writes the file itself, on exit
+            log_path = Path(name)
+        self._log = log_path
         command = [sys.executable, "-m", "arena_core.testing.fake_server", "--port", "0", "--log", str(self._log), *args]
         if cpu_core is not None and shutil.which("taskset"):
             command = ["taskset", "-c", str(cpu_core), *command]

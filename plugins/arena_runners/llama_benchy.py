@@ -27,6 +27,7 @@ from arena_core import (
     WorkloadSpec,
 )
 from arena_core.loadgen.loop import run as run_loop
+from arena_core.store import write_json_atomic
 from arena_core.loadgen import (
     ChatClient,
     ClosedLoopDriver,
@@ -130,8 +131,8 @@ class NativeEngine:
         finally:
             await client.close()
         report = llama_benchy_report(records, plan, facts, context.endpoint.model)
-        _write_json(context.output_dir / "llama-benchy.json", report)
-        _write_json(
+        write_json_atomic(context.output_dir / "llama-benchy.json", report)
+        write_json_atomic(
             context.output_dir / "session.json",
             {**attrs.asdict(facts), "tokenizer": codec.description, "corpus": corpus.source, "engine": "native"},
         )
@@ -179,7 +180,7 @@ class ExternalEngine:
                 f"llama-benchy exited with status {completed.returncode}; see {context.output_dir / 'llama-benchy.log'}"
             )
         report = json.loads(result_file.read_text(encoding="utf-8"))
-        _write_json(context.output_dir / "session.json", {"engine": "external", "command": line, "corpus": corpus.source})
+        write_json_atomic(context.output_dir / "session.json", {"engine": "external", "command": line, "corpus": corpus.source})
         return result_from_report(report, plan, scale=context.scale, log=context.output_dir / "llama-benchy.log")
 
 
@@ -215,10 +216,6 @@ def result_from_report(report: dict[str, Any], plan: ClosedLoopPlan, *, scale: f
         },
         verdict=verdict,
     )
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def _create(engine: str) -> NativeEngine | ExternalEngine:

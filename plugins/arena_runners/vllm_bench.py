@@ -20,6 +20,7 @@ from arena_core.loadgen import ChatClient, LocalCodec, RecordWriter, ServerCodec
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.datasets import sample_random, sample_sharegpt
 from arena_core.loadgen.loop import run as run_loop
+from arena_core.store import write_json_atomic
 from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopPlan
 from arena_core.loadgen.open_summary import PERCENTILES, open_loop_report, open_loop_result
 from arena_core.loadgen.sharegpt import ReadStats, iter_conversations, open_sharegpt
@@ -111,8 +112,8 @@ class NativeEngine:
         finally:
             await client.close()
         metrics, report = open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=shape.num_prompts)
-        _write_json(context.output_dir / "vllm-bench.json", report)
-        _write_json(context.output_dir / "session.json", {"engine": "native", "tokenizer": codec.description, "dataset": dataset_note})
+        write_json_atomic(context.output_dir / "vllm-bench.json", report)
+        write_json_atomic(context.output_dir / "session.json", {"engine": "native", "tokenizer": codec.description, "dataset": dataset_note})
         return open_loop_result(outcome, plan, metrics, runner=NAME, engine="native", scale=context.scale, requested=len(requests))
 
 
@@ -149,7 +150,7 @@ class ExternalEngine:
         if completed.returncode != 0 or not result_file.exists():
             raise UsageError(f"vllm bench serve exited with status {completed.returncode}; see {context.output_dir / 'vllm-bench.log'}")
         report = json.loads(result_file.read_text(encoding="utf-8"))
-        _write_json(context.output_dir / "session.json", {"engine": "external", "command": line})
+        write_json_atomic(context.output_dir / "session.json", {"engine": "external", "command": line})
         return result_from_report(report, workload, scale=context.scale)
 
 
@@ -181,10 +182,6 @@ def result_from_report(report: dict[str, Any], workload: WorkloadSpec, *, scale:
         },
         verdict=Verdict(valid=not reasons, reasons=tuple(reasons), labels=labels),
     )
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def _create(engine: str) -> NativeEngine | ExternalEngine:
