@@ -23,7 +23,8 @@ from arena_core.errors import ArenaError, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.roofline import apply_ceiling, measure_host_bandwidth
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
-from arena_core.telemetry import TelemetrySampler, memory_used_bytes, watchdog_margin_bytes
+from arena_core.probes import probes_for
+from arena_core.telemetry import TelemetrySampler, memory_in_use, summarise, watchdog_margin_bytes
 from arena_core.store import MANIFEST, find_run, index_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
 from arena_core.types import (
     BackendRequest,
@@ -166,14 +167,22 @@ def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
     }
 
 
-def model_memory(facts: dict, before: int | None, after: int | None) -> dict | None:
+def model_memory(facts: dict, before: int | None, after: int | None, *, unified: bool = True) -> dict | None:
     """The memory the model takes ("VRAM" on the card): the server's own figure when it prints
     one (vLLM's "Model loading took X GiB"), else what the probe saw grow while it loaded."""
     if "model_memory_gib" in facts:
         return {"gb": facts["model_memory_gib"] * 2**30 / 1e9, "source": "the server's log (Model loading took ... GiB)"}
     if before is not None and after is not None:
-        return {"gb": max(0, after - before) / 1e9, "source": "memory in use before and after the server loaded (MemTotal - MemAvailable)"}
+        probe = "MemTotal - MemAvailable" if unified else "NVML device memory"
+        return {"gb": max(0, after - before) / 1e9, "source": f"memory in use before and after the server loaded ({probe})"}
     return None
+
+
+def _memory_now(probes: list, unified: bool) -> int | None:
+    sample: dict = {}
+    for probe in probes:
+        sample.update(probe())
+    return memory_in_use(sample, unified)
 
 
 def _stop_run(available: int) -> None:
@@ -209,10 +218,17 @@ def execute(
     progress(f"run {run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else ""))
     try:
         progress(f"starting the {plan.backend.name} server...")
-        before = memory_used_bytes()
+        unified = plan.hardware.unified_memory
+        server: dict[str, object] = {}
+        probes, notes = probes_for(plan.hardware.probes, server_pid=lambda: server.get("pid"))  # type: ignore[arg-type,return-value]
+        before = _memory_now(probes, unified)
         endpoint = backend.start()
         manifest["backend_facts"] = dict(backend.facts)
-        manifest["model_memory"] = model_memory(manifest["backend_facts"], before, memory_used_bytes())
+        manifest["model_memory"] = model_memory(manifest["backend_facts"], before, _memory_now(probes, unified), unified=unified)
+        server["pid"] = manifest["backend_facts"].get("pid")
+        manifest["telemetry"] = {"probes": list(plan.hardware.probes), "notes": notes}
+        for note in notes:
+            progress(f"telemetry: {note}")
         manifest["commands"] = {
             w.name: " ".join(runner.command(w, endpoint.base_url, endpoint.model))
             for w in plan.workloads
@@ -237,21 +253,15 @@ def execute(
             started = time.perf_counter()
             on_request = (lambda done, total, tokens, name=workload.name: live(name, done, total, tokens)) if live else None
             context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, scale=plan.scale, progress=progress, on_request=on_request)
-            sampler = TelemetrySampler(folder / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", on_low_memory=_stop_run, margin_bytes=margin)
+            sampler = TelemetrySampler(folder / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", probes=probes, on_low_memory=_stop_run, margin_bytes=margin)
             sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
             try:
                 result = runner.create(plan.engine).run(workload, context)
             finally:
-                telemetry = sampler.stop()
-            result = apply_ceiling(result, plan.model, plan.hardware)
-            result = attrs.evolve(
-                result,
-                metrics={
-                    **result.metrics,
-                    "peak_memory_gb": telemetry.peak_memory_gb,
-                    **{f"server_{name.replace(':', '_')}": value for name, value in telemetry.metrics_growth.items()},
-                },
-            )
+                samples = sampler.stop()
+            result = apply_ceiling(result, plan.model, plan.hardware, workload)
+            telemetry = summarise(samples, unified=unified, output_tokens=result.metrics.get("output_tokens"))
+            result = attrs.evolve(result, metrics={**result.metrics, **telemetry})
             store_result(run_dir, result)
             results.append(result)
             tps = f"{result.tokens_per_second:.1f} tok/s" if result.tokens_per_second is not None else "no tokens/s"

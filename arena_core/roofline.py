@@ -1,10 +1,14 @@
-"""The physical decode ceiling (hardware.md section 4): memory bandwidth / bytes read per token.
+"""The physical decode ceiling (hardware.md section 4): memory bandwidth / bytes read per step.
 
-Each decode step reads the weights once, shared by every sequence in the batch; a user's
-tokens/s cannot exceed ``bandwidth / weight bytes`` (KV cache and recurrent state only lower it).
-Arena uses that weights-only figure as the ceiling, so it is an upper bound: a measured per-user
-decode speed above 1.1 x the ceiling is impossible -- something was cached or mis-counted -- and
-invalidates the result. Measured / ceiling is the "bandwidth efficiency" on the card.
+One decode step of a batch of B sequences reads the active weights once (shared by the batch),
+plus each sequence's KV cache and, for hybrid models, twice its linear-attention state (read
+and written). A user's tokens/s cannot exceed ``bandwidth / bytes per step``. Every term is
+taken at its least, so the figure is an upper bound: MoE weights at the top-k experts (a batch
+touches more), the KV cache at the shortest context during decode (prompt plus prior depth) in
+16-bit (both engines' default), B = the closed-loop concurrency (llama-benchy starts the
+requests of a run together) and 1 for open-loop traffic. A measured per-user decode speed above
+1.1 x the ceiling is impossible -- something was cached or mis-counted -- and invalidates the
+result. Measured / ceiling is the "bandwidth efficiency" on the card.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import time
 
 import attrs
 
-from arena_core.types import HardwareProfile, ModelSpec, WorkloadResult
+from arena_core.types import HardwareProfile, ModelSpec, WorkloadResult, WorkloadSpec
 
 #: Bytes per weight by precision; quantised GGUF types by their average bits per weight.
 BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "nvfp4": 0.5625, "q8_0": 1.0625, "q4_k_m": 0.6}
@@ -31,12 +35,40 @@ def weight_bytes_per_token(model: ModelSpec) -> float | None:
     return active * 1e9 * per_param
 
 
-def decode_ceiling(model: ModelSpec, hardware: HardwareProfile) -> float | None:
-    """The most tokens/s one user can decode on ``hardware``, or None when a figure is missing."""
+KV_BYTES_PER_ELEMENT = 2.0
+
+
+def decode_shape(workload: WorkloadSpec | None) -> tuple[int, int]:
+    """(sequences decoding together, shortest context during decode) for ``workload``."""
+    if workload is None:
+        return 1, 0
+    if workload.closed_loop is not None:
+        shape = workload.closed_loop
+        return shape.concurrency, shape.depth + shape.prompt_tokens
+    open_loop = workload.open_loop
+    return 1, (open_loop.input_tokens or 0) if open_loop is not None else 0
+
+
+def bytes_per_step(model: ModelSpec, batch: int = 1, context_tokens: int = 0) -> float | None:
+    """The least bytes one decode step reads for ``batch`` sequences of ``context_tokens``."""
     weights = weight_bytes_per_token(model)
-    if weights is None or not hardware.memory_bandwidth_gbs:
+    if weights is None:
         return None
-    return hardware.memory_bandwidth_gbs * 1e9 / weights
+    architecture = model.architecture
+    if architecture is None:
+        return weights
+    per_sequence = architecture.kv_bytes(context_tokens, KV_BYTES_PER_ELEMENT) + 2 * architecture.linear_state_bytes()
+    return weights + batch * per_sequence
+
+
+def decode_ceiling(model: ModelSpec, hardware: HardwareProfile, workload: WorkloadSpec | None = None) -> float | None:
+    """The most tokens/s one user can decode on ``hardware`` under ``workload``'s batch and
+    context (weights only when no workload is given), or None when a figure is missing."""
+    batch, context = decode_shape(workload)
+    step = bytes_per_step(model, batch, context)
+    if step is None or not hardware.memory_bandwidth_gbs:
+        return None
+    return hardware.memory_bandwidth_gbs * 1e9 / step
 
 
 def measure_host_bandwidth(megabytes: int = 128, repeats: int = 3) -> float:
@@ -70,9 +102,9 @@ def per_user_decode(metrics: dict) -> float | None:
     return 1.0 / tpot if tpot else None
 
 
-def apply_ceiling(result: WorkloadResult, model: ModelSpec, hardware: HardwareProfile) -> WorkloadResult:
+def apply_ceiling(result: WorkloadResult, model: ModelSpec, hardware: HardwareProfile, workload: WorkloadSpec | None = None) -> WorkloadResult:
     """``result`` with its bandwidth efficiency, and invalid when it decodes faster than physics allows."""
-    ceiling = decode_ceiling(model, hardware)
+    ceiling = decode_ceiling(model, hardware, workload)
     measured = per_user_decode(dict(result.metrics))
     if ceiling is None or measured is None:
         return result
@@ -81,7 +113,7 @@ def apply_ceiling(result: WorkloadResult, model: ModelSpec, hardware: HardwarePr
     if measured > TOLERANCE * ceiling:
         reason = (
             f"decode {measured:.1f} tok/s per user exceeds the physical ceiling {ceiling:.1f} tok/s "
-            f"({hardware.memory_bandwidth_gbs:g} GB/s over the weights read per token) by more than 10 %"
+            f"({hardware.memory_bandwidth_gbs:g} GB/s over the bytes one decode step reads) by more than 10 %"
         )
         verdict = attrs.evolve(verdict, valid=False, reasons=(*verdict.reasons, reason))
     return attrs.evolve(result, metrics=metrics, verdict=verdict)

@@ -1,49 +1,54 @@
-"""Telemetry beside the measurement: a background thread samples memory and the server's own
-Prometheus counters about once a second while a workload runs (measurement.md).
+"""Telemetry beside the measurement: a background thread samples the hardware probes and the
+server's own Prometheus counters about once a second while a workload runs (measurement.md).
 
-Memory in use is ``MemTotal - MemAvailable`` from ``/proc/meminfo`` -- the right figure on
-unified memory (GB10, where NVML answers "Not Supported") and on a CPU host. The server's
-``/metrics`` lines of llama.cpp (``llamacpp:``) and vLLM (``vllm:``) are kept as they are. Each
-sample is a JSON line in ``telemetry.jsonl``; the summary gives the peak memory and how much each
-counter grew. Reading both costs well under a millisecond of a second, on another thread.
+Which probes run is the hardware profile's choice (:mod:`arena_core.probes`): memory in use is
+``MemTotal - MemAvailable`` on unified memory and a CPU host, NVML's device memory on a discrete
+GPU; NVML adds power, energy, clocks and throttle reasons. The server's ``/metrics`` samples of
+llama.cpp (``llamacpp:``) and vLLM (``vllm:``) are kept as they are, summed over label sets; the
+summary maps the engines' different names onto one vocabulary (:data:`SERVER_GAUGES`). Each
+sample is a JSON line in ``telemetry.jsonl``. The sampler's own CPU cost is shown by
+``bench/telemetry_overhead.py``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from arena_core.probes import Probe, meminfo_probe, read_meminfo, throttle_reason_names
 
 PREFIXES = ("llamacpp:", "vllm:")
 
+#: One name per server gauge, and the names each engine (and version) gives it.
+SERVER_GAUGES = {
+    "kv_cache_usage": (
+        "vllm:kv_cache_usage_perc",  # vLLM >= 0.10 (V1 engine), a fraction 0..1 despite the name
+        "vllm:gpu_cache_usage_perc",  # vLLM < 0.10
+        "llamacpp:kv_cache_usage_ratio",  # llama.cpp before the metric was dropped (2025)
+    ),
+    "requests_running": ("vllm:num_requests_running", "llamacpp:requests_processing"),
+    "requests_waiting": ("vllm:num_requests_waiting", "llamacpp:requests_deferred"),
+}
 
-def _meminfo(meminfo: Path) -> dict[str, int]:
-    values = {}
-    try:
-        for line in meminfo.read_text().splitlines():
-            key, _, rest = line.partition(":")
-            if key in ("MemTotal", "MemAvailable"):
-                values[key] = int(rest.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        return {}
-    return values if len(values) == 2 else {}
+#: Prefix-cache counters per engine: (tokens found in the cache, tokens looked up). llama.cpp
+#: counts cached and processed prompt tokens apart, so its look-ups are the sum of both.
+PREFIX_CACHE_COUNTERS = (
+    ("vllm:prefix_cache_hits_total", ("vllm:prefix_cache_queries_total",)),
+    ("llamacpp:prompt_tokens_cached_total", ("llamacpp:prompt_tokens_cached_total", "llamacpp:prompt_tokens_total")),
+)
 
 
 def memory_used_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
     """``MemTotal - MemAvailable`` in bytes, or None where /proc/meminfo is not there."""
-    values = _meminfo(meminfo)
+    values = read_meminfo(meminfo)
     return values["MemTotal"] - values["MemAvailable"] if values else None
-
-
-def memory_available_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
-    return _meminfo(meminfo).get("MemAvailable")
 
 
 #: Stop a run when less memory than this stays available: on unified memory (GB10) running out
@@ -54,8 +59,6 @@ MARGIN_ENV = "ARENA_MEMORY_MARGIN_GB"
 
 def watchdog_margin_bytes() -> int:
     """The watchdog's margin: ``ARENA_MEMORY_MARGIN_GB`` when set, else 2 GB."""
-    import os
-
     value = os.environ.get(MARGIN_ENV, "").strip()
     try:
         return int(float(value) * 1e9) if value else WATCHDOG_MARGIN_BYTES
@@ -66,15 +69,24 @@ def watchdog_margin_bytes() -> int:
 
 
 def parse_metrics(text: str) -> dict[str, float]:
-    """The unlabelled ``llamacpp:`` / ``vllm:`` samples of a Prometheus text page."""
-    found = {}
+    """The ``llamacpp:`` / ``vllm:`` samples of a Prometheus text page, each name summed over
+    its label sets (vLLM labels every sample with the model; histogram buckets are left out)."""
+    found: dict[str, float] = {}
     for line in text.splitlines():
-        if line.startswith(PREFIXES) and "{" not in line:
-            name, _, value = line.partition(" ")
-            try:
-                found[name] = float(value.split()[0])
-            except (ValueError, IndexError):
-                continue
+        if not line.startswith(PREFIXES):
+            continue
+        name, labels, rest = line.partition("{")
+        if labels:
+            rest = rest.partition("}")[2]
+        else:
+            name, _, rest = line.partition(" ")
+        name = name.strip()
+        if name.endswith("_bucket"):
+            continue
+        try:
+            found[name] = found.get(name, 0.0) + float(rest.split()[0])
+        except (ValueError, IndexError):
+            continue
     return found
 
 
@@ -86,34 +98,114 @@ def read_metrics(url: str) -> dict[str, float] | None:
         return None
 
 
-@frozen(kw_only=True)
-class TelemetrySummary:
-    samples: int
-    peak_memory_gb: float | None
-    metrics_growth: dict[str, float]
+def memory_in_use(sample: dict[str, Any], unified: bool) -> int | None:
+    """The memory figure that matters: system memory on unified machines, the GPUs' otherwise."""
+    gpu = [value for key, value in sample.items() if key.startswith("gpu") and key.endswith("_memory_used_bytes")]
+    if gpu and not unified:
+        return sum(gpu)
+    return sample.get("memory_used_bytes")
+
+
+def _gpu_sum(sample: dict[str, Any], suffix: str) -> float | None:
+    values = [value for key, value in sample.items() if key.startswith("gpu") and key.endswith(suffix)]
+    return sum(values) if values else None
+
+
+def summarise(samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens: float | None = None) -> dict[str, float | None]:
+    """Per-workload figures from telemetry samples: peaks, energy, throttling, server gauges."""
+    summary: dict[str, float | None] = {"telemetry_samples": float(len(samples))}
+    memory = [m for s in samples if (m := memory_in_use(s, unified)) is not None]
+    summary["peak_memory_gb"] = max(memory) / 1e9 if memory else None
+    server = [m for s in samples if (m := _gpu_sum(s, "_server_memory_bytes")) is not None]
+    if server:
+        summary["server_gpu_memory_peak_gb"] = max(server) / 1e9
+    energy = _energy_joules(samples)
+    if energy is not None:
+        summary["energy_j"] = energy
+        span = (samples[-1]["t_ns"] - samples[0]["t_ns"]) / 1e9
+        summary["mean_power_w"] = energy / span if span > 0 else None
+        if output_tokens:
+            summary["energy_per_1k_output_tokens_j"] = energy / output_tokens * 1000
+    power = [p for s in samples if (p := _gpu_sum(s, "_power_w")) is not None]
+    if power:
+        summary["peak_power_w"] = max(power)
+    masks = [[v for k, v in s.items() if k.endswith("_throttle_mask")] for s in samples]
+    masks = [m for m in masks if m]
+    if masks:  # "gpu_idle" alone is no throttle
+        throttled = sum(1 for m in masks if any(set(throttle_reason_names(x)) - {"gpu_idle"} for x in m))
+        summary["throttled_fraction"] = throttled / len(masks)
+    clocks = [c for s in samples for k, c in s.items() if k.endswith("_sm_clock_mhz")]
+    if clocks:
+        summary["sm_clock_min_mhz"] = min(clocks)
+    pages = [s["metrics"] for s in samples if s.get("metrics")]
+    summary.update(server_gauges(pages))
+    return summary
+
+
+def _energy_joules(samples: Sequence[dict[str, Any]]) -> float | None:
+    """The energy counter's growth; where there is none, power integrated over time."""
+    counters = [(s["t_ns"], e) for s in samples if (e := _gpu_sum(s, "_energy_j")) is not None]
+    if len(counters) >= 2:
+        return counters[-1][1] - counters[0][1]
+    powered = [(s["t_ns"], p) for s in samples if (p := _gpu_sum(s, "_power_w")) is not None]
+    if len(powered) >= 2:
+        return sum((t1 - t0) / 1e9 * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(powered, powered[1:]))
+    return None
+
+
+def server_gauges(pages: Sequence[dict[str, float]]) -> dict[str, float]:
+    """KV-cache peak, queue peaks and prefix-cache hit rate under one name whatever the engine,
+    plus how much each ``_total`` counter grew (``server_<name>``)."""
+    found: dict[str, float] = {}
+    for gauge, names in SERVER_GAUGES.items():
+        values = [page[name] for page in pages for name in names if name in page]
+        if values:
+            found[f"{gauge}_peak"] = max(values)
+    if len(pages) >= 2:
+        first, last = pages[0], pages[-1]
+        for name in last:
+            if name.endswith("_total") and name in first:
+                found["server_" + name.replace(":", "_")] = last[name] - first[name]
+        for hits, lookups in PREFIX_CACHE_COUNTERS:
+            if hits in last and all(n in last and n in first for n in lookups) and hits in first:
+                looked = sum(last[n] - first[n] for n in lookups)
+                if looked > 0:
+                    found["prefix_cache_hit_rate"] = (last[hits] - first[hits]) / looked
+        if "prefix_cache_hit_rate" not in found and "vllm:gpu_prefix_cache_hit_rate" in last:
+            found["prefix_cache_hit_rate"] = last["vllm:gpu_prefix_cache_hit_rate"]  # vLLM < 0.10
+    return found
 
 
 class TelemetrySampler:
+    """Samples ``probes`` and the server's ``/metrics`` every ``interval_s`` on its own thread.
+
+    ``on_low_memory`` is the watchdog: called once, from the sampler's thread, when
+    ``MemAvailable`` falls below ``margin_bytes``.
+    """
+
     def __init__(
         self,
         path: Path,
         *,
         metrics_url: str | None,
         interval_s: float = 1.0,
+        probes: Sequence[Probe] | None = None,
         meminfo: Path = Path("/proc/meminfo"),
         on_low_memory: Callable[[int], None] | None = None,
         margin_bytes: int = WATCHDOG_MARGIN_BYTES,
     ) -> None:
         self.path = path
+        self.metrics_url = metrics_url
+        self.interval_s = interval_s
+        self.probes = list(probes) if probes is not None else [meminfo_probe(meminfo)]
         self.on_low_memory = on_low_memory
         self.margin_bytes = margin_bytes
         self.tripped = False
-        self.metrics_url = metrics_url
-        self.interval_s = interval_s
-        self.meminfo = meminfo
+        self.samples: list[dict[str, Any]] = []
+        #: CPU time the sampling itself took (thread CPU clock), for the overhead benchmark
+        self.cpu_ns = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="arena-telemetry", daemon=True)
-        self._samples: list[dict[str, Any]] = []
 
     def start(self) -> TelemetrySampler:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,13 +214,17 @@ class TelemetrySampler:
         return self
 
     def _sample(self) -> None:
-        sample: dict[str, Any] = {"t_ns": time.perf_counter_ns(), "wall": time.time(), "memory_used_bytes": memory_used_bytes(self.meminfo)}
+        cpu_started = time.thread_time_ns()
+        sample: dict[str, Any] = {"t_ns": time.perf_counter_ns(), "wall": time.time()}
+        for probe in self.probes:
+            sample.update(probe())
         if self.metrics_url:
             sample["metrics"] = read_metrics(self.metrics_url)
-        self._samples.append(sample)
+        self.samples.append(sample)
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(sample) + "\n")
-        available = memory_available_bytes(self.meminfo)
+        self.cpu_ns += time.thread_time_ns() - cpu_started
+        available = sample.get("memory_available_bytes")
         if available is not None and available < self.margin_bytes and not self.tripped and self.on_low_memory:
             self.tripped = True  # the watchdog fires once; the callback stops the run
             self.on_low_memory(available)
@@ -137,14 +233,9 @@ class TelemetrySampler:
         while not self._stop.wait(self.interval_s):
             self._sample()
 
-    def stop(self) -> TelemetrySummary:
+    def stop(self) -> list[dict[str, Any]]:
+        """Stop sampling (one last sample after the load) and return every sample."""
         self._stop.set()
         self._thread.join(timeout=10)
-        self._sample()  # one after the load ends
-        memory = [s["memory_used_bytes"] for s in self._samples if s["memory_used_bytes"] is not None]
-        with_metrics = [s["metrics"] for s in self._samples if s.get("metrics")]
-        growth = {}
-        if len(with_metrics) >= 2:
-            first, last = with_metrics[0], with_metrics[-1]
-            growth = {name: last[name] - first[name] for name in last if name in first and name.endswith("_total")}
-        return TelemetrySummary(samples=len(self._samples), peak_memory_gb=max(memory) / 1e9 if memory else None, metrics_growth=growth)
+        self._sample()
+        return self.samples

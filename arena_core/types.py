@@ -263,21 +263,45 @@ class QualityScore:
 @frozen(kw_only=True)
 class ModelArchitecture:
     """What the roofline needs from a model's config: attention and linear-attention layers,
-    KV heads and head size (KV bytes per token), experts (MoE weight traffic), vocabulary."""
+    KV heads and head size (KV bytes per token), Gated DeltaNet heads (recurrent state),
+    sliding-window layers (capped KV), experts (MoE weight traffic), vocabulary."""
 
     layers: int = field(validator=_positive_int)
     full_attention_layers: int = field(validator=_non_negative_int)
-    linear_attention_layers: int = field(default=0, validator=_non_negative_int)
     kv_heads: int = field(validator=_positive_int)
     head_dim: int = field(validator=_positive_int)
-    experts: int = field(default=0, validator=_non_negative_int)
-    experts_per_token: int = field(default=0, validator=_non_negative_int)
     vocab: int = field(validator=_positive_int)
     source: str
+    #: Layers attending over a window of ``sliding_window`` tokens only (Gemma 3: 5 of every 6).
+    sliding_window_layers: int = field(default=0, validator=_non_negative_int)
+    sliding_window: int = field(default=0, validator=_non_negative_int)
+    #: Linear-attention (Gated DeltaNet) layers and their heads: a constant state per sequence.
+    linear_attention_layers: int = field(default=0, validator=_non_negative_int)
+    linear_key_heads: int = field(default=0, validator=_non_negative_int)
+    linear_value_heads: int = field(default=0, validator=_non_negative_int)
+    linear_head_dim: int = field(default=0, validator=_non_negative_int)
+    linear_conv_kernel: int = field(default=0, validator=_non_negative_int)
+    experts: int = field(default=0, validator=_non_negative_int)
+    experts_per_token: int = field(default=0, validator=_non_negative_int)
 
     def kv_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
         """K and V of every full-attention layer (hardware.md 3.2)."""
         return 2 * self.full_attention_layers * self.kv_heads * self.head_dim * bytes_per_element
+
+    def kv_bytes(self, context_tokens: int, bytes_per_element: float = 2.0) -> float:
+        """The KV cache of one sequence of ``context_tokens``: full layers grow with the
+        context, sliding-window layers stop at the window."""
+        per_layer_token = 2 * self.kv_heads * self.head_dim * bytes_per_element
+        windowed = min(context_tokens, self.sliding_window) if self.sliding_window else context_tokens
+        return per_layer_token * (self.full_attention_layers * context_tokens + self.sliding_window_layers * windowed)
+
+    def linear_state_bytes(self, state_bytes: float = 4.0, conv_bytes: float = 2.0) -> float:
+        """One sequence's Gated DeltaNet state: the recurrent d_k x d_v matrix per value head
+        (FP32, as vLLM keeps it) plus the convolution state (hardware.md 3.2)."""
+        recurrent = self.linear_attention_layers * self.linear_value_heads * self.linear_head_dim**2 * state_bytes
+        channels = 2 * self.linear_key_heads * self.linear_head_dim + self.linear_value_heads * self.linear_head_dim
+        conv = self.linear_attention_layers * channels * max(0, self.linear_conv_kernel - 1) * conv_bytes
+        return recurrent + conv
 
 
 @frozen(kw_only=True)

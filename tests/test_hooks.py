@@ -95,7 +95,7 @@ def test_hook_arena_register_hardware():
 
 def test_hook_arena_register_models():
     registry = ArenaHooks(plugin_manager_with(builtins=("arena_models",))).registry
-    assert list(registry.models) == ["qwen3.6-35b-a3b", "qwen3.5-0.8b", "gemma-3-270m"]
+    assert list(registry.models) == ["qwen3.6-35b-a3b", "qwen3.5-0.8b", "qwen3.6-27b", "gemma-3-270m"]
 
 
 def test_hook_arena_register_scorers():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from arena_core.telemetry import TelemetrySampler, memory_used_bytes, parse_metrics
+from arena_core.telemetry import TelemetrySampler, memory_used_bytes, parse_metrics, summarise
 from arena_core.testing.fake_server import FakeServerProcess
 
 # Recorded from a DGX Spark (GB10) while vLLM served a model: NVML says "Not Supported" there,
@@ -23,6 +23,9 @@ llamacpp:prompt_tokens_total 9680
 llamacpp:tokens_predicted_total 1555
 llamacpp:requests_processing 10
 vllm:kv_cache_usage_perc{model_name="m"} 0.4
+vllm:e2e_request_latency_seconds_bucket{le="0.3",model_name="m"} 4
+vllm:num_requests_waiting{engine="0",model_name="m"} 2
+vllm:num_requests_waiting{engine="1",model_name="m"} 3
 other_metric 3
 """
 
@@ -34,11 +37,13 @@ def test_unified_memory_is_memtotal_minus_memavailable(tmp_path):
     assert memory_used_bytes(tmp_path / "absent") is None
 
 
-def test_metrics_page_keeps_server_samples():
+def test_metrics_page_keeps_server_samples_summed_over_labels():
     assert parse_metrics(LLAMA_CPP_METRICS) == {
         "llamacpp:prompt_tokens_total": 9680.0,
         "llamacpp:tokens_predicted_total": 1555.0,
         "llamacpp:requests_processing": 10.0,
+        "vllm:kv_cache_usage_perc": 0.4,
+        "vllm:num_requests_waiting": 5.0,  # two engine cores
     }
 
 
@@ -47,12 +52,18 @@ def test_sampler_writes_samples_and_summarises(tmp_path):
     meminfo.write_text(GB10_MEMINFO)
     with FakeServerProcess(["--decode-gap-ms", "1"]) as rig:
         sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{rig.url}/metrics", interval_s=0.05, meminfo=meminfo).start()
+        absent = TelemetrySampler(tmp_path / "absent.jsonl", metrics_url=f"{rig.url}/no-such-page", interval_s=0.05, meminfo=meminfo).start()
         time.sleep(0.3)
-        summary = sampler.stop()
+        samples = sampler.stop()
+        absent.stop()
     lines = [json.loads(line) for line in (tmp_path / "telemetry.jsonl").read_text().splitlines()]
-    assert summary.samples == len(lines) >= 4
-    assert summary.peak_memory_gb == (127605464 - 88017764) * 1024 / 1e9
-    assert all(line["metrics"] is None for line in lines)  # the rig has no /metrics: recorded as absent, not fatal
+    assert len(samples) == len(lines) >= 4
+    summary = summarise(samples, unified=True)
+    assert summary["peak_memory_gb"] == (127605464 - 88017764) * 1024 / 1e9
+    assert all(line["metrics"]["vllm:num_requests_running"] == 0 for line in lines)  # the rig's vLLM-named page
+    assert summary["requests_running_peak"] == 0 and sampler.cpu_ns > 0
+    # a server without /metrics: recorded as absent, not fatal
+    assert all(json.loads(line)["metrics"] is None for line in (tmp_path / "absent.jsonl").read_text().splitlines())
 
 
 def test_watchdog_fires_once_when_available_memory_runs_low(tmp_path):

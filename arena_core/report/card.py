@@ -14,6 +14,11 @@ def _ttft(seconds: float | None) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def _energy(result: WorkloadResult | None) -> str:
+    value = result.metrics.get("energy_per_1k_output_tokens_j") if result is not None else None
+    return f"{value:.0f}" if value is not None else "—"
+
+
 def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequence[str]) -> str:
     by_name = {r.workload: r for r in results}
     rows = []
@@ -35,6 +40,10 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
                 notes,
             )
         )
+    headers = ["workload", "tokens/s", "TTFT p50", "ok/requests", "peak memory", "bandwidth eff.", "verdict", "notes"]
+    if any(r.metrics.get("energy_per_1k_output_tokens_j") is not None for r in results):  # only where a probe reads energy
+        headers.insert(6, "J / 1k tokens")
+        rows = [(*row[:6], _energy(by_name.get(row[0])), *row[6:]) for row in rows]
     measured = sum(1 for name in expected if name in by_name)
-    table = render_table(["workload", "tokens/s", "TTFT p50", "ok/requests", "peak memory", "bandwidth eff.", "verdict", "notes"], rows)
+    table = render_table(headers, rows)
     return f"{title}  (benches measured {measured}/{len(expected)})\n{table}"

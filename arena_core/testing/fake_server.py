@@ -116,6 +116,7 @@ class FakeOpenAIServer:
         self.log: list[dict[str, Any]] = []
         self._server: asyncio.base_events.Server | None = None
         self._chat_count = 0
+        self._in_flight = 0
         self._piece = " the"  # one token in any English BPE vocabulary
         self._piece_ids = self.tokens.encode(self._piece)[:1] if self.tokens.exact else [0]
         self._frame_cache: dict[tuple[int, bool, str | None], bytes] = {}
@@ -167,10 +168,26 @@ class FakeOpenAIServer:
         elif method == "POST" and path in ("/tokenize", "/detokenize") and self.tokens.exact:
             self._tokenize(conn, path, json.loads(body or b"{}"))
         elif method == "POST" and path == "/v1/chat/completions":
-            await self._chat(conn, entry, json.loads(body or b"{}"))
+            self._in_flight += 1
+            try:
+                await self._chat(conn, entry, json.loads(body or b"{}"))
+            finally:
+                self._in_flight -= 1
+        elif method == "GET" and path == "/metrics":
+            conn.respond(200, self.metrics_page().encode(), "text/plain; version=0.0.4")
         else:
             entry["status"] = 404
             conn.respond_json(404, {"error": {"message": f"no route {method} {path}"}})
+
+    def metrics_page(self) -> str:
+        """A Prometheus page named as vLLM names its samples (labelled with the model)."""
+        label = f'{{model_name="{self.config.model}"}}'
+        lines = [
+            "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{label} {self._in_flight}",
+            "# TYPE vllm:num_requests_waiting gauge", f"vllm:num_requests_waiting{label} 0",
+            "# TYPE vllm:request_success_total counter", f"vllm:request_success_total{label} {self._chat_count - self._in_flight}",
+        ]
+        return "\n".join(lines) + "\n"
 
     def _tokenize(self, conn: _Connection, path: str, request: dict[str, Any]) -> None:
         if path == "/tokenize":
@@ -372,9 +389,11 @@ class _Connection(asyncio.Protocol):
     # --- writing ---------------------------------------------------------------------------
 
     def respond_json(self, status: int, obj: dict[str, Any]) -> None:
-        body = json.dumps(obj).encode()
+        self.respond(status, json.dumps(obj).encode(), "application/json")
+
+    def respond(self, status: int, body: bytes, content_type: str) -> None:
         head = (
-            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\nContent-Type: application/json\r\n"
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\nContent-Type: {content_type}\r\n"
             f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n"
         ).encode()
         if self.transport is not None and not self.transport.is_closing():

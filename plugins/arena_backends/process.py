@@ -46,6 +46,10 @@ class ServerProcess:
             except OSError as exc:
                 raise UsageError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
     def wait_healthy(self, url: str, timeout_s: float) -> None:
         """Poll ``url`` until it answers 200; fail with the log's last lines if the process dies."""
         deadline = time.monotonic() + timeout_s
@@ -100,3 +104,8 @@ class LocalServer:
     @property
     def log_path(self) -> Path | None:
         return self._log
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id (telemetry counts the GPU memory of it and its children)."""
+        return self.process.pid if self.process is not None else None

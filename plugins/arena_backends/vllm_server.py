@@ -55,4 +55,4 @@ class VllmServer(LocalServer):
     @property
     def facts(self) -> Mapping[str, object]:
         text = self._log.read_text(errors="replace") if self._log.exists() else ""
-        return {"backend": "vllm", "command": self.command, "gpu_memory_utilization": self.memory_utilization, **log_facts(text)}
+        return {"backend": "vllm", "command": self.command, "pid": self.pid, "gpu_memory_utilization": self.memory_utilization, **log_facts(text)}

@@ -1,7 +1,8 @@
-"""Recognising NVIDIA hardware from ``nvidia-smi``: GB10 (DGX Spark) and the known discrete GPUs.
+"""Recognising NVIDIA hardware: GB10 (DGX Spark) and the known discrete GPUs.
 
-``nvidia-smi`` rather than NVML bindings: it is on every machine with the driver, needs no
-Python package, and answers names even on GB10 where NVML's memory queries say "Not Supported".
+NVML (``nvidia-ml-py``) is asked first for the first GPU's name and memory; ``nvidia-smi`` is
+the fallback where the bindings cannot load the library. Both answer names even on GB10, where
+the memory query says "Not Supported" -- the sign of unified memory.
 """
 
 from __future__ import annotations
@@ -37,8 +38,39 @@ def run_nvidia_smi() -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+def query_nvml() -> str | None:
+    """The first GPU as ``nvidia-smi``'s CSV line would give it (name, memory.total), or None."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        if pynvml.nvmlDeviceGetCount() == 0:
+            return None
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        name = pynvml.nvmlDeviceGetName(handle)
+        name = name.decode() if isinstance(name, bytes) else name
+        try:
+            memory = f"{pynvml.nvmlDeviceGetMemoryInfo(handle).total // 2**20} MiB"
+        except pynvml.NVMLError as exc:
+            memory = f"[{exc}]"  # GB10: "Not Supported"
+        return f"{name}, {memory} (NVML)"
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def query_gpu() -> str | None:
+    return query_nvml() or run_nvidia_smi()
+
+
 def detect_nvidia(
-    profiles: Mapping[str, HardwareProfile], query: Callable[[], str | None] = run_nvidia_smi, machine: str | None = None
+    profiles: Mapping[str, HardwareProfile], query: Callable[[], str | None] = query_gpu, machine: str | None = None
 ) -> HardwareDetection | None:
     """The profile of the first GPU nvidia-smi names, with the evidence; None if none matches."""
     output = query()
@@ -49,7 +81,9 @@ def detect_nvidia(
     for needle, profile_name in NAME_TO_PROFILE:
         if needle in name and profile_name in profiles:
             arch = machine or platform.machine()
-            note = f"nvidia-smi names the GPU {name!r} (memory.total: {memory or 'n/a'}) on {arch}"
+            source = "NVML" if memory.endswith("(NVML)") else "nvidia-smi"
+            memory = memory.removesuffix(" (NVML)")
+            note = f"{source} names the GPU {name!r} (memory.total: {memory or 'n/a'}) on {arch}"
             if profile_name == "gb10" and ("Not Supported" in memory or "N/A" in memory):
                 note += "; memory is unified, so it is read from /proc/meminfo"
             return HardwareDetection(profile=profiles[profile_name], reason=note)

