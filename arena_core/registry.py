@@ -94,6 +94,14 @@ class Registry:
     def models(self) -> Mapping[str, Registration[ModelSpec]]:
         return self.by_kind["models"]
 
+    @property
+    def runners(self) -> Mapping[str, Registration[RunnerSpec]]:
+        return self.by_kind["runners"]
+
+    @property
+    def backends(self) -> Mapping[str, Registration[BackendSpec]]:
+        return self.by_kind["backends"]
+
 
 class RegistryBuilder:
     """Collects registrations hook by hook and plugin by plugin; ``build()`` freezes them."""

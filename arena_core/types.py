@@ -325,12 +325,88 @@ class ModelSpec:
 
 @frozen(kw_only=True)
 class ScorerSpec:
-    """A scorer. ``create(profile)`` returns an object with ``score(card)``."""
+    """A scorer. ``create(profile, custom_profiles)`` returns an object whose ``score(card)``
+    takes a :class:`ModelCard` and returns a :class:`Score`; ``custom_profiles`` maps names to
+    the ``[scoring.profiles.NAME]`` tables of the config file (new profiles or overrides)."""
 
     name: str = field(validator=_name)
     description: str
     profiles: tuple[str, ...]
-    create: Callable[[str], object]
+    create: Callable[[str, Mapping[str, Any]], Any]
+
+
+@frozen(kw_only=True)
+class CardWorkload:
+    """One workload's line on a model card. ``tokens_per_second`` and ``ttft_p50_s`` are the two
+    figures the score uses; the ``*_low``/``*_high`` pairs are their 95 % intervals where known."""
+
+    name: str
+    tokens_per_second: float | None
+    ttft_p50_s: float | None
+    valid: bool = True
+    scale: float = 1.0
+    tokens_per_second_low: float | None = None
+    tokens_per_second_high: float | None = None
+    ttft_p50_low_s: float | None = None
+    ttft_p50_high_s: float | None = None
+    reasons: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    command: str | None = None
+    metrics: Mapping[str, float | None] = field(factory=dict)
+
+
+@frozen(kw_only=True)
+class ModelCard:
+    """What a model card shows and a scorer reads: one run of one model on one machine.
+
+    ``workloads`` holds what completed; ``expected`` names every workload of the suite, so a
+    missing one is shown "—" and scores 0. ``source`` says where the figures came from (measured
+    by Arena, or imported from a reference tool's file).
+    """
+
+    run_id: str
+    model: str
+    model_title: str
+    hardware: str
+    hardware_title: str
+    backend: str
+    engine: str
+    measured_at: str
+    source: str
+    expected: tuple[str, ...]
+    workloads: tuple[CardWorkload, ...]
+    quality: tuple[QualityScore, ...] = ()
+    model_memory_gb: float | None = None
+    model_memory_source: str | None = None
+    facts: Mapping[str, Any] = field(factory=dict)
+
+    def workload(self, name: str) -> CardWorkload | None:
+        return next((w for w in self.workloads if w.name == name), None)
+
+    @property
+    def scale(self) -> float:
+        return min((w.scale for w in self.workloads), default=1.0)
+
+
+@frozen(kw_only=True)
+class Score:
+    """A scorer's answer, explained: the number, its interval, its parts and what was missing.
+
+    ``value`` is None when it cannot be computed (no quality scores at all); ``publishable`` is
+    false when scaled or invalid results fed it, with the reasons in ``notes``.
+    """
+
+    version: str
+    profile: str
+    value: float | None
+    low: float | None
+    high: float | None
+    quality: float | None
+    performance: float
+    per_workload: Mapping[str, float]
+    missing: tuple[str, ...]
+    publishable: bool
+    notes: tuple[str, ...] = ()
 
 
 # --- results -------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -83,6 +85,10 @@ def closed_loop_result(
         "latency_s": facts.latency_s,
         "output_tokens": float(sum(r.completion_tokens_server or 0 for r in ok)),
     }
+    if len(decode) >= 2:  # a 95 % interval of the mean per-user speed (normal approximation)
+        spread = 1.96 * statistics.stdev(decode) / math.sqrt(len(decode))
+        metrics["decode_tps_per_user_ci_low"] = max(0.0, metrics["decode_tps_per_user"] - spread)  # type: ignore[operator]
+        metrics["decode_tps_per_user_ci_high"] = metrics["decode_tps_per_user"] + spread  # type: ignore[operator]
     tail_metrics("ttft", ttfts, metrics)
     ttfrs = [m.ttfr for m in per_request if m.ttfr is not None]
     if ttfrs:

@@ -63,6 +63,9 @@ def tail_metrics(prefix: str, values: Sequence[float], into: dict[str, float | N
     if not values:
         return
     into[f"{prefix}_p50_s"] = median(values)
+    middle = percentile_interval(values, 50)  # the score's uncertainty comes from this one
+    into[f"{prefix}_p50_ci_low_s"] = middle[0] if middle else None
+    into[f"{prefix}_p50_ci_high_s"] = middle[1] if middle else None
     for q in (90, 99):
         interval = percentile_interval(values, q)
         enough = interval is not None and (q != 99 or len(values) >= MIN_SAMPLES_FOR_P99)

@@ -1,0 +1,98 @@
+"""Model cards from stored runs, and their scores.
+
+A card is built from a run directory alone (manifest plus each workload's ``result.json``) and
+the registry (the model's quality scores, the suite's workload names), so stored runs can be
+rescored and re-rendered by a later version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from arena_core.errors import UsageError
+from arena_core.hooks import ArenaHooks
+from arena_core.registry import Registry
+from arena_core.store import MANIFEST, find_run, list_runs, load_result, read_manifest
+from arena_core.types import CardWorkload, ModelCard, Score, WorkloadResult
+
+SCORER = "arena"
+
+
+def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
+    metrics = result.metrics
+    return CardWorkload(
+        name=result.workload, tokens_per_second=result.tokens_per_second, ttft_p50_s=result.ttft_p50_s, valid=result.verdict.valid,
+        scale=result.scale, tokens_per_second_low=metrics.get("decode_tps_per_user_ci_low"),
+        tokens_per_second_high=metrics.get("decode_tps_per_user_ci_high"), ttft_p50_low_s=metrics.get("ttft_p50_ci_low_s"),
+        ttft_p50_high_s=metrics.get("ttft_p50_ci_high_s"), reasons=result.verdict.reasons, labels=result.verdict.labels,
+        command=command, metrics=dict(metrics),
+    )
+
+
+def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
+    """The card of the run stored in ``run_dir``; a corrupt file is a one-line error naming it."""
+    manifest = read_manifest(run_dir)
+    try:
+        lines = []
+        commands = manifest.get("commands") or {}
+        for name in manifest.get("workloads", []):
+            result = load_result(run_dir, name)
+            if result is not None:
+                lines.append(card_line(result, commands.get(name)))
+        model_name = manifest["model"]
+        profile = manifest.get("hardware_profile") or {}
+        model = registry.models.get(model_name)
+        memory = manifest.get("model_memory") or {}
+        return ModelCard(
+            run_id=manifest["run_id"], model=model_name, model_title=model.item.title if model else model_name,
+            hardware=manifest["hardware"], hardware_title=profile.get("title", manifest["hardware"]),
+            backend=manifest["backend"], engine=manifest.get("engine_description") or manifest.get("engine", ""),
+            measured_at=str(manifest.get("started_at", ""))[:10], source=manifest.get("source", "measured by Arena"),
+            expected=tuple(registry.names("workloads")), workloads=tuple(lines), quality=model.item.quality if model else (),
+            model_memory_gb=memory.get("gb"), model_memory_source=memory.get("source"),
+            facts={"status": manifest.get("status"), "backend_facts": manifest.get("backend_facts", {}), "hardware_reason": manifest.get("hardware_reason")},
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{run_dir}: not a readable Arena run ({type(exc).__name__}: {exc})") from None
+
+
+def load_cards(output: Path, registry: Registry) -> tuple[list[ModelCard], list[str]]:
+    """Every stored run with at least one result, and a line for each run that could not be read."""
+    cards, problems = [], []
+    for row in list_runs(output):
+        run_dir = output / row["run_id"]
+        if not (run_dir / MANIFEST).is_file():
+            problems.append(f"{run_dir}: listed in the index but gone")
+            continue
+        try:
+            card = card_from_run(run_dir, registry)
+        except UsageError as exc:
+            problems.append(str(exc))
+            continue
+        if card.workloads:
+            cards.append(card)
+    return cards, problems
+
+
+def load_card(output: Path, run_id: str, registry: Registry) -> ModelCard:
+    return card_from_run(find_run(output, run_id), registry)
+
+
+def scores_for(card: ModelCard, hooks: ArenaHooks, custom_profiles: Mapping[str, Any] | None = None) -> dict[str, Score]:
+    """The card's Arena score under every profile (built-in and from the config)."""
+    spec = hooks.registry.get("scorers", SCORER)
+    names = list(dict.fromkeys([*spec.profiles, *(custom_profiles or {})]))
+    return {name: spec.create(name, custom_profiles or {}).score(card) for name in names}
+
+
+def card_json(card: ModelCard, scores: Mapping[str, Score], findings: list[str]) -> dict[str, Any]:
+    from arena_core.config import CONVERTER
+
+    return {"format": "arena-card/1", "card": CONVERTER.unstructure(card), "scores": {k: CONVERTER.unstructure(v) for k, v in scores.items()}, "findings": findings}
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)
