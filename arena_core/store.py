@@ -40,11 +40,11 @@ def new_run_dir(output: Path) -> tuple[str, Path]:
     return run_id, path
 
 
-def find_run(output: Path, run_id: str) -> Path:
+def find_run(output: Path, run_id: str, what: str = "--resume") -> Path:
     path = output / run_id
     if not (path / MANIFEST).is_file():
         known = sorted(p.name for p in output.glob("*") if (p / MANIFEST).is_file()) if output.is_dir() else []
-        raise UsageError(f"--resume: no run {run_id!r} in {output} (runs there: {', '.join(known[-5:]) or 'none'})")
+        raise UsageError(f"{what}: no run {run_id!r} in {output} (runs there: {', '.join(known[-5:]) or 'none'})")
     return path
 
 

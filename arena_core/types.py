@@ -10,7 +10,7 @@ import re
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Any, TYPE_CHECKING, Literal, Protocol
 
 from attrs import field, frozen
 from attrs.validators import and_, ge, gt, in_, instance_of, le, lt, matches_re, optional

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arena_core import __version__, make_plugin_manager
-from arena_core.testing import run_cli
+from arena_core.testing import plugin_manager_with, run_cli
 from plugins_for_tests import fake_distribution
 
 
@@ -64,7 +64,9 @@ def test_list_table_and_empty_kind(pm):
     table = run_cli(pm, ["list", "workloads"]).stdout
     assert table.splitlines()[0].split() == ["name", "description", "plugin"]
     assert "monday-peak" in table
-    assert run_cli(pm, ["list", "scorers"]).stdout.strip() == "No scorers registered."
+    assert "arena-score/1" in run_cli(pm, ["list", "scorers"]).stdout
+    empty = plugin_manager_with(builtins=("arena_core.cli.builtin_commands", "arena_workloads"))
+    assert run_cli(empty, ["list", "scorers"]).stdout.strip() == "No scorers registered."
 
 
 def test_show_workload_prints_every_parameter(pm):

@@ -83,3 +83,15 @@ def test_interval_comes_from_the_workloads_own_intervals(seed_cards):
     lines = tuple(wide if w.name == "chat" else w for w in card.workloads)
     score = ArenaScorer().score(attrs.evolve(card, workloads=lines))
     assert score.low < score.value < score.high
+
+
+def test_the_example_script_scores_stored_runs_without_the_cli(hooks, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import_file(seed_cards_path(), tmp_path, hooks.registry, workload=None, model=None, hardware=None, backend="vllm")
+    script = Path(__file__).resolve().parent.parent / "examples" / "score_stored_runs.py"
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "aggregate         73.1" in done.stdout and "missing: reasoning" in done.stdout

@@ -9,13 +9,21 @@ from arena_core.hookspecs import hookimpl
 
 @hookimpl
 def arena_register_commands(cli: click.Group) -> None:
+    from arena_core.cli.cmd_card import card_command
+    from arena_core.cli.cmd_compare import compare_command
     from arena_core.cli.cmd_config import config_command
     from arena_core.cli.cmd_hardware import hardware_command
+    from arena_core.cli.cmd_import import import_command
+    from arena_core.cli.cmd_leaderboard import leaderboard_command
     from arena_core.cli.cmd_list import list_command
     from arena_core.cli.cmd_plugins import plugins_command
+    from arena_core.cli.cmd_publish import publish_command
     from arena_core.cli.cmd_run import run_command
     from arena_core.cli.cmd_runs import runs_command
     from arena_core.cli.cmd_show import show_command
 
-    for command in (run_command, runs_command, plugins_command, list_command, show_command, config_command, hardware_command):
+    for command in (
+        run_command, runs_command, card_command, leaderboard_command, compare_command, import_command, publish_command, plugins_command, list_command,
+        show_command, config_command, hardware_command,
+    ):
         cli.add_command(command)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -37,3 +38,16 @@ def registered_name(ctx: click.Context, param: click.Parameter, value: str, kind
         raise click.BadParameter(f"unknown {kind.singular} {value!r} (known: {known})", ctx=ctx, param=param)
     return value
 
+
+
+#: ``--output DIR`` of the commands that read the store.
+OUTPUT = click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
+
+
+def results_dir(app: CliApp, output: Path | None) -> Path:
+    return output or Path(app.config.run.output)
+
+
+def custom_profiles(app: CliApp) -> dict:
+    """The config file's ``[scoring.profiles.NAME]`` tables."""
+    return dict(app.config.scoring.profiles)

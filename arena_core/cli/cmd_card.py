@@ -1,0 +1,31 @@
+"""``arena card RUN``: the model card of a stored run, as text, markdown or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from arena_core.cli.app import CliApp
+from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
+from arena_core.cards import card_json, dumps, load_card, load_cards, scores_for
+from arena_core.findings import findings
+from arena_core.report.model_card import render_model_card
+
+
+@click.command("card")
+@click.argument("run_id")
+@OUTPUT
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.pass_obj
+def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str) -> None:
+    """The model card of stored run RUN_ID: scores, quality, per-workload figures, findings."""
+    store = results_dir(app, output)
+    card = load_card(store, run_id, app.hooks.registry)
+    others, _ = load_cards(store, app.hooks.registry)
+    scores = scores_for(card, app.hooks, custom_profiles(app))
+    found = findings(card, others)
+    if fmt == "json":
+        click.echo(dumps(card_json(card, scores, found)))
+    else:
+        click.echo(render_model_card(card, scores, found, markdown=fmt == "markdown"), nl=False)

@@ -1,0 +1,38 @@
+"""``arena compare A B``: two stored runs side by side with ratios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from arena_core.cli.app import CliApp
+from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
+from arena_core.cards import load_card, scores_for
+from arena_core.report import render_table
+from arena_core.report.model_card import fmt_seconds, fmt_tps
+
+
+@click.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@OUTPUT
+@click.pass_obj
+def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None) -> None:
+    """Two stored runs side by side, per workload, with the ratio A / B."""
+    store = results_dir(app, output)
+    a, b = (load_card(store, run, app.hooks.registry) for run in (run_a, run_b))
+    sa, sb = (scores_for(c, app.hooks, custom_profiles(app))["aggregate"] for c in (a, b))
+
+    def ratio(x: float | None, y: float | None) -> str:
+        return f"{x / y:.2f}x" if x is not None and y else "—"
+
+    rows = [("Arena score", sa.value, sb.value, ratio(sa.value, sb.value))]
+    for name in a.expected:
+        la, lb = a.workload(name), b.workload(name)
+        ta, tb = (line.tokens_per_second if line else None for line in (la, lb))
+        fa, fb = (line.ttft_p50_s if line else None for line in (la, lb))
+        rows.append((f"{name} tok/s", fmt_tps(ta), fmt_tps(tb), ratio(ta, tb)))
+        rows.append((f"{name} TTFT p50", fmt_seconds(fa), fmt_seconds(fb), ratio(fa, fb)))
+    click.echo(f"A: {a.model_title} on {a.hardware} ({a.run_id})\nB: {b.model_title} on {b.hardware} ({b.run_id})")
+    click.echo(render_table(["", "A", "B", "A / B"], rows))

@@ -1,0 +1,51 @@
+"""``arena leaderboard``: stored runs ranked by Arena score, ties where intervals overlap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from arena_core.cli.app import CliApp
+from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
+from arena_core.cards import dumps, load_cards
+from arena_core.errors import UsageError
+from arena_core.leaderboard import rank, row_dict
+from arena_core.report import render_table
+
+
+@click.command("leaderboard")
+@OUTPUT
+@click.option("--profile", default="aggregate", show_default=True, help="Scoring profile (aggregate, agent, batch, or one from the config).")
+@click.option("--hardware", help="Only runs on this hardware profile.")
+@click.option("--include-scaled", is_flag=True, help="Also rank scaled runs (labelled).")
+@click.option("--include-invalid", is_flag=True, help="Also rank runs with invalid results (labelled).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_obj
+def leaderboard_command(app: CliApp, output: Path | None, profile: str, hardware: str | None, include_scaled: bool, include_invalid: bool, as_json: bool) -> None:
+    """Rank stored runs by Arena score; runs whose score intervals overlap are shown as ties."""
+    registry = app.hooks.registry
+    if hardware and hardware not in registry.hardware:
+        raise UsageError(f"--hardware: unknown hardware {hardware!r} (known: {', '.join(registry.names('hardware'))})")
+    cards, problems = load_cards(results_dir(app, output), registry)
+    for problem in problems:
+        click.echo(f"warning: skipped {problem}", err=True)
+    spec = registry.get("scorers", "arena")
+    custom = custom_profiles(app)
+    if profile not in (*spec.profiles, *custom):
+        raise UsageError(f"--profile: unknown scoring profile {profile!r} (known: {', '.join((*spec.profiles, *custom))})")
+    scorer = spec.create(profile, custom)
+    rows = rank(cards, {c.run_id: scorer.score(c) for c in cards}, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
+    if as_json:
+        click.echo(dumps([row_dict(r) for r in rows]))
+        return
+    if not rows:
+        click.echo("No runs to rank (arena run measures one; arena import --seeds adds the published cards).")
+        return
+    table = []
+    for row in rows:
+        data = row_dict(row)
+        place = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
+        score = "—" if data["score"] is None else f"{data['score']:.1f}" + (f" [{data['low']:.1f}–{data['high']:.1f}]" if data["low"] != data["high"] else "")
+        table.append((place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], row.card.run_id, ", ".join(row.labels)))
+    click.echo(render_table(["rank", "model", "hardware", "backend", f"score ({profile})", "benches", "run", "labels"], table))

@@ -1,0 +1,39 @@
+"""``arena publish DIR``: the leaderboard and every model card as a static site."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from arena_core.cards import load_cards, scores_for
+from arena_core.cli.app import CliApp
+from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
+from arena_core.errors import UsageError
+from arena_core.findings import findings
+
+
+@click.command("publish")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@OUTPUT
+@click.option("--profile", default="aggregate", show_default=True, help="The profile the leaderboard ranks by.")
+@click.pass_obj
+def publish_command(app: CliApp, directory: Path, output: Path | None, profile: str) -> None:
+    """Write a self-contained site into DIRECTORY (open DIRECTORY/index.html; no network needed)."""
+    from arena_core.site import publish
+
+    cards, problems = load_cards(results_dir(app, output), app.hooks.registry)
+    for problem in problems:
+        click.echo(f"warning: skipped {problem}", err=True)
+    if not cards:
+        raise UsageError("arena publish: no stored runs to publish (arena run measures one; arena import --seeds adds the published cards)")
+    custom = custom_profiles(app)
+    all_scores = {c.run_id: scores_for(c, app.hooks, custom) for c in cards}
+    if profile not in next(iter(all_scores.values())):
+        raise UsageError(f"--profile: unknown scoring profile {profile!r} (known: {', '.join(next(iter(all_scores.values())))})")
+    found = {c.run_id: findings(c, cards) for c in cards}
+    try:
+        index = publish(directory, cards, all_scores, found, profile=profile)
+    except OSError as exc:
+        raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None
+    click.echo(f"site written: {index} ({len(cards)} cards)")

@@ -1,0 +1,54 @@
+"""Findings: short sentences generated from a card's data -- what worked, what broke, what
+surprised -- each true of the figures it quotes (tests check them against fixtures)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from arena_core.types import ModelCard
+
+COMPARED = ("monday-peak", "chat")
+NOTABLE_RATIO = 1.2
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
+    found: list[str] = []
+    missing = [name for name in card.expected if card.workload(name) is None]
+    if missing:
+        found.append(f"Did not complete: {', '.join(missing)} ({len(card.expected) - len(missing)}/{len(card.expected)} workloads measured).")
+    for line in card.workloads:
+        if not line.valid:
+            found.append(f"{line.name} is invalid: {'; '.join(line.reasons) or 'see the result'}.")
+    short, long = card.workload("chat"), card.workload("long-context-25k")
+    if short and long and short.ttft_p50_s and long.ttft_p50_s:
+        found.append(
+            f"Prefill wall: TTFT p50 grows {long.ttft_p50_s / short.ttft_p50_s:.1f}x from 1k (chat, {_fmt_s(short.ttft_p50_s)}) "
+            f"to 25k tokens of context (long-context-25k, {_fmt_s(long.ttft_p50_s)})."
+        )
+    for line in card.workloads:
+        served, offered = line.metrics.get("served_rate"), line.metrics.get("requested_rate")
+        if served is not None and offered and served < 0.95 * offered:
+            found.append(f"Saturated under {line.name}: the server completed {served:.2f} req/s of {offered:.2f} offered.")
+    efficiencies = [(line.metrics["bandwidth_efficiency"], line.name) for line in card.workloads if line.metrics.get("bandwidth_efficiency")]
+    if efficiencies:
+        best, name = max(efficiencies)
+        found.append(f"Decode reaches {best:.0%} of the memory-bandwidth ceiling at best ({name}).")
+    for other in others:
+        if other.run_id == card.run_id or other.hardware != card.hardware or other.model == card.model or other.scale != card.scale:
+            continue
+        for name in COMPARED:
+            mine, theirs = card.workload(name), other.workload(name)
+            if not (mine and theirs and mine.valid and theirs.valid and mine.tokens_per_second and theirs.tokens_per_second):
+                continue
+            ratio = mine.tokens_per_second / theirs.tokens_per_second
+            if ratio >= NOTABLE_RATIO or ratio <= 1 / NOTABLE_RATIO:
+                found.append(
+                    f"{ratio:.2g}x the throughput of {other.model_title} under {name} "
+                    f"({mine.tokens_per_second:.3g} vs {theirs.tokens_per_second:.3g} tok/s, same hardware)."
+                )
+            break
+    return found

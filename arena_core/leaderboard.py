@@ -1,0 +1,67 @@
+"""Ranking stored runs by Arena score. Rows whose score intervals overlap share a rank (a tie):
+the data cannot tell them apart. Scaled and invalid runs are left out unless asked for, and then
+labelled."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from attrs import frozen
+
+from arena_core.types import ModelCard, Score
+
+
+@frozen(kw_only=True)
+class Row:
+    rank: int
+    tie: bool
+    card: ModelCard
+    score: Score
+    labels: tuple[str, ...]
+
+
+def _labels(card: ModelCard, score: Score) -> tuple[str, ...]:
+    labels = []
+    if card.scale != 1:
+        labels.append(f"scaled x{card.scale:g}")
+    if any(not line.valid for line in card.workloads):
+        labels.append("invalid results")
+    if score.value is None:
+        labels.append("no quality scores: not ranked")
+    return tuple(labels)
+
+
+def rank(
+    cards: Sequence[ModelCard], scores: Mapping[str, Score], *, hardware: str | None = None, include_scaled: bool = False, include_invalid: bool = False
+) -> list[Row]:
+    """``scores`` by run id. Unscored runs go last, unranked (rank 0)."""
+    chosen = []
+    for card in cards:
+        if hardware and card.hardware != hardware:
+            continue
+        if card.scale != 1 and not include_scaled:
+            continue
+        if any(not line.valid for line in card.workloads) and not include_invalid:
+            continue
+        chosen.append(card)
+    scored = sorted((c for c in chosen if scores[c.run_id].value is not None), key=lambda c: -(scores[c.run_id].value or 0.0))
+    rows: list[Row] = []
+    for index, card in enumerate(scored):
+        score = scores[card.run_id]
+        previous = rows[-1] if rows else None
+        overlaps = previous is not None and (score.high or 0.0) >= (previous.score.low or 0.0)
+        if previous is not None and overlaps:
+            rows[-1] = Row(rank=previous.rank, tie=True, card=previous.card, score=previous.score, labels=previous.labels)
+        rows.append(Row(rank=previous.rank if previous and overlaps else index + 1, tie=bool(overlaps), card=card, score=score, labels=_labels(card, score)))
+    rows += [Row(rank=0, tie=False, card=c, score=scores[c.run_id], labels=_labels(c, scores[c.run_id])) for c in chosen if scores[c.run_id].value is None]
+    return rows
+
+
+def row_dict(row: Row) -> dict[str, Any]:
+    return {
+        "rank": row.rank or None, "tie": row.tie, "run_id": row.card.run_id, "model": row.card.model, "model_title": row.card.model_title,
+        "hardware": row.card.hardware, "backend": row.card.backend, "score": row.score.value, "low": row.score.low, "high": row.score.high,
+        "quality": row.score.quality, "performance": row.score.performance, "profile": row.score.profile,
+        "benches": f"{len(row.card.workloads)}/{len(row.card.expected)}", "labels": list(row.labels),
+    }

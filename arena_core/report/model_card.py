@@ -1,0 +1,123 @@
+"""The model card of a run, as terminal text or markdown (tabulate); JSON lives in cards.py.
+
+Sections as on the published cards: header (Arena score per profile, headline throughput, model
+memory, benches measured n/9), quality with provenance, decode throughput total at c=10 for
+1k / 8k / 4k+turn / 25k, one line per workload (tokens/s, TTFT p50 with p90/p99 and intervals,
+validity, scale), findings, hardware and backend, memory and energy, and each workload's command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tabulate import tabulate
+
+from arena_core.types import CardWorkload, ModelCard, Score
+
+#: The card's "decode throughput, total t/s at c=10" row: label -> workload.
+DECODE_TOTALS = (("1k ctx", "chat"), ("8k ctx", "rag-8k"), ("4k+turn", "multi-turn"), ("25k ctx", "long-context-25k"))
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def fmt_tps(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def fmt_score(score: Score) -> str:
+    if score.value is None:
+        return "not computed"
+    interval = f" [{score.low:.1f}–{score.high:.1f}]" if score.low != score.high else ""
+    return f"{score.value:.1f}{interval}" + ("" if score.publishable else " (not publishable)")
+
+
+def headline_tps(card: ModelCard) -> float | None:
+    line = card.workload("chat")
+    return line.metrics.get("decode_tps_total") if line else None
+
+
+def _tail(line: CardWorkload, q: int) -> str:
+    value = line.metrics.get(f"ttft_p{q}_s")
+    if value is None:
+        return "—"
+    low, high = line.metrics.get(f"ttft_p{q}_ci_low_s"), line.metrics.get(f"ttft_p{q}_ci_high_s")
+    return fmt_seconds(value) + (f" [{fmt_seconds(low)}–{fmt_seconds(high)}]" if low is not None and high is not None else "")
+
+
+def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
+    rows = []
+    for name in card.expected:
+        line = card.workload(name)
+        if line is None:
+            rows.append((name, "—", "—", "—", "—", "not completed", ""))
+            continue
+        notes = "; ".join((*line.reasons, *line.labels))
+        rows.append(
+            (name, fmt_tps(line.tokens_per_second), fmt_seconds(line.ttft_p50_s), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID", notes)
+        )
+    return rows
+
+
+def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
+    rows = [("model memory", f"{card.model_memory_gb:.1f} GB ({card.model_memory_source})" if card.model_memory_gb is not None else "—")]
+    peaks = [(line.metrics["peak_memory_gb"], line.name) for line in card.workloads if line.metrics.get("peak_memory_gb")]
+    if peaks:
+        peak, name = max(peaks)
+        rows.append(("peak memory in use", f"{peak:.1f} GB ({name})"))
+    for line in card.workloads:
+        energy = line.metrics.get("energy_per_1k_output_tokens_j")
+        if energy is not None:
+            rows.append((f"energy, {line.name}", f"{energy:.0f} J per 1,000 output tokens"))
+    return rows
+
+
+def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False) -> str:
+    table = "github" if markdown else "simple"
+    h1, h2 = ("# ", "## ") if markdown else ("", "")
+    measured = sum(1 for name in card.expected if card.workload(name) is not None)
+    scale = f", scaled x{card.scale:g}" if card.scale != 1 else ""
+    out = [
+        f"{h1}{card.model_title} on {card.hardware_title}",
+        "",
+        f"{card.backend} · {card.engine} · measured {card.measured_at or 'unknown'} · run {card.run_id} · {card.source}{scale}",
+        "",
+        tabulate(
+            [
+                *((f"Arena score ({name})", fmt_score(score)) for name, score in scores.items()),
+                ("throughput, chat total at c=10", f"{fmt_tps(headline_tps(card))} tok/s"),
+                ("model memory", f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—"),
+                ("benches measured", f"{measured}/{len(card.expected)}"),
+            ],
+            headers=["", ""], tablefmt=table,
+        ),
+        "",
+        f"{h2}Quality (published, not measured by Arena)",
+        tabulate([(q.benchmark, "not published" if q.value is None else f"{q.value:.1f}", q.source) for q in card.quality] or [("—", "no quality scores in the catalog", "")], headers=["benchmark", "score", "source"], tablefmt=table),
+        "",
+        f"{h2}Decode throughput, total tok/s at c=10",
+        tabulate([[fmt_tps((card.workload(w).metrics.get("decode_tps_total") if card.workload(w) else None)) for _, w in DECODE_TOTALS]], headers=[label for label, _ in DECODE_TOTALS], tablefmt=table),
+        "",
+        f"{h2}Workloads",
+        tabulate(workload_rows(card), headers=["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict", "notes"], tablefmt=table),
+        "",
+        f"{h2}Findings",
+        *(f"- {finding}" for finding in findings or ["(none)"]),
+        "",
+        f"{h2}Memory and energy",
+        tabulate(memory_rows(card), headers=["", ""], tablefmt=table),
+        "",
+        f"{h2}Score explained",
+        *(f"- {name}: Q {score.quality:.1f}, P {score.performance:.1f}" + (f"; {'; '.join(score.notes)}" if score.notes else "") if score.quality is not None else f"- {name}: P {score.performance:.1f}; {'; '.join(score.notes)}" for name, score in scores.items()),
+        "",
+        f"{h2}Commands",
+    ]
+    for line in card.workloads:
+        if line.command:
+            out += [f"{line.name}:", f"    {line.command}" if not markdown else f"```\n{line.command}\n```"]
+    return "\n".join(out) + "\n"

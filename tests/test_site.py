@@ -1,0 +1,178 @@
+"""Cards, leaderboard, import and the published site, end to end: the seed cards imported beside
+one real embedded run (llama.cpp serving the Gemma GGUF), then the site opened in headless
+Chromium. The screenshot lands in ``test-artifacts/`` for a person to look at."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from arena_core import BUILTIN_PLUGINS, ArenaHooks, ModelSpec, QualityScore, hookimpl, make_plugin_manager
+from arena_core.cards import load_cards, scores_for
+from arena_core.findings import findings
+from arena_core.imports import import_cards
+from arena_core.site import publish
+from arena_core.testing import plugin_manager_with
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0",
+]
+HOSTILE = "<script>alert(1)</script>"
+
+
+def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A results directory with the two seed cards and one real embedded run (scaled x0.02)."""
+    workdir = tmp_path_factory.mktemp("site")
+    measured = arena("run", "--scale", "0.02", "--workloads", "chat,monday-peak", "--output", "store", cwd=workdir)
+    assert measured.returncode == 0, measured.stderr
+    imported = arena("import", "--seeds", "--output", "store", cwd=workdir)
+    assert imported.returncode == 0 and imported.stdout.count("imported as run") == 2, imported.stderr
+    return workdir
+
+
+class Rows(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows, self.scripts, self.external = 0, 0, []
+        self._in_row, self.text = False, []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "tr" and attrs.get("class") == "leaderboard-row":
+            self.rows += 1
+        if tag == "script":
+            self.scripts += 1
+        for key in ("src", "href"):
+            if attrs.get(key, "").startswith(("http:", "https:", "//")):
+                self.external.append(attrs[key])
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_card_leaderboard_compare_from_the_cli(store):
+    runs = json.loads(arena("leaderboard", "--output", "store", "--json", "--include-scaled", cwd=store).stdout)
+    assert [r["model"] for r in runs] == ["qwen3.6-35b-a3b", "qwen3.5-0.8b", "gemma-3-270m"]
+    assert runs[0]["score"] == pytest.approx(73.1, abs=0.3) and runs[1]["score"] == pytest.approx(46.9, abs=0.3)
+    assert runs[2]["rank"] is None and "scaled x0.02" in runs[2]["labels"]  # no published quality: listed, not ranked
+    plain = arena("leaderboard", "--output", "store", cwd=store).stdout
+    assert "gemma" not in plain.lower()  # scaled runs are left out unless asked for
+    card = arena("card", runs[2]["run_id"], "--output", "store", "--format", "markdown", cwd=store).stdout
+    assert card.startswith("# Gemma 3 270M") and re.search(r"\| chat +\| 1", card) and re.search(r"benches measured +\| 2/9", card)
+    assert "llama-benchy --base-url" in card  # the exact command of each workload
+    as_json = json.loads(arena("card", runs[0]["run_id"], "--output", "store", "--format", "json", cwd=store).stdout)
+    assert as_json["scores"]["aggregate"]["version"] == "arena-score/1"
+    compared = arena("compare", runs[0]["run_id"], runs[1]["run_id"], "--output", "store", cwd=store).stdout
+    assert "monday-peak tok/s" in compared and "0.21x" in compared  # 59.1 / 281
+
+
+def test_findings_are_true_of_the_seed_figures(store):
+    hooks = ArenaHooks(make_plugin_manager(autoload=False))
+    cards, _ = load_cards(store / "store", hooks.registry)
+    by_model = {c.model: c for c in cards}
+    big = findings(by_model["qwen3.6-35b-a3b"], cards)
+    assert "Did not complete: reasoning (8/9 workloads measured)." in big
+    assert any(f.startswith("Prefill wall: TTFT p50 grows 22.2x from 1k (chat, 1.21 s)") for f in big)  # 26.88 / 1.21
+    assert any(f.startswith("0.21x the throughput of Qwen3.5-0.8B (BF16) under monday-peak (59.1 vs 281") for f in big)
+    small = findings(by_model["qwen3.5-0.8b"], cards)
+    assert any(f.startswith("4.8x the throughput of Qwen3.6-35B-A3B (FP8) under monday-peak") for f in small)
+    gemma = findings(by_model["gemma-3-270m"], cards)
+    assert not any("throughput of" in f for f in gemma)  # other hardware and scale: never compared
+    assert any(f.startswith("Decode reaches ") for f in gemma)
+
+
+def test_published_site_is_self_contained_with_three_models(store):
+    done = arena("publish", "site", "--output", "store", cwd=store)
+    assert done.returncode == 0 and "3 cards" in done.stdout, done.stderr
+    index = Rows()
+    index.feed((store / "site" / "index.html").read_text())
+    assert index.rows == 3 and index.scripts == 0 and index.external == []
+    for page in (store / "site" / "cards").glob("*.html"):
+        parsed = Rows()
+        parsed.feed(page.read_text())
+        assert parsed.scripts == 0 and parsed.external == [] and "<svg" in page.read_text()
+
+
+def _chromium(*args: str, user_data: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={user_data}", *args], capture_output=True, text=True, timeout=120)
+
+
+def _needs_chromium() -> None:
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: scripts/install-test-browser.sh should have installed it")
+        pytest.skip("chromium is not installed (scripts/install-test-browser.sh installs it as root)")
+
+
+def console_errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+
+
+def test_site_in_headless_chromium(store, tmp_path):
+    _needs_chromium()
+    site = store / "site"
+    if not (site / "index.html").exists():
+        assert arena("publish", "site", "--output", "store", cwd=store).returncode == 0
+    url = (site / "index.html").resolve().as_uri()
+    dom = _chromium("--dump-dom", url, user_data=tmp_path / "a")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert dom.stdout.count('class="leaderboard-row"') == 3
+    for title in ("Qwen3.6-35B-A3B (FP8)", "Qwen3.5-0.8B (BF16)", "Gemma 3 270M (GGUF Q4_K_M)"):
+        assert title in dom.stdout
+    assert console_errors(dom.stderr) == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "site-leaderboard.png"
+    shot.unlink(missing_ok=True)
+    taken = _chromium("--window-size=1100,1300", f"--screenshot={shot}", url, user_data=tmp_path / "b")
+    assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
+    card_page = next((site / "cards").glob("*.html")).resolve().as_uri()
+    card_dom = _chromium("--dump-dom", card_page, user_data=tmp_path / "c")
+    assert "Time to first token (p50), per workload" in card_dom.stdout and console_errors(card_dom.stderr) == []
+
+
+class HostileModel:
+    """A plugin whose model title is markup: it must render as text, and no script may run."""
+
+    @hookimpl
+    def arena_register_models(self, register):
+        register(ModelSpec(name="hostile", title=HOSTILE, description=HOSTILE, hf_id="x/y", precision="bf16", quality=(QualityScore(benchmark="MMLU-Pro", value=50.0, source=HOSTILE),)))
+
+
+def test_plugin_supplied_markup_is_escaped_and_never_runs(tmp_path):
+    hooks = ArenaHooks(plugin_manager_with(HostileModel(), builtins=BUILTIN_PLUGINS))
+    cards_file = tmp_path / "cards.json"
+    cards_file.write_text(json.dumps({"format": "arena-cards/1", "cards": [{
+        "model": "hostile", "hardware": "gb10", "backend": "vllm", "source": HOSTILE, "measured_at": "2026-11-29",
+        "workloads": {"chat": {"tokens_per_second": 10.0, "ttft_p50_s": 0.5}},
+    }]}))
+    import_cards(cards_file, tmp_path / "store", hooks.registry)
+    cards, _ = load_cards(tmp_path / "store", hooks.registry)
+    index = publish(tmp_path / "site", cards, {c.run_id: scores_for(c, hooks) for c in cards}, {c.run_id: findings(c, cards) for c in cards})
+    pages = [index, *(tmp_path / "site" / "cards").glob("*.html")]
+    for page in pages:
+        html = page.read_text()
+        assert "<script" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    if CHROMIUM is None:
+        return  # the browser half runs where Chromium is (always in CI, see the test above)
+    for number, page in enumerate(pages):
+        dom = _chromium("--dump-dom", page.resolve().as_uri(), user_data=tmp_path / f"u{number}")
+        assert not re.search(r"<script\b", dom.stdout)  # no script element was created
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout  # the title is shown as text
+        assert console_errors(dom.stderr) == []
