@@ -19,8 +19,9 @@ from attrs import frozen
 
 from arena_core import __version__
 from arena_core.config import CONVERTER, ArenaConfig, apply_override
-from arena_core.errors import ArenaError, UsageError
+from arena_core.errors import ArenaError, ServerLost, UsageError
 from arena_core.hooks import ArenaHooks
+from arena_core.loadgen.http import HttpError
 from arena_core.roofline import apply_ceiling, measure_host_bandwidth
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
 from arena_core.probes import probes_for
@@ -69,6 +70,7 @@ class RunRequest:
     api_key_env: str | None = None
     api_key_file: str | None = None
     exact_output: bool | None = None
+    request_timeout: float | None = None
 
 
 @frozen(kw_only=True)
@@ -138,7 +140,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
             ),
         )
     exact = request.exact_output if request.exact_output is not None else embedded
-    options = RunOptions(tokenizer=request.tokenizer, exact_output=exact)
+    options = RunOptions(tokenizer=request.tokenizer, exact_output=exact, request_timeout_s=request.request_timeout or RunOptions().request_timeout_s)
     return RunPlan(
         model=model, backend=backend, hardware=hardware, hardware_reason=reason, workloads=tuple(workloads), engine=engine,
         scale=scale, output=request.output or Path(run.output), options=options, config=config,
@@ -163,6 +165,7 @@ def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
         "config_source": plan.config.source,
         "config": CONVERTER.unstructure(plan.config),  # names of key variables and files only, never a key
         "exact_output": plan.options.exact_output,
+        "request_timeout_s": plan.options.request_timeout_s,
         "tokenizer": str(plan.options.tokenizer) if plan.options.tokenizer else None,
     }
 
@@ -257,6 +260,11 @@ def execute(
             sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
             try:
                 result = runner.create(plan.engine).run(workload, context)
+            except HttpError as exc:
+                raise ServerLost(
+                    f"{workload.name}: the server stopped answering ({exc}); {len(results)} finished workloads are kept; "
+                    f"resume with: arena run --resume {run_id} --output {plan.output}"
+                ) from None
             finally:
                 samples = sampler.stop()
             result = apply_ceiling(result, plan.model, plan.hardware, workload)

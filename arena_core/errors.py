@@ -51,3 +51,15 @@ class PluginError(ArenaError):
     """A plugin misbehaved and strict plugin mode is on (``--strict-plugins``)."""
 
     exit_code = 3
+
+
+class InvalidResults(ArenaError):
+    """The run finished and everything is stored, but some results failed the verdict."""
+
+    exit_code = 4
+
+
+class ServerLost(ArenaError):
+    """The server stopped answering in the middle of a run (it crashed or was killed)."""
+
+    exit_code = 5

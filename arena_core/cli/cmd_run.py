@@ -10,6 +10,7 @@ import click
 
 from arena_core.cli.app import CliApp
 from arena_core.engine import RunRequest, execute, plan_run
+from arena_core.errors import InvalidResults
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
 from arena_core.store import find_run, read_manifest
@@ -40,12 +41,17 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 @click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize).")
 @click.option("--exact-output/--natural-output", default=None, help="Ask for exactly each workload's output length (default: on for the embedded server).")
+@click.option("--request-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Give up on one request after this long (default: 3600); it is recorded as failed.")
 @click.option("--resume", metavar="RUN_ID", help="Finish an interrupted run: keeps its measured workloads.")
 @click.pass_obj
 def run_command(app: CliApp, model: str | None, backend: str | None, hardware: str | None, base_url: str | None, served_model: str | None,
                 api_key_env: str | None, api_key_file: str | None, workloads: tuple[str, ...], scale: float | None, engine: str | None,
-                output: Path | None, tokenizer: Path | None, exact_output: bool | None, resume: str | None) -> None:
-    """Measure MODEL (default: the embedded Gemma 3 270M on llama.cpp) on every workload."""
+                output: Path | None, tokenizer: Path | None, exact_output: bool | None, request_timeout: float | None, resume: str | None) -> None:
+    """Measure MODEL (default: the embedded Gemma 3 270M on llama.cpp) on every workload.
+
+    Exit status: 0 when every result is valid, 4 when the run finished but some results are
+    invalid (the card says why), 2 for bad input, 130 when interrupted (resume with --resume).
+    """
     config = app.config
     if resume:
         manifest = read_manifest(find_run(output or Path(config.run.output), resume))
@@ -55,12 +61,13 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
             hardware=manifest["hardware"], base_url=facts.get("base_url"), workloads=tuple(manifest["workloads"]),
             scale=manifest["scale"], engine=manifest["engine"], output=output, exact_output=manifest.get("exact_output"),
             tokenizer=Path(manifest["tokenizer"]) if manifest.get("tokenizer") else None, api_key_env=api_key_env, api_key_file=api_key_file,
+            request_timeout=request_timeout or manifest.get("request_timeout_s"),
         )
     else:
         request = RunRequest(
             model=model, backend=backend, hardware=hardware, base_url=base_url, served_model=served_model, workloads=workloads,
             scale=scale, engine=engine, output=output, tokenizer=tokenizer, api_key_env=api_key_env, api_key_file=api_key_file,
-            exact_output=exact_output,
+            exact_output=exact_output, request_timeout=request_timeout,
         )
     plan = plan_run(request, config, app.hooks)
     started = time.perf_counter()
@@ -82,3 +89,6 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
     if memory:
         click.echo(f"model memory: {memory['gb']:.2f} GB (from {memory['source']})")
     click.echo(f"results: {run_dir}  ({time.perf_counter() - started:.0f} s)")
+    invalid = [r.workload for r in results if not r.verdict.valid]
+    if invalid:
+        raise InvalidResults(f"{len(invalid)} of {len(results)} results are invalid ({', '.join(invalid)}): the card's notes say why; everything measured is stored in {run_dir}")

@@ -84,6 +84,8 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
     error = exchange.error
     if not error and exchange.status != 200:
         error = f"HTTP {exchange.status}: {sink.error_body.decode('utf-8', 'replace')[:500]}"
+    elif not error and sink.wrong_content_type:
+        error = f"HTTP 200 with Content-Type {sink.content_type or 'none'!r}, not an event stream: {sink.error_body.decode('utf-8', 'replace')[:200]}"
     return RequestRecord(
         sent_ns=exchange.sent_ns,
         first_byte_ns=sink.first_byte_ns if sink.first_byte_ns is not None else exchange.head_ns,

@@ -53,6 +53,8 @@ class OpenLoopOutcome:
     dispatch_span_s: float
     completion_tokens_server: int
     completion_tokens_client: int
+    #: answered records that cannot be trusted (malformed events, no usage); empty when all is well
+    suspicious: tuple[RequestRecord, ...] = ()
 
 
 def chat_body(plan: OpenLoopPlan, request: SampledRequest) -> dict[str, Any]:
@@ -96,6 +98,7 @@ class OpenLoopDriver:
         lateness: list[float] = [0.0] * count
         answers: list[float] = []
         counts = [0, 0]
+        suspicious: list[RequestRecord] = []
 
         async def one(index: int, due_ns: int, dispatched_ns: int) -> None:
             request, prepared[index] = prepared[index], b""  # sent once; keep memory flat
@@ -112,6 +115,8 @@ class OpenLoopDriver:
                 answers.append((record.chunk_ns[record.chunk_kinds.index(ANSWER)] - record.sent_ns) / 1e9)
             counts[0] += record.completion_tokens_server or 0
             counts[1] += record.completion_tokens_client or 0
+            if record.ok and (record.malformed_events or (record.chunk_ns and record.completion_tokens_server is None)):
+                suspicious.append(record)
             self._keep(record)
 
         # With a concurrency cap, that many workers take due requests in arrival order (what
@@ -166,6 +171,7 @@ class OpenLoopDriver:
             dispatch_span_s=(last_dispatch - start_ns) / 1e9,
             completion_tokens_server=counts[0],
             completion_tokens_client=counts[1],
+            suspicious=tuple(suspicious),
         )
 
     def _keep(self, record: RequestRecord) -> None:

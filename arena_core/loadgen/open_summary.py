@@ -8,6 +8,7 @@ from typing import Any
 from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan
 from arena_core.loadgen.open_metrics import request_rate_label, vllm_metrics, vllm_result
 from arena_core.loadgen.stats import percentile, tail_metrics
+from arena_core.loadgen.verdict import stream_problems
 from arena_core.types import Verdict, WorkloadResult
 
 PERCENTILES = (50, 90, 95, 99)
@@ -87,6 +88,7 @@ def open_loop_result(
         short = sum(1 for o in successes if 0 < o.output_tokens < o.asked_tokens)
         if short:
             reasons.append(f"{short} completions shorter than asked while ignore_eos was set")
+    reasons += stream_problems(outcome.suspicious)
     if scale != 1:
         labels.append(f"scaled x{scale:g}")
     return WorkloadResult(

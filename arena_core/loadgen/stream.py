@@ -50,6 +50,7 @@ class ChatStreamSink:
         "completion_tokens",
         "malformed_events",
         "error_body",
+        "content_type",
         "_partial",
     )
 
@@ -66,15 +67,22 @@ class ChatStreamSink:
         self.completion_tokens: int | None = None
         self.malformed_events = 0
         self.error_body = b""
+        self.content_type = ""
         self._partial = b""
 
     def on_head(self, t_ns: int, status: int, headers: Mapping[str, str]) -> None:
         self.status = status
+        self.content_type = headers.get("content-type", "")
+
+    @property
+    def wrong_content_type(self) -> bool:
+        """A 200 that is not an event stream (a proxy's HTML page, a JSON body): not parsed as one."""
+        return self.status == 200 and "text/event-stream" not in self.content_type.lower()
 
     def on_body(self, t_ns: int, data: bytes) -> None:
         if self.first_byte_ns is None:
             self.first_byte_ns = t_ns
-        if self.status != 200:
+        if self.status != 200 or self.wrong_content_type:
             self.error_body += data
             return
         if self._partial:

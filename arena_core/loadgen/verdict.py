@@ -9,6 +9,19 @@ from arena_core.types import RequestRecord, Verdict
 TOKEN_COUNT_TOLERANCE = 0.02
 
 
+def stream_problems(ok: Sequence[RequestRecord]) -> list[str]:
+    """Answers that completed but cannot be trusted: broken SSE events, no usage to check
+    the token count against (Arena always asks for it with ``include_usage``)."""
+    problems = []
+    malformed = [r for r in ok if r.malformed_events]
+    if malformed:
+        problems.append(f"{len(malformed)} streams carried malformed SSE events ({sum(r.malformed_events for r in malformed)} events skipped)")
+    unchecked = [r for r in ok if r.chunk_ns and r.completion_tokens_server is None]
+    if unchecked:
+        problems.append(f"{len(unchecked)} responses carried no usage: their token counts cannot be checked")
+    return problems
+
+
 def verdict_for(records: Sequence[RequestRecord], *, exact_output: bool, scale: float, extra_reasons: Sequence[str] = ()) -> Verdict:
     """Invalid when a request failed, token counts disagree, or completions came up short.
 
@@ -31,5 +44,6 @@ def verdict_for(records: Sequence[RequestRecord], *, exact_output: bool, scale: 
         short = [r for r in ok if r.max_tokens and (r.completion_tokens_server or 0) < r.max_tokens]
         if short:
             reasons.append(f"{len(short)} completions shorter than the {short[0].max_tokens} tokens asked for")
+    reasons += stream_problems(ok)
     labels = (f"scaled x{scale:g}",) if scale != 1 else ()
     return Verdict(valid=not reasons, reasons=tuple(reasons), labels=labels)

@@ -30,7 +30,12 @@ from typing import Any
 from attrs import field, frozen
 
 COHERENCE_QUESTION = "capital of france"
-FAULTS = ("none", "reset", "malformed", "stall", "http")
+#: What ``fault`` does to every ``fail_every``-th chat request: ``http`` answers ``fail_status``
+#: (500, 429, ...); ``reset`` drops the connection mid-stream; ``malformed`` sends a broken SSE
+#: event first; ``stall`` stops mid-stream and never ends; ``slow-start`` holds the first byte for
+#: ``slow_start_s``; ``content-type`` answers 200 with an HTML page; ``no-usage`` leaves out the
+#: usage chunk; ``exit`` ends the rig's process at once (a server killed mid-workload).
+FAULTS = ("none", "reset", "malformed", "stall", "http", "slow-start", "content-type", "no-usage", "exit")
 
 
 @frozen(kw_only=True)
@@ -51,6 +56,7 @@ class FakeServerConfig:
     fault: str = field(default="none")
     fail_every: int = 0
     fail_status: int = 500
+    slow_start_s: float = 5.0
     messages_per_write: int = 64  # with no decode gap: SSE messages joined into one socket write
 
     @fault.validator
@@ -221,6 +227,14 @@ class FakeOpenAIServer:
             entry["status"] = config.fail_status
             conn.respond_json(config.fail_status, {"error": {"message": f"injected HTTP {config.fail_status}"}})
             return
+        if fault == "exit":
+            os._exit(17)  # the server dies with requests in flight and does not come back
+        if fault == "content-type":
+            entry["status"] = 200
+            conn.respond(200, b"<html><body>502 Bad Gateway (a proxy's page)</body></html>", "text/html")
+            return
+        if fault == "slow-start":
+            await asyncio.sleep(config.slow_start_s)
         last_user = next((_message_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
         coherent = COHERENCE_QUESTION in last_user.lower()
         count = 1 if coherent else int(asked)
@@ -311,7 +325,7 @@ class FakeOpenAIServer:
                 if delay > 0:
                     await asyncio.sleep(delay)
         options = request.get("stream_options") or {}
-        if config.usage and options.get("include_usage"):
+        if config.usage and options.get("include_usage") and fault != "no-usage":
             conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count}}))
         conn.write_chunk(b"data: [DONE]\n\n")
         conn.end_stream()
@@ -461,6 +475,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token-ids", action="store_true")
     parser.add_argument("--api-key", help="answer 401 unless requests carry this bearer key")
     parser.add_argument("--fault", choices=FAULTS, default="none")
+    parser.add_argument("--slow-start-ms", type=float, default=5000.0, help="how long the slow-start fault holds the first byte")
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--fail-status", type=int, default=500)
     parser.add_argument("--messages-per-write", type=int, default=64, help="with no decode gap: SSE messages per socket write")
@@ -478,6 +493,7 @@ def main(argv: list[str] | None = None) -> None:
         fault=args.fault,
         fail_every=args.fail_every,
         fail_status=args.fail_status,
+        slow_start_s=args.slow_start_ms / 1000,
         messages_per_write=args.messages_per_write,
         api_key=args.api_key,
     )

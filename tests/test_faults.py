@@ -1,0 +1,99 @@
+"""Fault injection: a bad server never produces a wrong number and never loses a measured one.
+
+Each case runs ``arena run`` as a user would, against the rig with one fault injected into every
+third chat request (or the server killed), then checks: the run ends by itself with an exit
+status that says so, every request has a record that says what happened, failures are counted in
+the result, and the verdict is invalid. ``docs/faults.md`` lists the behaviour this test sees;
+``python -m pytest tests/test_faults.py -s`` prints the table with this run's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena_core.loadgen.records_io import read_records
+from arena_core.testing.fake_server import FakeServerProcess
+
+TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+WORKLOADS = "chat,monday-peak"
+SEEN: dict[str, str] = {}
+
+# fault name -> (rig arguments, exit status expected, words the failed records must carry)
+CASES = {
+    "http-500": (["--fault", "http", "--fail-every", "3", "--fail-status", "500"], 4, "HTTP 500"),
+    "http-429": (["--fault", "http", "--fail-every", "3", "--fail-status", "429"], 4, "HTTP 429"),
+    "reset mid-stream": (["--fault", "reset", "--fail-every", "3"], 4, "connection"),
+    "malformed SSE JSON": (["--fault", "malformed", "--fail-every", "3"], 4, None),
+    "stream never ends": (["--fault", "stall", "--fail-every", "3"], 4, "timed out"),
+    "first byte after a long stall": (["--fault", "slow-start", "--fail-every", "3", "--slow-start-ms", "5000"], 4, "timed out"),
+    "missing usage": (["--fault", "no-usage", "--fail-every", "3"], 4, None),
+    "wrong Content-Type": (["--fault", "content-type", "--fail-every", "3"], 4, "Content-Type"),
+}
+
+
+def arena_run(url: str, output: Path) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable, "-m", "arena_core", "run", "--base-url", url, "--tokenizer", str(TOKENIZER), "--workloads", WORKLOADS,
+        "--scale", "0.02", "--output", str(output), "--request-timeout", "2",
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+def results_of(output: Path) -> tuple[dict, dict[str, dict], dict[str, list]]:
+    (run_dir,) = [p for p in output.iterdir() if (p / "manifest.json").is_file()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    results, records = {}, {}
+    for folder in sorted((run_dir / "workloads").iterdir()):
+        if (folder / "result.json").is_file():
+            results[folder.name] = json.loads((folder / "result.json").read_text())
+        if (folder / "records.jsonl").is_file():
+            records[folder.name] = read_records(folder / "records.jsonl")
+    return manifest, results, records
+
+
+@pytest.mark.parametrize("fault", list(CASES))
+def test_each_fault_is_recorded_counted_and_invalidates(fault, tmp_path):
+    rig_args, expected_exit, words = CASES[fault]
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "2", *rig_args]) as rig:
+        done = arena_run(rig.url, tmp_path)
+    assert done.returncode == expected_exit, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and done.stderr.strip().splitlines()[-1].startswith("arena: ")
+    manifest, results, records = results_of(tmp_path)
+    assert manifest["status"] == "completed" and set(results) == set(WORKLOADS.split(","))
+    seen = []
+    for name, result in results.items():
+        measured = [r for r in records[name] if not r.warmup]
+        failed = [r for r in measured if not r.ok]
+        assert result["requests"] == len(measured) and result["failed"] == len(failed)  # every request kept, failures counted
+        assert not result["verdict"]["valid"] and result["verdict"]["reasons"]
+        assert all(r.error for r in failed)  # each failed record says what happened
+        if words:
+            assert failed and all(words.lower() in r.error.lower() for r in failed), [r.error for r in failed][:3]
+        seen.append(f"{name}: {len(measured)} requests, {len(failed)} failed, {len(measured)} records kept; {result['verdict']['reasons'][0][:90]}")
+    SEEN[fault] = f"exit {done.returncode}; " + " | ".join(seen)
+
+
+def test_server_killed_mid_workload_and_not_coming_back(tmp_path):
+    """The rig's process exits on the 22nd chat request (in chat's measured run): chat's records
+    are kept and counted, the next workload cannot reach the server, and the run stops with a
+    one-line error (exit 5) that says how to resume; the manifest says it failed."""
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "2", "--fault", "exit", "--fail-every", "22"]) as rig:
+        done = arena_run(rig.url, tmp_path)
+    assert done.returncode == 5, done.stderr[-3000:]
+    assert "the server stopped answering" in done.stderr and "arena run --resume" in done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.strip().splitlines()[-1].startswith("arena: ")
+    manifest, results, records = results_of(tmp_path)
+    kept = sum(len(r) for r in records.values())
+    assert manifest["status"] == "failed" and list(results) == ["chat"]
+    assert kept == 20 and results["chat"]["failed"] >= 1 and not results["chat"]["verdict"]["valid"]
+    SEEN["server killed, not coming back"] = f"exit {done.returncode}; status {manifest['status']}; {kept} records kept; last line: {done.stderr.strip().splitlines()[-1][:120]}"
+
+
+def test_zz_print_the_table():
+    for fault, line in SEEN.items():
+        print(f"| {fault} | {line} |")
