@@ -21,6 +21,7 @@ from arena_core import __version__
 from arena_core.config import CONVERTER, ArenaConfig, apply_override
 from arena_core.errors import ArenaError, ServerLost, UsageError
 from arena_core.hooks import ArenaHooks
+from arena_core.integrity import seal
 from arena_core.loadgen.http import HttpError
 from arena_core.roofline import apply_ceiling, measure_host_bandwidth
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
@@ -284,7 +285,7 @@ def execute(
     finally:
         backend.stop()
         manifest.update(status=status, finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        write_json_atomic(run_dir / MANIFEST, manifest)
+        seal(run_dir, manifest)  # writes the manifest with the SHA-256 of every results file
         index_run(plan.output, manifest)
         hooks.run_finished(info, RunResult(run_id=run_id, completed=status == "completed", results=tuple(results)))
     return run_id, run_dir, results

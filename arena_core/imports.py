@@ -18,8 +18,9 @@ from typing import Any
 from arena_core import __version__
 from arena_core.config import CONVERTER
 from arena_core.errors import UsageError
+from arena_core.integrity import seal
 from arena_core.registry import Registry
-from arena_core.store import MANIFEST, index_run, new_run_dir, store_result, write_json_atomic
+from arena_core.store import index_run, new_run_dir, store_result
 from arena_core.types import Verdict, WorkloadResult
 
 SEEDS = "seed-cards.json"
@@ -102,7 +103,7 @@ def _store(output: Path, *, model: str, hardware: str, backend: str, engine: str
         "engine": "imported", "engine_description": engine, "scale": 1.0, "workloads": [r.workload for r in results], "commands": commands,
         "model_memory": {"gb": memory_gb, "source": source} if memory_gb is not None else None,
     }
-    write_json_atomic(run_dir / MANIFEST, manifest)
+    seal(run_dir, manifest)
     index_run(output, manifest)
     return run_id
 

@@ -25,10 +25,17 @@ def environment() -> Environment:
     )
 
 
-def _leaderboard_rows(rows: Sequence[Row]) -> list[dict]:
+def _integrity(run_id: str, verified: Mapping[str, bool]) -> str:
+    if run_id not in verified:
+        return "not checked"
+    return "verified" if verified[run_id] else "files changed since the run"
+
+
+def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, bool]) -> list[dict]:
     found = []
     for row in rows:
         data = row_dict(row)
+        data["integrity"] = _integrity(row.card.run_id, verified)
         data["place"] = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
         data["score"] = fmt_score(row.score) if row.score.value is not None else "—"
         data["quality"] = f"{row.score.quality:.1f}" if row.score.quality is not None else "—"
@@ -46,8 +53,13 @@ def _explained(scores: Mapping[str, Score]) -> list[str]:
     return lines
 
 
-def publish(directory: Path, cards: Sequence[ModelCard], all_scores: Mapping[str, Mapping[str, Score]], found: Mapping[str, list[str]], *, profile: str = "aggregate") -> Path:
-    """Write the site into ``directory``; ``all_scores[run_id][profile]``; returns index.html."""
+def publish(
+    directory: Path, cards: Sequence[ModelCard], all_scores: Mapping[str, Mapping[str, Score]], found: Mapping[str, list[str]], *,
+    profile: str = "aggregate", verified: Mapping[str, bool] | None = None,
+) -> Path:
+    """Write the site into ``directory``; ``all_scores[run_id][profile]``; ``verified[run_id]``
+    says whether the run's files matched their SHA-256 (absent: not checked). Returns index.html."""
+    verified = verified or {}
     env = environment()
     common = {"version": __version__, "score_version": next(iter(next(iter(all_scores.values())).values())).version if all_scores else ""}
     (directory / "cards").mkdir(parents=True, exist_ok=True)
@@ -60,7 +72,7 @@ def publish(directory: Path, cards: Sequence[ModelCard], all_scores: Mapping[str
     index = directory / "index.html"
     index.write_text(
         env.get_template("leaderboard.html.j2").render(
-            **common, title="Leaderboard", root="", profile=profile, rows=_leaderboard_rows(rows),
+            **common, title="Leaderboard", root="", profile=profile, rows=_leaderboard_rows(rows, verified),
             scatter=scatter("Tokens/s against TTFT p50, chat workload", points, "TTFT p50, s", "tokens/s per user"),
         ),
         encoding="utf-8",
@@ -73,7 +85,7 @@ def publish(directory: Path, cards: Sequence[ModelCard], all_scores: Mapping[str
             **common, title=card.model_title, root="../", card=card, scores=[(n, fmt_score(s)) for n, s in scores.items()],
             headline=fmt_tps(headline_tps(card)), memory=f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—",
             measured=f"{measured}/{len(card.expected)}", workload_rows=workload_rows(card), findings=found.get(card.run_id, []),
-            memory_rows=memory_rows(card), explained=_explained(scores),
+            memory_rows=memory_rows(card), explained=_explained(scores), integrity=_integrity(card.run_id, verified),
             tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
             ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
         )

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from arena_core.cli.app import CliApp
-from arena_core.cli.params import KindType, registered_name
+from arena_core.cli.params import OUTPUT, KindType, registered_name, results_dir
 from arena_core.registry import Kind
 from arena_core.report.card import render_card
 from arena_core.store import find_run, load_result, read_manifest
@@ -28,15 +28,16 @@ def _check_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.argument("kind", type=KindType(extra=(RUNS,)), metavar="KIND")
 @click.argument("name", callback=_check_name)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@OUTPUT
 @click.pass_obj
-def show_command(app: CliApp, kind: Kind, name: str, as_json: bool) -> None:
+def show_command(app: CliApp, kind: Kind, name: str, as_json: bool, output: Path | None) -> None:
     """Show everything about the KIND called NAME.
 
     KIND is one of workloads, runners, backends, hardware, models, scorers, or run (a stored run's
     card: NAME is its id); the singular works too.
     """
     if kind.plural == RUNS.plural:
-        _show_run(app, name, as_json)
+        _show_run(results_dir(app, output), name, as_json)
         return
     registry = app.hooks.registry
     registration = registry.lookup(kind.plural, name)
@@ -51,8 +52,8 @@ def show_command(app: CliApp, kind: Kind, name: str, as_json: bool) -> None:
         click.echo(render_table(["field", "value"], flatten(data)))
 
 
-def _show_run(app: CliApp, run_id: str, as_json: bool) -> None:
-    run_dir = find_run(Path(app.config.run.output), run_id)
+def _show_run(store: Path, run_id: str, as_json: bool) -> None:
+    run_dir = find_run(store, run_id, "arena show run")
     manifest = read_manifest(run_dir)
     results = [r for r in (load_result(run_dir, name) for name in manifest["workloads"]) if r is not None]
     if as_json:

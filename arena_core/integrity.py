@@ -1,0 +1,45 @@
+"""Integrity of stored runs: the manifest records a SHA-256 of every results file when a run
+ends (``files``); ``arena verify RUN`` recomputes them and names any file that changed,
+disappeared or appeared since."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from arena_core.store import MANIFEST, read_manifest, write_json_atomic
+
+#: Not sealed: the manifest itself (it holds the hashes) and temporary files of atomic writes.
+def _sealed_files(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.rglob("*") if p.is_file() and p.name != MANIFEST and not p.name.endswith(".tmp"))
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_hashes(run_dir: Path) -> dict[str, str]:
+    return {path.relative_to(run_dir).as_posix(): sha256_of(path) for path in _sealed_files(run_dir)}
+
+
+def seal(run_dir: Path, manifest: dict) -> None:
+    """Record the hash of every results file in the manifest, and write it."""
+    manifest["files"] = file_hashes(run_dir)
+    write_json_atomic(run_dir / MANIFEST, manifest)
+
+
+def verify(run_dir: Path) -> tuple[int, list[str]]:
+    """``(files checked, problems)``; no problems means every file is as the run left it."""
+    manifest = read_manifest(run_dir)
+    recorded = manifest.get("files")
+    if not isinstance(recorded, dict):
+        return 0, [f"{run_dir / MANIFEST}: no file hashes recorded (a run stored before Arena sealed runs, or still running)"]
+    current = file_hashes(run_dir)
+    problems = [f"{name}: changed (SHA-256 differs)" for name, digest in recorded.items() if name in current and current[name] != digest]
+    problems += [f"{name}: missing" for name in recorded if name not in current]
+    problems += [f"{name}: not part of the run (added afterwards)" for name in current if name not in recorded]
+    return len(recorded), problems

@@ -1,0 +1,86 @@
+"""Integrity (a SHA-256 of every results file in the manifest, ``arena verify``) and secrets (an
+API key never appears in anything Arena writes or prints)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from arena_core.testing.fake_server import FakeServerProcess
+
+TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+KEY = "sk-arena-SECRET-7f3a9c2e41"
+
+
+def arena(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_verify_names_changed_missing_and_added_files(tmp_path):
+    assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
+    manifests = [json.loads(p.read_text()) for p in (tmp_path / "store").glob("*/manifest.json")]
+    manifest = next(m for m in manifests if m["model"] == "qwen3.6-35b-a3b")
+    run_a = manifest["run_id"]
+    assert manifest["files"] and all(len(digest) == 64 for digest in manifest["files"].values())
+    ok = arena("verify", run_a, "--output", "store", cwd=tmp_path)
+    assert ok.returncode == 0 and f"run {run_a}: verified, {len(manifest['files'])} files match" in ok.stdout
+    chat = tmp_path / "store" / run_a / "workloads" / "chat" / "result.json"
+    chat.write_text(chat.read_text().replace("14.9", "41.9"))  # a "better" number, edited by hand
+    (tmp_path / "store" / run_a / "workloads" / "rag-8k" / "result.json").unlink()
+    (tmp_path / "store" / run_a / "notes.txt").write_text("added later")
+    bad = arena("verify", run_a, "--output", "store", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "workloads/chat/result.json: changed (SHA-256 differs)" in bad.stderr
+    assert "workloads/rag-8k/result.json: missing" in bad.stderr and "notes.txt: not part of the run" in bad.stderr
+    assert bad.stderr.strip().splitlines()[-1] == f"arena: error: run {run_a}: 3 of {len(manifest['files'])} files do not match the manifest"
+    unknown = arena("verify", "no-such-run", "--output", "store", cwd=tmp_path)
+    assert unknown.returncode == 2 and "arena verify: no run 'no-such-run'" in unknown.stderr
+    # the site shows it
+    assert arena("publish", "site", "--output", "store", cwd=tmp_path).returncode == 0
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert index.count("files changed since the run") == 1 and index.count("<td>verified</td>") == 1
+
+
+def _every_text(*roots: Path) -> dict[Path, str]:
+    found = {}
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file():
+                found[path] = path.read_bytes().decode("utf-8", "replace")
+    return found
+
+
+def test_an_api_key_appears_nowhere(tmp_path):
+    """A run against a server that demands a key, by environment variable and by key file; then
+    every file the run wrote (records, manifest, logs, telemetry, commands), the cards in every
+    format, the site, and all terminal output are searched for the key."""
+    key_file = tmp_path / "key.txt"
+    key_file.write_text(KEY + "\n")
+    env = {**os.environ, "ARENA_TEST_KEY": KEY}
+    printed = []
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "2", "--api-key", KEY]) as rig:
+        for how in (["--api-key-env", "ARENA_TEST_KEY"], ["--api-key-file", str(key_file)]):
+            done = arena("run", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--workloads", "chat,monday-peak", "--scale", "0.02", "--output", "store", *how, cwd=tmp_path, env=env)
+            assert done.returncode == 0, done.stderr[-2000:]  # the key was used: the server let every request in
+            printed += [done.stdout, done.stderr]
+        wrong = arena("run", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--workloads", "chat", "--scale", "0.02", "--output", "store", "--api-key-env", "NOT_SET_ANYWHERE", cwd=tmp_path, env=env)
+        assert wrong.returncode == 2 and "NOT_SET_ANYWHERE" in wrong.stderr
+        printed += [wrong.stdout, wrong.stderr]
+    runs = sorted(p.name for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file())
+    for run_id in runs:
+        for fmt in ("text", "markdown", "json"):
+            printed.append(arena("card", run_id, "--output", "store", "--format", fmt, cwd=tmp_path).stdout)
+        shown = arena("show", "run", run_id, "--output", "store", "--json", cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        printed.append(shown.stdout)
+    printed.append(arena("publish", "site", "--output", "store", cwd=tmp_path).stdout)
+    written = _every_text(tmp_path / "store", tmp_path / "site")
+    assert len(written) > 10 and any(p.name == "records.jsonl" for p in written) and any(p.suffix == ".html" for p in written)
+    for path, text in written.items():
+        assert KEY not in text, f"the API key leaked into {path}"
+        assert "SECRET-7f3a" not in text
+    for output in printed:
+        assert KEY not in output
