@@ -18,7 +18,7 @@ import attrs
 from attrs import frozen
 
 from arena_core import __version__
-from arena_core.config import CONVERTER, ArenaConfig, apply_override
+from arena_core.config import CONVERTER, ArenaConfig, apply_override, check_config
 from arena_core.errors import ArenaError, ServerLost, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.integrity import seal
@@ -72,6 +72,8 @@ class RunRequest:
     api_key_file: str | None = None
     exact_output: bool | None = None
     request_timeout: float | None = None
+    dataset: Path | None = None
+    corpus: Path | None = None
 
 
 @frozen(kw_only=True)
@@ -90,6 +92,7 @@ class RunPlan:
 
 def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> RunPlan:
     registry = hooks.registry
+    check_config(config, registry)  # a wrong name in the file is an error even where a flag overrides it
     run = config.run
     base_url = request.base_url or config.endpoint.base_url
     embedded = not base_url and not (request.model or run.model) and not (request.backend or run.backend)
@@ -141,7 +144,10 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
             ),
         )
     exact = request.exact_output if request.exact_output is not None else embedded
-    options = RunOptions(tokenizer=request.tokenizer, exact_output=exact, request_timeout_s=request.request_timeout or RunOptions().request_timeout_s)
+    options = RunOptions(
+        tokenizer=request.tokenizer, exact_output=exact, request_timeout_s=request.request_timeout or RunOptions().request_timeout_s,
+        dataset=request.dataset, corpus=request.corpus,
+    )
     return RunPlan(
         model=model, backend=backend, hardware=hardware, hardware_reason=reason, workloads=tuple(workloads), engine=engine,
         scale=scale, output=request.output or Path(run.output), options=options, config=config,
@@ -167,6 +173,8 @@ def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
         "config": CONVERTER.unstructure(plan.config),  # names of key variables and files only, never a key
         "exact_output": plan.options.exact_output,
         "request_timeout_s": plan.options.request_timeout_s,
+        "dataset": str(plan.options.dataset) if plan.options.dataset else None,
+        "corpus": str(plan.options.corpus) if plan.options.corpus else None,
         "tokenizer": str(plan.options.tokenizer) if plan.options.tokenizer else None,
     }
 

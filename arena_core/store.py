@@ -26,11 +26,15 @@ RESULT = "result.json"
 def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(data, indent=2, default=str) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, indent=2, default=str) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)  # the old file stays whole until the new one is complete
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def new_run_dir(output: Path) -> tuple[str, Path]:

@@ -6,6 +6,7 @@ server's own counts (``usage`` and the Prometheus counters of ``/metrics``).
 
 from __future__ import annotations
 
+from pathlib import Path
 import urllib.request
 
 import pytest
@@ -46,6 +47,13 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
     endpoint = backend.start()
     try:
         assert (tmp_path / "server.log").is_file()
+        # the server Arena starts listens on the loopback address only
+        command = backend.facts["command"]
+        assert command[command.index("--host") + 1] == "127.0.0.1"
+        port = int(endpoint.base_url.rsplit(":", 1)[1])
+        listening = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:] if line.split()[3] == "0A"]
+        bound = [fields[1] for fields in listening if fields[1].endswith(f":{port:04X}")]
+        assert bound and all(address.startswith("0100007F:") for address in bound), bound
         before = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
         sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", interval_s=0.2).start()
         for workload in (closed, opened):

@@ -39,6 +39,7 @@ def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
         assert facts["model_memory_gib"] == 1.53 and facts["kv_cache_memory_gib"] == 88.25 and facts["kv_cache_tokens"] == 1234567
         command = facts["command"]
         assert command[1:3] == ["serve", "Qwen/Qwen3.5-0.8B"]
+        assert command[command.index("--host") + 1] == "127.0.0.1"  # loopback only
         assert command[command.index("--gpu-memory-utilization") + 1] == "0.80"  # unified memory: leave room for the OS
         assert command[command.index("--max-model-len") + 1] == "4096"
     finally:

@@ -36,6 +36,13 @@ class ArenaGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
+        except OSError as exc:  # a full disk, a read-only folder: the file and the reason, one line
+            app = ctx.obj
+            if isinstance(app, CliApp) and app.debug:
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"arena: error: {where}{exc.strerror or exc}; files written before are kept", err=True)
+            ctx.exit(1)
         except Exception as exc:
             app = ctx.obj
             if isinstance(app, CliApp) and app.debug:

@@ -41,6 +41,8 @@ def leaderboard_command(app: CliApp, output: Path | None, profile: str, hardware
         return
     if not rows:
         click.echo("No runs to rank (arena run measures one; arena import --seeds adds the published cards).")
+        if problems:
+            raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
         return
     table = []
     for row in rows:
@@ -49,3 +51,5 @@ def leaderboard_command(app: CliApp, output: Path | None, profile: str, hardware
         score = "—" if data["score"] is None else f"{data['score']:.1f}" + (f" [{data['low']:.1f}–{data['high']:.1f}]" if data["low"] != data["high"] else "")
         table.append((place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], row.card.run_id, ", ".join(row.labels)))
     click.echo(render_table(["rank", "model", "hardware", "backend", f"score ({profile})", "benches", "run", "labels"], table))
+    if problems:  # the table above is whole for what could be read; say plainly what could not
+        raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")

