@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from arena_core import __version__
 from arena_core.leaderboard import Row, rank, row_dict
 from arena_core.report.charts import bar_chart, scatter
-from arena_core.report.model_card import fmt_score, fmt_tps, headline_tps, memory_rows, workload_rows
+from arena_core.report.model_card import fmt_score, fmt_tps, headline_tps, memory_rows, platform_rows, workload_rows
 from arena_core.types import ModelCard, Score
 
 
@@ -85,7 +85,7 @@ def publish(
             **common, title=card.model_title, root="../", card=card, scores=[(n, fmt_score(s)) for n, s in scores.items()],
             headline=fmt_tps(headline_tps(card)), memory=f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—",
             measured=f"{measured}/{len(card.expected)}", workload_rows=workload_rows(card), findings=found.get(card.run_id, []),
-            memory_rows=memory_rows(card), explained=_explained(scores), integrity=_integrity(card.run_id, verified),
+            memory_rows=memory_rows(card), platform_rows=platform_rows(card), explained=_explained(scores), integrity=_integrity(card.run_id, verified),
             tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
             ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
         )

@@ -95,3 +95,62 @@ def test_the_example_script_scores_stored_runs_without_the_cli(hooks, tmp_path):
     done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "aggregate         73.1" in done.stdout and "missing: reasoning" in done.stdout
+
+
+def _card_with_score(card, run_id):
+    return attrs.evolve(card, run_id=run_id)
+
+
+def test_leaderboard_ties_where_intervals_overlap(seed_cards):
+    from arena_core import Score
+    from arena_core.leaderboard import rank
+
+    base = seed_cards["qwen3.5-0.8b"]
+    cards = [attrs.evolve(base, run_id=name) for name in ("a", "b", "c", "scaled")]
+    cards[3] = attrs.evolve(cards[3], workloads=tuple(attrs.evolve(w, scale=0.1) for w in base.workloads))
+
+    def score(value, low, high):
+        return Score(version="v", profile="aggregate", value=value, low=low, high=high, quality=1.0, performance=1.0, per_workload={}, missing=(), publishable=True)
+
+    scores = {"a": score(60.0, 58.0, 62.0), "b": score(59.0, 57.5, 61.0), "c": score(50.0, 49.0, 51.0), "scaled": score(90.0, 90.0, 90.0)}
+    rows = rank(cards, scores)
+    assert [(r.card.run_id, r.rank, r.tie) for r in rows] == [("a", 1, True), ("b", 1, True), ("c", 3, False)]
+    with_scaled = rank(cards, scores, include_scaled=True)
+    assert with_scaled[0].card.run_id == "scaled" and with_scaled[0].labels == ("scaled x0.1",)
+
+
+LLAMA_BENCHY_RESULT = {
+    "version": "0.4.0", "timestamp": "2026-11-29 18:19:35Z", "latency_mode": "generation", "latency_ms": 10.0, "model": "org/model",
+    "prefix_caching_enabled": False, "max_concurrency": 10,
+    "benchmarks": [{
+        "concurrency": 10, "context_size": 0, "prompt_size": 1024, "response_size": 1024, "is_context_prefill_phase": False,
+        "tg_throughput": {"mean": 148.0, "std": 2.0, "values": [146.0, 150.0]},
+        "tg_req_throughput": {"mean": 14.9, "std": 0.3, "values": [14.6, 15.2]},
+        "e2e_ttft": {"mean": 1210.0, "std": 50.0, "values": [1150.0, 1210.0, 1300.0]},
+    }],
+}
+VLLM_RESULT = {"date": "20261129-182531", "completed": 290, "failed": 10, "output_throughput": 59.1, "total_token_throughput": 500.0,
+               "request_throughput": 0.35, "median_ttft_ms": 1350.0, "median_tpot_ms": 60.0, "request_rate": 1.5}
+
+
+def test_import_reference_tool_results(hooks, tmp_path):
+    import json
+
+    from arena_core.errors import UsageError
+
+    (tmp_path / "benchy.json").write_text(json.dumps(LLAMA_BENCHY_RESULT))
+    (tmp_path / "vllm.json").write_text(json.dumps(VLLM_RESULT))
+    store = tmp_path / "store"
+    import_file(tmp_path / "benchy.json", store, hooks.registry, workload="chat", model="qwen3.6-35b-a3b", hardware="gb10", backend="vllm")
+    import_file(tmp_path / "vllm.json", store, hooks.registry, workload="monday-peak", model="qwen3.6-35b-a3b", hardware="gb10", backend="vllm")
+    cards, problems = load_cards(store, hooks.registry)
+    assert problems == [] and len(cards) == 2
+    chat = next(c for c in cards if c.workload("chat")).workload("chat")
+    assert chat.tokens_per_second == 14.9 and chat.ttft_p50_s == 1.21 and chat.metrics["decode_tps_total"] == 148.0 and chat.valid
+    peak = next(c for c in cards if c.workload("monday-peak")).workload("monday-peak")
+    assert peak.tokens_per_second == 59.1 and peak.ttft_p50_s == 1.35
+    assert not peak.valid and "10 of 300 requests failed" in peak.reasons[0]  # failures are not hidden by an import
+    with pytest.raises(UsageError, match="--workload is required"):
+        import_file(tmp_path / "vllm.json", store, hooks.registry, workload=None, model="qwen3.6-35b-a3b", hardware="gb10", backend="vllm")
+    with pytest.raises(UsageError, match="unknown model 'nope'"):
+        import_file(tmp_path / "vllm.json", store, hooks.registry, workload="chat", model="nope", hardware="gb10", backend="vllm")

