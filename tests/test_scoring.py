@@ -154,3 +154,20 @@ def test_import_reference_tool_results(hooks, tmp_path):
         import_file(tmp_path / "vllm.json", store, hooks.registry, workload=None, model="qwen3.6-35b-a3b", hardware="gb10", backend="vllm")
     with pytest.raises(UsageError, match="unknown model 'nope'"):
         import_file(tmp_path / "vllm.json", store, hooks.registry, workload="chat", model="nope", hardware="gb10", backend="vllm")
+
+
+def test_a_config_profile_ranks_the_leaderboard(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "arena.toml").write_text('[scoring.profiles.speed-only]\nquality_weight = 0.0\nspeed_share = 1.0\n\n[scoring.profiles.agent]\nquality_weight = 0.7\nspeed_share = 0.5\nworkload_weights = { chat = 5 }\n')
+    def arena(*args):
+        return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+    assert arena("import", "--seeds").returncode == 0
+    board = arena("leaderboard", "--profile", "speed-only", "--json")
+    assert board.returncode == 0, board.stderr
+    rows = __import__("json").loads(board.stdout)
+    assert [r["model"] for r in rows] == ["qwen3.5-0.8b", "qwen3.6-35b-a3b"]  # speed alone: the small model wins
+    assert rows[0]["score"] == pytest.approx(rows[0]["performance"], abs=0.05)
+    assert arena("leaderboard", "--profile", "agent").returncode == 0

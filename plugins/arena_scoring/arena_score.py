@@ -69,15 +69,14 @@ def quality_of(card: ModelCard) -> float | None:
 
 
 def resolve_profiles(custom: Mapping[str, Any] | None) -> dict[str, Profile]:
-    """The built-in table with the config file's ``[scoring.profiles.NAME]`` tables over it."""
+    """The built-in table with the config file's ``[scoring.profiles.NAME]`` tables over it
+    (each a mapping or an object with ``quality_weight``, ``speed_share``, ``workload_weights``)."""
     table = dict(PROFILES)
     for name, given in (custom or {}).items():
-        weights = dict(getattr(given, "workload_weights", None) or given.get("workload_weights", {}))
-        quality = getattr(given, "quality_weight", None) if not isinstance(given, Mapping) else given["quality_weight"]
-        speed = getattr(given, "speed_share", None) if not isinstance(given, Mapping) else given["speed_share"]
+        fields = given if isinstance(given, Mapping) else {key: getattr(given, key) for key in ("quality_weight", "speed_share", "workload_weights")}
         base = table.get(name)
-        merged = {**(base.workload_weights if base else {}), **weights}
-        table[name] = Profile(quality_weight=float(quality), speed_share=float(speed), workload_weights=merged)
+        weights = {**(base.workload_weights if base else {}), **dict(fields.get("workload_weights") or {})}
+        table[name] = Profile(quality_weight=float(fields["quality_weight"]), speed_share=float(fields["speed_share"]), workload_weights=weights)
     return table
 
 
