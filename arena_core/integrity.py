@@ -43,3 +43,11 @@ def verify(run_dir: Path) -> tuple[int, list[str]]:
     problems += [f"{name}: missing" for name in recorded if name not in current]
     problems += [f"{name}: not part of the run (added afterwards)" for name in current if name not in recorded]
     return len(recorded), problems
+
+
+def integrity_label(run_dir: Path) -> str:
+    """One phrase for a page: "verified", "files changed since the run", or "not sealed"."""
+    checked, problems = verify(run_dir)
+    if not checked:
+        return "not sealed (stored before Arena recorded file hashes)"
+    return "files changed since the run" if problems else "verified"

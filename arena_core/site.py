@@ -25,13 +25,11 @@ def environment() -> Environment:
     )
 
 
-def _integrity(run_id: str, verified: Mapping[str, bool]) -> str:
-    if run_id not in verified:
-        return "not checked"
-    return "verified" if verified[run_id] else "files changed since the run"
+def _integrity(run_id: str, verified: Mapping[str, str]) -> str:
+    return verified.get(run_id, "not checked")
 
 
-def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, bool]) -> list[dict]:
+def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str]) -> list[dict]:
     found = []
     for row in rows:
         data = row_dict(row)
@@ -55,11 +53,11 @@ def _explained(scores: Mapping[str, Score]) -> list[str]:
 
 def publish(
     directory: Path, cards: Sequence[ModelCard], all_scores: Mapping[str, Mapping[str, Score]], found: Mapping[str, list[str]], *,
-    profile: str = "aggregate", verified: Mapping[str, bool] | None = None,
+    profile: str = "aggregate", integrity: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write the site into ``directory``; ``all_scores[run_id][profile]``; ``verified[run_id]``
-    says whether the run's files matched their SHA-256 (absent: not checked). Returns index.html."""
-    verified = verified or {}
+    """Write the site into ``directory``; ``all_scores[run_id][profile]``; ``integrity[run_id]``
+    is what ``arena verify`` said of the run (absent: not checked). Returns index.html."""
+    verified = integrity or {}
     env = environment()
     common = {"version": __version__, "score_version": next(iter(next(iter(all_scores.values())).values())).version if all_scores else ""}
     (directory / "cards").mkdir(parents=True, exist_ok=True)

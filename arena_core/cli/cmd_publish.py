@@ -11,7 +11,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UsageError
 from arena_core.findings import findings
-from arena_core.integrity import verify
+from arena_core.integrity import integrity_label
 
 
 @click.command("publish")
@@ -34,9 +34,9 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
         raise UsageError(f"--profile: unknown scoring profile {profile!r} (known: {', '.join(next(iter(all_scores.values())))})")
     found = {c.run_id: findings(c, cards) for c in cards}
     store = results_dir(app, output)
-    verified = {c.run_id: not verify(store / c.run_id)[1] for c in cards}
+    integrity = {c.run_id: integrity_label(store / c.run_id) for c in cards}
     try:
-        index = publish(directory, cards, all_scores, found, profile=profile, verified=verified)
+        index = publish(directory, cards, all_scores, found, profile=profile, integrity=integrity)
     except OSError as exc:
         raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None
     click.echo(f"site written: {index} ({len(cards)} cards)")

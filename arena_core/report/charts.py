@@ -55,20 +55,22 @@ def scatter(title: str, points: Sequence[tuple[str, float, float]], x_unit: str,
     y_hi = max(ys) * 1.15 or 1.0
 
     def px(x: float) -> float:
-        return left + (WIDTH - left - 150) * (math.log10(x) - x_lo) / (x_hi - x_lo)
+        return left + (WIDTH - left - 260) * (math.log10(x) - x_lo) / (x_hi - x_lo)
 
     def py(y: float) -> float:
         return height - bottom - (height - bottom - 20) * y / y_hi
 
     body = [
-        f'<line x1="{left}" y1="{height - bottom}" x2="{WIDTH - 140}" y2="{height - bottom}" class="axis-line"/>',
+        f'<line x1="{left}" y1="{height - bottom}" x2="{WIDTH - 20}" y2="{height - bottom}" class="axis-line"/>',
         f'<line x1="{left}" y1="20" x2="{left}" y2="{height - bottom}" class="axis-line"/>',
         f'<text x="{left}" y="{height - 10}" class="axis">{escape(x_unit)} (log scale) →</text>',
         f'<text x="4" y="14" class="axis">↑ {escape(y_unit)}</text>',
     ]
-    for name, x, y in points:
+    for index, (name, x, y) in enumerate(sorted(points, key=lambda p: p[1])):
         body.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" class="point"/>')
-        body.append(f'<text x="{px(x) + 8:.1f}" y="{py(y) + 4:.1f}">{escape(name)} ({escape(_fmt(y))}, {escape(_fmt(x))} s)</text>')
+        # labels alternate above and below their point, so neighbours at one height stay legible
+        dy = -9 if index % 2 == 0 else 17
+        body.append(f'<text x="{px(x) - 6:.1f}" y="{py(y) + dy:.1f}">{escape(name)} ({escape(_fmt(y))} tok/s, {escape(_fmt(x))} s)</text>')
     return _svg(height, body, title)
 
 
