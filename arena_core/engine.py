@@ -23,9 +23,9 @@ from arena_core.errors import ArenaError, ServerLost, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.integrity import seal
 from arena_core.loadgen.http import HttpError
+from arena_core.probes import probes_for
 from arena_core.roofline import apply_ceiling, measure_host_bandwidth
 from arena_core.scaling import concurrency_needed, context_needed, scale_workload
-from arena_core.probes import probes_for
 from arena_core.telemetry import TelemetrySampler, memory_in_use, summarise, watchdog_margin_bytes
 from arena_core.store import MANIFEST, find_run, index_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
 from arena_core.types import (

@@ -25,9 +25,10 @@ def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
             found.append(f"{line.name} is invalid: {'; '.join(line.reasons) or 'see the result'}.")
     short, long = card.workload("chat"), card.workload("long-context-25k")
     if short and long and short.ttft_p50_s and long.ttft_p50_s:
+        scaled = f", prompts scaled x{card.scale:g}" if card.scale != 1 else ""
         found.append(
             f"Prefill wall: TTFT p50 grows {long.ttft_p50_s / short.ttft_p50_s:.1f}x from 1k (chat, {_fmt_s(short.ttft_p50_s)}) "
-            f"to 25k tokens of context (long-context-25k, {_fmt_s(long.ttft_p50_s)})."
+            f"to 25k tokens of context (long-context-25k, {_fmt_s(long.ttft_p50_s)}{scaled})."
         )
     for line in card.workloads:
         served, offered = line.metrics.get("served_rate"), line.metrics.get("requested_rate")
