@@ -12,6 +12,7 @@ left out, never reported as 0. NVML is optional: where it cannot load, the probe
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -81,10 +82,16 @@ def descendants(pid: int, proc: Path = Path("/proc")) -> set[int]:
 class NvmlProbe:
     """NVML figures per GPU; ``nvml`` is the ``pynvml`` module (a stand-in in tests)."""
 
+    #: The server's process tree is looked up again after this long: scanning /proc each second
+    #: cost about 20 ms of CPU per sample on a gVisor GPU machine (scripts/device_check_nvml.py).
+    PIDS_TTL_S = 10.0
+
     def __init__(self, nvml: Any, *, memory: bool = True, server_pids: Callable[[], Iterable[int]] = lambda: ()) -> None:
         self.nvml = nvml
         self.memory = memory
         self.server_pids = server_pids
+        self._pids: set[int] = set()
+        self._pids_at = float("-inf")
         nvml.nvmlInit()
         self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
 
@@ -94,9 +101,14 @@ class NvmlProbe:
         except self.nvml.NVMLError:  # "Not Supported" (GB10 memory), or not on this driver
             return None
 
+    def _server_pids(self) -> set[int]:
+        now = time.monotonic()
+        if not self._pids or now - self._pids_at > self.PIDS_TTL_S:  # (none yet: the server may just have started)
+            self._pids, self._pids_at = set(self.server_pids()), now
+        return self._pids
+
     def __call__(self) -> dict[str, Any]:
         nvml, sample = self.nvml, {}
-        pids = set(self.server_pids()) if self.memory else set()
         for index, handle in enumerate(self.handles):
             prefix = f"gpu{index}_"
             figures = {
@@ -110,6 +122,7 @@ class NvmlProbe:
                 info = self._try(nvml.nvmlDeviceGetMemoryInfo, handle)
                 figures["memory_used_bytes"] = (int, info.used if info is not None else None)
                 running = self._try(nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
+                pids = self._server_pids() if running else set()  # no GPU process: no /proc scan
                 used = [p.usedGpuMemory for p in running if p.pid in pids and p.usedGpuMemory is not None]
                 figures["server_memory_bytes"] = (int, sum(used) if used else None)
             sample.update({prefix + key: convert(value) for key, (convert, value) in figures.items() if value is not None})
