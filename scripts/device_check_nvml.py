@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from arena_core import ArenaHooks, make_plugin_manager

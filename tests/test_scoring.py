@@ -97,10 +97,6 @@ def test_the_example_script_scores_stored_runs_without_the_cli(hooks, tmp_path):
     assert "aggregate         73.1" in done.stdout and "missing: reasoning" in done.stdout
 
 
-def _card_with_score(card, run_id):
-    return attrs.evolve(card, run_id=run_id)
-
-
 def test_leaderboard_ties_where_intervals_overlap(seed_cards):
     from arena_core import Score
     from arena_core.leaderboard import rank
