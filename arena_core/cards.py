@@ -7,7 +7,6 @@ rescored and re-rendered by a later version.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -93,6 +92,3 @@ def card_json(card: ModelCard, scores: Mapping[str, Score], findings: list[str])
 
     return {"format": "arena-card/1", "card": CONVERTER.unstructure(card), "scores": {k: CONVERTER.unstructure(v) for k, v in scores.items()}, "findings": findings}
 
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False)

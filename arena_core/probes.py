@@ -128,9 +128,6 @@ class NvmlProbe:
             sample.update({prefix + key: convert(value) for key, (convert, value) in figures.items() if value is not None})
         return sample
 
-    def close(self) -> None:
-        self._try(self.nvml.nvmlShutdown)
-
 
 def load_nvml() -> tuple[Any | None, str]:
     """The ``pynvml`` module with NVML initialised, or None and why not."""

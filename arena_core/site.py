@@ -59,7 +59,8 @@ def publish(
     is what ``arena verify`` said of the run (absent: not checked). Returns index.html."""
     verified = integrity or {}
     env = environment()
-    common = {"version": __version__, "score_version": next(iter(next(iter(all_scores.values())).values())).version if all_scores else ""}
+    versions = sorted({score.version for scores in all_scores.values() for score in scores.values()})
+    common = {"version": __version__, "score_version": ", ".join(versions)}
     (directory / "cards").mkdir(parents=True, exist_ok=True)
     rows = rank(cards, {c.run_id: all_scores[c.run_id][profile] for c in cards}, include_scaled=True, include_invalid=True)
     points = [

@@ -71,7 +71,10 @@ def load_result(run_dir: Path, name: str) -> WorkloadResult | None:
     path = workload_dir(run_dir, name) / RESULT
     if not path.is_file():
         return None
-    return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), WorkloadResult)
+    try:
+        return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), WorkloadResult)
+    except Exception as exc:  # not JSON, or not a result (cattrs raises its own validation group)
+        raise UsageError(f"{path}: not a readable workload result ({type(exc).__name__}: {str(exc)[:120]})") from None
 
 
 # --- the index of runs ---------------------------------------------------------------------

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena_core.probes import Probe, meminfo_probe, read_meminfo, throttle_reason_names
+from arena_core.probes import Probe, meminfo_probe, throttle_reason_names
 
 PREFIXES = ("llamacpp:", "vllm:")
 
@@ -43,12 +43,6 @@ PREFIX_CACHE_COUNTERS = (
     ("vllm:prefix_cache_hits_total", ("vllm:prefix_cache_queries_total",)),
     ("llamacpp:prompt_tokens_cached_total", ("llamacpp:prompt_tokens_cached_total", "llamacpp:prompt_tokens_total")),
 )
-
-
-def memory_used_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
-    """``MemTotal - MemAvailable`` in bytes, or None where /proc/meminfo is not there."""
-    values = read_meminfo(meminfo)
-    return values["MemTotal"] - values["MemAvailable"] if values else None
 
 
 #: Stop a run when less memory than this stays available: on unified memory (GB10) running out

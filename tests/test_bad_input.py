@@ -115,6 +115,11 @@ def test_a_corrupt_results_directory(tmp_path):
     assert shown.returncode == 2 and f"{runs[0].name}/manifest.json: unreadable manifest" in error_line(shown)
     card = arena("card", runs[0].name, "--output", "store", cwd=tmp_path)
     assert card.returncode == 2 and "unreadable manifest" in error_line(card)
+    chat = runs[1] / "workloads" / "chat" / "result.json"
+    chat.write_text('{"workload": 3}')  # JSON, but not a result
+    wrong_shape = arena("card", runs[1].name, "--output", "store", cwd=tmp_path)
+    assert wrong_shape.returncode == 2 and "chat/result.json: not a readable workload result" in error_line(wrong_shape)
+    chat.unlink()
     board = arena("leaderboard", "--output", "store", cwd=tmp_path)
     assert board.returncode == 2 and "could not be read" in error_line(board) and "manifest.json" in error_line(board)
     assert "Qwen" in board.stdout  # the run that could be read is still ranked: nothing lost

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from arena_core.telemetry import TelemetrySampler, memory_used_bytes, parse_metrics, summarise
+from arena_core.probes import meminfo_probe
+from arena_core.telemetry import TelemetrySampler, parse_metrics, summarise
 from arena_core.testing.fake_server import FakeServerProcess
 
 # Recorded from a DGX Spark (GB10) while vLLM served a model: NVML says "Not Supported" there,
@@ -33,8 +34,8 @@ other_metric 3
 def test_unified_memory_is_memtotal_minus_memavailable(tmp_path):
     path = tmp_path / "meminfo"
     path.write_text(GB10_MEMINFO)
-    assert memory_used_bytes(path) == (127605464 - 88017764) * 1024
-    assert memory_used_bytes(tmp_path / "absent") is None
+    assert meminfo_probe(path)()["memory_used_bytes"] == (127605464 - 88017764) * 1024
+    assert meminfo_probe(tmp_path / "absent")() == {}
 
 
 def test_metrics_page_keeps_server_samples_summed_over_labels():

@@ -8,10 +8,10 @@ import click
 
 from arena_core.cli.app import CliApp
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
-from arena_core.cards import dumps, load_cards
+from arena_core.cards import load_cards
 from arena_core.errors import UsageError
 from arena_core.leaderboard import rank, row_dict
-from arena_core.report import render_table
+from arena_core.report import render_json, render_table
 
 
 @click.command("leaderboard")
@@ -37,7 +37,7 @@ def leaderboard_command(app: CliApp, output: Path | None, profile: str, hardware
     scorer = spec.create(profile, custom)
     rows = rank(cards, {c.run_id: scorer.score(c) for c in cards}, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
     if as_json:
-        click.echo(dumps([row_dict(r) for r in rows]))
+        click.echo(render_json([row_dict(r) for r in rows]))
         return
     if not rows:
         click.echo("No runs to rank (arena run measures one; arena import --seeds adds the published cards).")

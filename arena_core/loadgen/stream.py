@@ -51,6 +51,7 @@ class ChatStreamSink:
         "malformed_events",
         "error_body",
         "content_type",
+        "wrong_content_type",
         "_partial",
     )
 
@@ -68,16 +69,15 @@ class ChatStreamSink:
         self.malformed_events = 0
         self.error_body = b""
         self.content_type = ""
+        #: a 200 that is not an event stream (a proxy's HTML page, a JSON body): kept as the
+        #: error body, not parsed. Decided once in ``on_head``, not on every read.
+        self.wrong_content_type = False
         self._partial = b""
 
     def on_head(self, t_ns: int, status: int, headers: Mapping[str, str]) -> None:
         self.status = status
         self.content_type = headers.get("content-type", "")
-
-    @property
-    def wrong_content_type(self) -> bool:
-        """A 200 that is not an event stream (a proxy's HTML page, a JSON body): not parsed as one."""
-        return self.status == 200 and "text/event-stream" not in self.content_type.lower()
+        self.wrong_content_type = status == 200 and "text/event-stream" not in self.content_type.lower()
 
     def on_body(self, t_ns: int, data: bytes) -> None:
         if self.first_byte_ns is None:
