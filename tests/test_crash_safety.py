@@ -94,3 +94,19 @@ def test_a_full_disk_gives_one_line_and_keeps_earlier_files(tmp_path, monkeypatc
     assert json.loads((run_dir / "workloads" / "chat" / "result.json").read_text())["workload"] == "chat"  # intact
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "failed"
     assert not list(run_dir.rglob("*.tmp"))
+
+
+def test_an_atomic_write_that_fails_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
+    from arena_core import store
+
+    target = tmp_path / "result.json"
+    store.write_json_atomic(target, {"tokens_per_second": 14.9})
+
+    def no_space(descriptor):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store.os, "fsync", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        store.write_json_atomic(target, {"tokens_per_second": 99.0})
+    assert json.loads(target.read_text()) == {"tokens_per_second": 14.9}  # the old file, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temporary left behind
