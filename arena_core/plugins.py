@@ -24,9 +24,13 @@ from attrs import frozen
 from arena_core import hookspecs
 from arena_core.errors import PluginError
 
+#: The built-in commands: an ordinary plugin, but one that every manager loads first and that
+#: cannot be disabled (an ``arena`` without ``run`` or ``plugins`` could not even say why).
+BUILTIN_COMMANDS = "arena_core.cli.builtin_commands"
+
 #: The in-tree plugins, registered under these (importable) names before any entry point.
 BUILTIN_PLUGINS: tuple[str, ...] = (
-    "arena_core.cli.builtin_commands",
+    BUILTIN_COMMANDS,
     "arena_workloads",
     "arena_runners",
     "arena_backends",
@@ -136,8 +140,8 @@ def _import(name: str) -> ModuleType:
 
 
 def _load_builtins(pm: ArenaPluginManager, names: Iterable[str], disabled: set[str], version: str) -> None:
-    for name in names:
-        if name in disabled:
+    for name in dict.fromkeys([BUILTIN_COMMANDS, *names]):
+        if (name in disabled and name != BUILTIN_COMMANDS) or pm.has_plugin(name):
             continue
         try:
             module = _import(name)
@@ -174,7 +178,7 @@ def make_plugin_manager(
 ) -> ArenaPluginManager:
     """A fresh, validated plugin manager.
 
-    Order: ``builtins`` (dotted module names), then entry points of group ``arena`` unless
+    Order: the built-in commands (always), ``builtins`` (dotted module names), then entry points of group ``arena`` unless
     ``autoload`` is false, then ``extra_plugins`` (``(name, object)`` pairs, for tests and
     embedding). Each argument left ``None`` comes from the environment: ``ARENA_STRICT_PLUGINS``,
     ``ARENA_DISABLE_PLUGIN_AUTOLOAD``, ``ARENA_DISABLED_PLUGINS`` (comma-separated names),

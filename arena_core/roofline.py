@@ -13,10 +13,6 @@ result. Measured / ceiling is the "bandwidth efficiency" on the card.
 
 from __future__ import annotations
 
-import os
-import threading
-import time
-
 import attrs
 
 from arena_core.types import HardwareProfile, ModelSpec, WorkloadResult, WorkloadSpec
@@ -40,13 +36,7 @@ KV_BYTES_PER_ELEMENT = 2.0
 
 def decode_shape(workload: WorkloadSpec | None) -> tuple[int, int]:
     """(sequences decoding together, shortest context during decode) for ``workload``."""
-    if workload is None:
-        return 1, 0
-    if workload.closed_loop is not None:
-        shape = workload.closed_loop
-        return shape.concurrency, shape.depth + shape.prompt_tokens
-    open_loop = workload.open_loop
-    return 1, (open_loop.input_tokens or 0) if open_loop is not None else 0
+    return (1, 0) if workload is None else workload.shape.decode_shape()
 
 
 def bytes_per_step(model: ModelSpec, batch: int = 1, context_tokens: int = 0) -> float | None:
@@ -69,29 +59,6 @@ def decode_ceiling(model: ModelSpec, hardware: HardwareProfile, workload: Worklo
     if step is None or not hardware.memory_bandwidth_gbs:
         return None
     return hardware.memory_bandwidth_gbs * 1e9 / step
-
-
-def measure_host_bandwidth(megabytes: int = 128, repeats: int = 3) -> float:
-    """This machine's copy bandwidth in GB/s (bytes read plus written), one copy per core at once.
-
-    The best of ``repeats`` rounds, so the figure errs high: a ceiling must not be too low.
-    """
-    import numpy as np
-
-    threads = max(1, os.cpu_count() or 1)
-    sources = [np.ones(megabytes * 2**20 // 8) for _ in range(threads)]
-    targets = [np.empty_like(s) for s in sources]
-    best = 0.0
-    for _ in range(repeats):
-        workers = [threading.Thread(target=np.copyto, args=(t, s)) for t, s in zip(targets, sources)]
-        started = time.perf_counter()
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        elapsed = time.perf_counter() - started
-        best = max(best, 2 * sum(s.nbytes for s in sources) / elapsed / 1e9)
-    return best
 
 
 def per_user_decode(metrics: dict) -> float | None:

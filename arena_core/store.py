@@ -9,32 +9,18 @@ name and renamed, so a crash never leaves half a file.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from pathlib import Path
 from typing import Any
 
-from arena_core.config import CONVERTER
+from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
+from arena_core.files import write_json_atomic
+from arena_core.manifest import MANIFEST, Manifest
 from arena_core.types import WorkloadResult
 
-MANIFEST = "manifest.json"
 RESULT = "result.json"
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, indent=2, default=str) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)  # the old file stays whole until the new one is complete
-    except OSError:
-        temporary.unlink(missing_ok=True)
-        raise
 
 
 def new_run_dir(output: Path) -> tuple[str, Path]:
@@ -50,13 +36,6 @@ def find_run(output: Path, run_id: str, what: str = "--resume") -> Path:
         known = sorted(p.name for p in output.glob("*") if (p / MANIFEST).is_file()) if output.is_dir() else []
         raise UsageError(f"{what}: no run {run_id!r} in {output} (runs there: {', '.join(known[-5:]) or 'none'})")
     return path
-
-
-def read_manifest(run_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{run_dir / MANIFEST}: unreadable manifest ({exc})") from None
 
 
 def workload_dir(run_dir: Path, name: str) -> Path:
@@ -83,23 +62,24 @@ INDEX = "index.sqlite"
 _COLUMNS = ("run_id", "started_at", "finished_at", "status", "model", "backend", "hardware", "engine", "scale", "workloads")
 
 
-def index_run(output: Path, manifest: dict[str, Any]) -> None:
+def index_run(output: Path, manifest: Manifest) -> None:
     """Record (or update) a run in ``OUTPUT/index.sqlite``; the run directory stays the source
     of truth, so a lost index is rebuilt by :func:`rebuild_index`."""
     import sqlite3
 
-    row = [manifest.get(column) for column in _COLUMNS]
-    row[-1] = ",".join(manifest.get("workloads", []))
+    row = [getattr(manifest, column) for column in _COLUMNS[:-1]] + [",".join(manifest.workloads)]
     with sqlite3.connect(output / INDEX) as db:
         db.execute(f"CREATE TABLE IF NOT EXISTS runs ({', '.join(_COLUMNS)}, PRIMARY KEY (run_id))")
         db.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(_COLUMNS))})", row)
 
 
 def rebuild_index(output: Path) -> None:
+    from arena_core.manifest import read_manifest
+
     for manifest_path in sorted(output.glob(f"*/{MANIFEST}")):
         try:
-            index_run(output, json.loads(manifest_path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+            index_run(output, read_manifest(manifest_path.parent))
+        except UsageError:
             continue  # a corrupt run directory is skipped, not fatal
 
 

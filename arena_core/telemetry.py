@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arena_core.manifest import ModelMemory
 from arena_core.probes import Probe, meminfo_probe, throttle_reason_names
 
 PREFIXES = ("llamacpp:", "vllm:")
@@ -98,6 +100,30 @@ def memory_in_use(sample: dict[str, Any], unified: bool) -> int | None:
     if gpu and not unified:
         return sum(gpu)
     return sample.get("memory_used_bytes")
+
+
+def memory_now(probes: Sequence[Probe], unified: bool) -> int | None:
+    """Memory in use right now, as :func:`memory_in_use` counts it, from one sample of ``probes``."""
+    sample: dict[str, Any] = {}
+    for probe in probes:
+        sample.update(probe())
+    return memory_in_use(sample, unified)
+
+
+def model_memory(facts: Mapping[str, Any], before: int | None, after: int | None, *, unified: bool = True) -> ModelMemory | None:
+    """The memory the model takes ("VRAM" on the card): the server's own figure when it prints
+    one (vLLM's "Model loading took X GiB"), else what the probe saw grow while it loaded."""
+    if "model_memory_gib" in facts:
+        return ModelMemory(gb=facts["model_memory_gib"] * 2**30 / 1e9, source="the server's log (Model loading took ... GiB)")
+    if before is not None and after is not None:
+        probe = "MemTotal - MemAvailable" if unified else "NVML device memory"
+        return ModelMemory(gb=max(0, after - before) / 1e9, source=f"memory in use before and after the server loaded ({probe})")
+    return None
+
+
+def stop_like_ctrl_c(available: int) -> None:
+    """The memory watchdog's action: stop the load the way Ctrl-C does, so every finished record is kept."""
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def _gpu_sum(sample: dict[str, Any], suffix: str) -> float | None:

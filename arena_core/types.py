@@ -10,27 +10,51 @@ import re
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TYPE_CHECKING, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
-from attrs import field, frozen
-from attrs.validators import and_, ge, gt, in_, instance_of, le, lt, matches_re, optional
+from attrs import evolve, field, frozen
+from attrs.validators import and_, ge, in_, instance_of, le, matches_re, optional
 
 #: Registered names are lowercase words joined by dashes, so they work as CLI arguments and keys.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9.]*(-[a-z0-9.]+)*$"
 _name = and_(instance_of(str), matches_re(NAME_PATTERN))
-_positive_int = and_(instance_of(int), gt(0))
-_non_negative_int = and_(instance_of(int), ge(0))
-_positive_number = and_(instance_of((int, float)), gt(0))
-_fraction = and_(instance_of((int, float)), ge(0), le(1))
 
-if TYPE_CHECKING:
-    from arena_core.config import ArenaConfig
+
+def _bounded(*, integer: bool, test: Callable[[float], bool], wording: str) -> Callable[[Any, Any, Any], None]:
+    """An attrs validator with the messages a config file's author reads ("must be greater than
+    0, got -3"): the one place range rules live; the config converter checks only types."""
+
+    def validate(instance: Any, attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+            raise TypeError(f"expected {'an integer' if integer else 'a number'}, got {type(value).__name__} {value!r}")
+        if not test(value):
+            raise ValueError(f"must be {wording}, got {value!r}")
+
+    return validate
+
+
+_positive_int = _bounded(integer=True, test=lambda n: n > 0, wording="greater than 0")
+_non_negative_int = _bounded(integer=True, test=lambda n: n >= 0, wording="0 or more")
+_positive_number = _bounded(integer=False, test=lambda n: n > 0, wording="greater than 0")
+_ratio_below_one = _bounded(integer=False, test=lambda n: 0 <= n < 1, wording="at least 0 and below 1")
+
 
 LoopKind = Literal["closed", "open"]
 LatencyMode = Literal["api", "generation", "none"]
 
 
 # --- workloads ---------------------------------------------------------------------------------
+
+#: A scaled workload keeps at least this many tokens per length and one request.
+MIN_SCALED_TOKENS = 16
+
+
+def _tokens(value: int, factor: float) -> int:
+    return max(MIN_SCALED_TOKENS, round(value * factor))
+
+
+def _count(value: int, factor: float) -> int:
+    return max(1, round(value * factor))
 
 
 @frozen(kw_only=True)
@@ -41,6 +65,8 @@ class ClosedLoopShape:
     in which every turn appends ``prompt_tokens`` of user text and the ``generated_tokens`` answer.
     """
 
+    loop: ClassVar[LoopKind] = "closed"
+
     prompt_tokens: int = field(validator=_positive_int)
     generated_tokens: int = field(validator=_positive_int)
     depth: int = field(default=0, validator=_non_negative_int)
@@ -48,6 +74,30 @@ class ClosedLoopShape:
     concurrency: int = field(default=10, validator=_positive_int)
     runs: int = field(default=3, validator=_positive_int)
     latency_mode: LatencyMode = field(default="generation", validator=in_(("api", "generation", "none")))
+
+    def scaled(self, factor: float) -> ClosedLoopShape:
+        """Token lengths and runs times ``factor`` (workloads.md, "Scaling for small machines");
+        concurrency, turns and the shape stay."""
+        if factor == 1:
+            return self
+        return evolve(
+            self,
+            prompt_tokens=_tokens(self.prompt_tokens, factor),
+            generated_tokens=_tokens(self.generated_tokens, factor),
+            depth=_tokens(self.depth, factor) if self.depth else 0,
+            runs=_count(self.runs, factor),
+        )
+
+    def context_needed(self) -> int:
+        """The longest sequence (history, prompt and answer) one request can reach."""
+        return self.depth + self.turns * (self.prompt_tokens + self.generated_tokens)
+
+    def concurrency_needed(self) -> int:
+        return self.concurrency
+
+    def decode_shape(self) -> tuple[int, int]:
+        """(sequences decoding together, shortest context while they decode)."""
+        return self.concurrency, self.depth + self.prompt_tokens
 
 
 @frozen(kw_only=True)
@@ -58,39 +108,67 @@ class OpenLoopShape:
     from the conversations. ``max_concurrency`` caps requests in flight (``None``: no cap).
     """
 
+    loop: ClassVar[LoopKind] = "open"
+
     dataset: Literal["random", "sharegpt"] = field(validator=in_(("random", "sharegpt")))
     request_rate: float = field(validator=_positive_number)
     num_prompts: int = field(validator=_positive_int)
     burstiness: float = field(default=1.0, validator=_positive_number)
     input_tokens: int | None = field(default=None, validator=optional(_positive_int))
     output_tokens: int | None = field(default=None, validator=optional(_positive_int))
-    range_ratio: float = field(default=0.0, validator=and_(instance_of((int, float)), ge(0), lt(1)))
+    range_ratio: float = field(default=0.0, validator=_ratio_below_one)
     max_concurrency: int | None = field(default=None, validator=optional(_positive_int))
 
     def __attrs_post_init__(self) -> None:
         if self.dataset == "random" and (self.input_tokens is None or self.output_tokens is None):
             raise ValueError("the random dataset needs input_tokens and output_tokens")
 
+    def scaled(self, factor: float) -> OpenLoopShape:
+        """Token lengths and the number of prompts times ``factor``; rate and burstiness stay."""
+        if factor == 1:
+            return self
+        return evolve(
+            self,
+            input_tokens=_tokens(self.input_tokens, factor) if self.input_tokens else None,
+            output_tokens=_tokens(self.output_tokens, factor) if self.output_tokens else None,
+            num_prompts=_count(self.num_prompts, factor),
+        )
+
+    def context_needed(self) -> int:
+        if self.dataset == "random":
+            assert self.input_tokens is not None and self.output_tokens is not None
+            return int((self.input_tokens + self.output_tokens) * (1 + self.range_ratio)) + 1
+        return 2048  # vLLM's ShareGPT rule: prompt plus reference completion at most 2048 tokens
+
+    def concurrency_needed(self) -> int:
+        return self.max_concurrency or 1
+
+    def decode_shape(self) -> tuple[int, int]:
+        """Open-loop requests are judged one at a time: batch 1 at the input length."""
+        return 1, self.input_tokens or 0
+
+
+WorkloadShape = ClosedLoopShape | OpenLoopShape
+
 
 @frozen(kw_only=True)
 class WorkloadSpec:
-    """One named workload: exactly one of ``closed_loop`` / ``open_loop`` describes its traffic."""
+    """One named workload: its traffic ``shape`` (closed- or open-loop) and the runner that drives it."""
 
     name: str = field(validator=_name)
     title: str
     description: str
     runner: str = field(validator=_name)
-    closed_loop: ClosedLoopShape | None = None
-    open_loop: OpenLoopShape | None = None
+    shape: WorkloadShape = field(validator=instance_of((ClosedLoopShape, OpenLoopShape)))
     seed: int = field(default=42, validator=instance_of(int))
-
-    def __attrs_post_init__(self) -> None:
-        if (self.closed_loop is None) == (self.open_loop is None):
-            raise ValueError(f"workload {self.name!r} needs exactly one of closed_loop, open_loop")
 
     @property
     def loop(self) -> LoopKind:
-        return "closed" if self.closed_loop is not None else "open"
+        return self.shape.loop
+
+    def scaled(self, factor: float) -> WorkloadSpec:
+        """This workload shrunk (or grown) by ``factor``; the factor is recorded with each result."""
+        return self if factor == 1 else evolve(self, shape=self.shape.scaled(factor))
 
 
 # --- the things that run: runners and backends ------------------------------------------------
@@ -144,16 +222,39 @@ class RunOptions:
 
 @frozen(kw_only=True)
 class RunContext:
-    """Everything a runner needs besides the workload: where, how, and where to write."""
+    """Everything a runner needs besides the workload: where, how, and where to write.
+
+    A runner writes its files under ``output_dir`` (request records as they complete, the
+    reference tool's JSON, ``session.json``) through :meth:`write_json` and :meth:`path`, and
+    returns an unscaled :class:`WorkloadResult`; the engine adds telemetry, the ceiling check
+    and the scale.
+    """
 
     endpoint: Endpoint
     output_dir: Path
     options: RunOptions = RunOptions()
-    scale: float = field(default=1.0, validator=_positive_number)
     progress: Callable[[str], None] | None = field(default=None, eq=False)
     #: ``on_request(done, total, output_tokens)`` after every request, for a live display; it is
     #: called on the measuring loop, so it must be cheap (the CLI throttles what it draws).
     on_request: Callable[[int, int, int], None] | None = field(default=None, eq=False)
+
+    def path(self, name: str) -> Path:
+        """``output_dir / name``, the folder created first."""
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        return self.output_dir / name
+
+    def write_json(self, name: str, data: Any) -> Path:
+        """Write ``data`` as ``output_dir / name`` atomically (a crash never leaves half a file)."""
+        from arena_core.files import write_json_atomic
+
+        path = self.path(name)
+        write_json_atomic(path, data)
+        return path
+
+    def say(self, line: str) -> None:
+        """A progress line, when anyone listens."""
+        if self.progress is not None:
+            self.progress(line)
 
 
 class Runner(Protocol):
@@ -162,6 +263,20 @@ class Runner(Protocol):
     def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
         """Build all prompts, drive the load, write request records under ``context.output_dir``."""
         ...
+
+
+@frozen(kw_only=True)
+class ReportReader:
+    """How a runner reads its reference tool's saved JSON (``arena import`` and the external
+    engine use the same reader): ``recognises(data)`` says whether a document is this tool's,
+    ``read(data, workload, expected_requests)`` returns the Arena result (``expected_requests``
+    is ``None`` when unknown, as for an imported file). ``caveat`` is what the format cannot say,
+    shown on imported results."""
+
+    tool: str
+    recognises: Callable[[Mapping[str, Any]], bool]
+    read: Callable[[Mapping[str, Any], str, int | None], WorkloadResult]
+    caveat: str = ""
 
 
 @frozen(kw_only=True)
@@ -176,6 +291,13 @@ class RunnerSpec:
     check_external: Callable[[], ToolAvailability] | None = None
     #: ``command(workload, base_url, model)``: the reference tool's command line for a workload.
     command: Callable[[WorkloadSpec, str, str], list[str]] | None = None
+    #: The reader of the reference tool's JSON, when the runner has one.
+    report: ReportReader | None = None
+
+    def command_for(self, workload: WorkloadSpec, base_url: str, model: str) -> str | None:
+        """The reference tool's command for ``workload`` as one line (shown on cards and by
+        ``arena show workload``), or ``None`` when the runner has no reference tool."""
+        return " ".join(self.command(workload, base_url, model)) if self.command is not None else None
 
 
 class Backend(Protocol):
@@ -197,25 +319,56 @@ class Backend(Protocol):
 
 
 @frozen(kw_only=True)
+class EndpointSettings:
+    """Where a running server is and how to authenticate (``[endpoint]`` in the config file,
+    ``--base-url`` and friends on the command line). The key itself is never here: only the
+    name of the environment variable or file that holds it."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    api_key_file: str | None = None
+
+
+@frozen(kw_only=True)
 class BackendRequest:
-    """What a backend is asked to serve: the model, the config, where to keep its log, and the
-    largest context and concurrency the chosen workloads will need."""
+    """What a backend is asked to serve: the model, the endpoint settings (for a backend that
+    attaches to a running server), where to keep its log, and the largest context and
+    concurrency the chosen workloads will need."""
 
     model: ModelSpec
-    config: ArenaConfig
     run_dir: Path
     max_context_tokens: int
     max_concurrency: int
+    endpoint: EndpointSettings = EndpointSettings()
     hardware: HardwareProfile | None = None
 
 
 @frozen(kw_only=True)
+class EmbeddedRun:
+    """What ``arena run`` measures with no arguments when a backend offers it: a catalog model
+    the backend serves out of the box, at a scale that finishes in minutes on a small machine."""
+
+    model: str = field(validator=_name)
+    scale: float = field(default=1.0, validator=_positive_number)
+    #: Ask for exactly each workload's output length (a small model may stop early otherwise).
+    exact_output: bool = True
+
+
+@frozen(kw_only=True)
 class BackendSpec:
-    """An inference-server lifecycle; ``create(request)`` returns a :class:`Backend`."""
+    """An inference-server lifecycle; ``create(request)`` returns a :class:`Backend`.
+
+    ``attaches``: it measures a server that is already running (chosen when a base URL is
+    given). ``embedded``: it can serve a run with no arguments; the first backend registered
+    with one is ``arena run``'s default.
+    """
 
     name: str = field(validator=_name)
     description: str
     create: Callable[[BackendRequest], Backend]
+    attaches: bool = False
+    embedded: EmbeddedRun | None = None
 
 
 # --- hardware and models -------------------------------------------------------------------
@@ -241,6 +394,16 @@ class HardwareProfile:
     #: How memory and power are read here: ``meminfo`` (MemTotal - MemAvailable, the way on
     #: unified memory), ``nvml`` (device and per-process memory, power, energy).
     probes: tuple[str, ...] = ()
+    #: Figures the plugin measures when a run starts rather than at registration (a CPU host's
+    #: memory bandwidth): ``measure()`` returns the changed fields and a source line. Not stored.
+    measure: Callable[[], tuple[Mapping[str, Any], str]] | None = field(default=None, eq=False, repr=False)
+
+    def measured(self) -> HardwareProfile:
+        """This profile with its run-time figures measured (itself when it has none)."""
+        if self.measure is None:
+            return self
+        changes, source = self.measure()
+        return evolve(self, **changes, sources=(*self.sources, source), measure=None)
 
 
 @frozen(kw_only=True)
@@ -333,6 +496,9 @@ class ScorerSpec:
     description: str
     profiles: tuple[str, ...]
     create: Callable[[str, Mapping[str, Any]], Any]
+    #: Cards, leaderboard and site rank by the first scorer registered with ``default`` (else
+    #: the first registered).
+    default: bool = False
 
 
 @frozen(kw_only=True)
@@ -475,13 +641,22 @@ class WorkloadResult:
     workload: str
     runner: str
     engine: str
-    scale: float = field(validator=_positive_number)
     requests: int = field(validator=_non_negative_int)
     failed: int = field(validator=_non_negative_int)
     tokens_per_second: float | None
     ttft_p50_s: float | None
     metrics: Mapping[str, float | None] = field(factory=dict)
     verdict: Verdict
+    #: The workload's scale factor: runners leave it at 1, the engine stamps it (:meth:`scaled`).
+    scale: float = field(default=1.0, validator=_positive_number)
+
+    def scaled(self, factor: float) -> WorkloadResult:
+        """This result marked as measured on a workload shrunk by ``factor``: still valid, but
+        labelled, and kept off unscaled leaderboards."""
+        if factor == 1:
+            return self
+        label = f"scaled x{factor:g}"
+        return evolve(self, scale=factor, verdict=evolve(self.verdict, labels=(*self.verdict.labels, label)))
 
 
 @frozen(kw_only=True)

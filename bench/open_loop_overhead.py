@@ -49,7 +49,7 @@ def arena_child(url: str, rate: float, count: int, input_len: int, output_len: i
         dataset="random", input_tokens=input_len, output_tokens=output_len, range_ratio=0.0,
         request_rate=rate, burstiness=1.0, num_prompts=count, max_concurrency=cap or None,
     )
-    spec = WorkloadSpec(name="bench", title="bench", description="bench", runner="vllm-bench", open_loop=shape, seed=SEED)
+    spec = WorkloadSpec(name="bench", title="bench", description="bench", runner="vllm-bench", shape=shape, seed=SEED)
     context = RunContext(endpoint=Endpoint(base_url=url, model=MODEL), output_dir=out, options=RunOptions(tokenizer=TOKENIZER))
     started = time.perf_counter()
     result = runner.create("native").run(spec, context)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from arena_core import ArenaHooks, make_plugin_manager
-from arena_core.cards import load_cards
+from arena_core import ArenaHooks, load_cards, make_plugin_manager
 from arena_scoring import PROFILES, ArenaScorer
 
 

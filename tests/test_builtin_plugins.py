@@ -40,7 +40,7 @@ def test_the_nine_workloads_in_card_order(registry):
 @pytest.mark.parametrize("name", CLOSED)
 def test_closed_loop_workload_parameters(registry, name):
     workload = registry.workloads[name].item
-    shape = workload.closed_loop
+    shape = workload.shape
     assert (shape.prompt_tokens, shape.generated_tokens, shape.depth, shape.turns) == CLOSED[name]
     assert (shape.concurrency, shape.runs, shape.latency_mode, workload.seed) == (10, 3, "generation", 42)
     assert (workload.runner, workload.loop) == ("llama-benchy", "closed")
@@ -49,7 +49,7 @@ def test_closed_loop_workload_parameters(registry, name):
 @pytest.mark.parametrize("name", OPEN)
 def test_open_loop_workload_parameters(registry, name):
     workload = registry.workloads[name].item
-    shape = workload.open_loop
+    shape = workload.shape
     actual = (
         shape.dataset,
         shape.input_tokens,

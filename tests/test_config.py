@@ -125,8 +125,8 @@ def test_unknown_names_are_checked_against_the_registry(registry, text, expected
 def test_override_changes_only_the_fields_it_sets(registry):
     chat = registry.workloads["chat"].item
     changed = apply_override(chat, parse_config("[workloads.chat]\nconcurrency = 2\nseed = 7\n").workloads["chat"])
-    assert changed.closed_loop.concurrency == 2 and changed.seed == 7
-    assert changed.closed_loop.prompt_tokens == chat.closed_loop.prompt_tokens
+    assert changed.shape.concurrency == 2 and changed.seed == 7
+    assert changed.shape.prompt_tokens == chat.shape.prompt_tokens
 
 
 def test_load_config_reads_arena_toml_from_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

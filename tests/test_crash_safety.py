@@ -97,7 +97,7 @@ def test_a_full_disk_gives_one_line_and_keeps_earlier_files(tmp_path, monkeypatc
 
 
 def test_an_atomic_write_that_fails_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
-    from arena_core import store
+    from arena_core import files as store
 
     target = tmp_path / "result.json"
     store.write_json_atomic(target, {"tokens_per_second": 14.9})

@@ -12,7 +12,6 @@ import urllib.request
 import pytest
 
 from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
-from arena_core.config import ArenaConfig
 from arena_core.loadgen import read_records
 from arena_core.telemetry import TelemetrySampler, summarise
 
@@ -34,15 +33,15 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
     registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
     model = registry.get("models", "gemma-3-270m")
     backend = registry.get("backends", "llama-cpp").create(
-        BackendRequest(model=model, config=ArenaConfig(), run_dir=tmp_path, max_context_tokens=256, max_concurrency=4)
+        BackendRequest(model=model, run_dir=tmp_path, max_context_tokens=256, max_concurrency=4)
     )
     closed = WorkloadSpec(
         name="tiny-chat", title="tiny chat", description="test", runner="llama-benchy",
-        closed_loop=ClosedLoopShape(prompt_tokens=32, generated_tokens=TOKENS, concurrency=4, runs=1),
+        shape=ClosedLoopShape(prompt_tokens=32, generated_tokens=TOKENS, concurrency=4, runs=1),
     )
     opened = WorkloadSpec(
         name="tiny-office", title="tiny office", description="test", runner="vllm-bench",
-        open_loop=OpenLoopShape(dataset="random", input_tokens=48, output_tokens=TOKENS, request_rate=4.0, num_prompts=6),
+        shape=OpenLoopShape(dataset="random", input_tokens=48, output_tokens=TOKENS, request_rate=4.0, num_prompts=6),
     )
     endpoint = backend.start()
     try:

@@ -172,6 +172,7 @@ def test_token_timeline_sources():
 
 
 def test_first_answer_token_is_reported_when_reasoning_streams_first():
+    from arena_core import ClosedLoopShape
     from arena_core.loadgen import ClosedLoopPlan, SessionFacts, closed_loop_result, llama_benchy_report
 
     def record(index, kinds):
@@ -183,8 +184,8 @@ def test_first_answer_token_is_reported_when_reasoning_streams_first():
         )
 
     records = [record(0, "rrrcc"), record(1, "RRccc")]
-    plan = ClosedLoopPlan(workload="think", model="m", prompt_tokens=10, generated_tokens=5, concurrency=2, runs=1)
+    plan = ClosedLoopPlan(workload="think", model="m", shape=ClosedLoopShape(prompt_tokens=10, generated_tokens=5, concurrency=2, runs=1))
     facts = SessionFacts(latency_s=0.0, delta_user=0, delta_context=0, coherence="skipped")
-    result = closed_loop_result(records, plan, facts, llama_benchy_report(records, plan, facts, "m"), runner="llama-benchy", engine="native", scale=1.0)
+    result = closed_loop_result(records, plan, facts, llama_benchy_report(records, plan, facts, "m"), runner="llama-benchy", engine="native")
     assert result.ttft_p50_s == pytest.approx(0.1)  # reasoning counts as a token for llama-benchy
     assert result.metrics["first_answer_token_p50_s"] == pytest.approx(0.35)  # 0.4 and 0.3

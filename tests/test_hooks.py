@@ -42,7 +42,7 @@ def test_hook_arena_register_workloads():
         title="Tiny chat",
         description="A small closed-loop test.",
         runner="llama-benchy",
-        closed_loop=ClosedLoopShape(prompt_tokens=16, generated_tokens=16, concurrency=2, runs=1),
+        shape=ClosedLoopShape(prompt_tokens=16, generated_tokens=16, concurrency=2, runs=1),
     )
 
     class Plugin:

@@ -29,7 +29,7 @@ def runner():
 
 def workload(name: str, **shape) -> WorkloadSpec:
     defaults = dict(prompt_tokens=256, generated_tokens=32, concurrency=2, runs=2, latency_mode="none")
-    return WorkloadSpec(name=name, title=name, description="test", runner="llama-benchy", closed_loop=ClosedLoopShape(**{**defaults, **shape}))
+    return WorkloadSpec(name=name, title=name, description="test", runner="llama-benchy", shape=ClosedLoopShape(**{**defaults, **shape}))
 
 
 def rig_args(tokenizer_path: Path, *extra: str) -> list[str]:

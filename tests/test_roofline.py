@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from arena_core import ArenaHooks, Verdict, WorkloadResult, make_plugin_manager
-from arena_core.roofline import apply_ceiling, decode_ceiling, measure_host_bandwidth, weight_bytes_per_token
+from arena_core.roofline import apply_ceiling, decode_ceiling, weight_bytes_per_token
+from arena_hardware.host import measure_host_bandwidth
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_sliding_window_layers_stop_growing_at_the_window(registry):
 def test_kv_cache_and_state_lower_the_ceiling_with_batch_and_context(registry):
     gb10, model = registry.get("hardware", "gb10"), registry.get("models", "qwen3.6-35b-a3b")
     long_context = registry.get("workloads", "long-context-25k")
-    shape = long_context.closed_loop
+    shape = long_context.shape
     per_sequence = model.architecture.kv_bytes(shape.depth + shape.prompt_tokens) + 2 * model.architecture.linear_state_bytes()
     expected = 273e9 / (3.0e9 + shape.concurrency * per_sequence)
     assert decode_ceiling(model, gb10, long_context) == pytest.approx(expected)

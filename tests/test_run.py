@@ -14,7 +14,6 @@ import pytest
 
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.loadgen import read_records
-from arena_core.scaling import scale_workload
 from arena_core.testing import run_cli
 from arena_core.testing.fake_server import FakeServerProcess
 
@@ -32,13 +31,13 @@ def rig(*extra: str) -> FakeServerProcess:
 
 
 def test_scaling_shrinks_lengths_and_counts_but_keeps_the_shape(registry):
-    chat = scale_workload(registry.get("workloads", "chat"), 0.05).closed_loop
+    chat = registry.get("workloads", "chat").scaled(0.05).shape
     assert (chat.prompt_tokens, chat.generated_tokens, chat.runs, chat.concurrency) == (51, 51, 1, 10)
-    talk = scale_workload(registry.get("workloads", "multi-turn"), 0.001).closed_loop
+    talk = registry.get("workloads", "multi-turn").scaled(0.001).shape
     assert (talk.prompt_tokens, talk.generated_tokens, talk.turns) == (16, 16, 5)  # never below 16 tokens
-    peak = scale_workload(registry.get("workloads", "monday-peak"), 0.05).open_loop
+    peak = registry.get("workloads", "monday-peak").scaled(0.05).shape
     assert (peak.input_tokens, peak.output_tokens, peak.num_prompts, peak.request_rate, peak.max_concurrency, peak.burstiness) == (200, 25, 15, 1.5, 25, 1.0)
-    reasoning = scale_workload(registry.get("workloads", "reasoning"), 0.001).open_loop
+    reasoning = registry.get("workloads", "reasoning").scaled(0.001).shape
     assert reasoning.num_prompts == 1  # never below one request
 
 
@@ -167,7 +166,7 @@ def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
     seen: dict[str, list[tuple[int, int, int]]] = {"chat": [], "monday-peak": []}
     with rig() as server:
         for name in seen:
-            workload = scale_workload(registry.get("workloads", name), 0.02)
+            workload = registry.get("workloads", name).scaled(0.02)
             context = RunContext(
                 endpoint=Endpoint(base_url=server.url, model="m"), output_dir=tmp_path / name, options=RunOptions(tokenizer=TOKENIZER),
                 on_request=lambda done, total, tokens, name=name: seen[name].append((done, total, tokens)),
@@ -203,10 +202,10 @@ def test_ctrl_c_keeps_finished_records_and_says_how_to_resume(tmp_path):
 
 
 def test_model_memory_prefers_the_servers_own_figure():
-    from arena_core.engine import model_memory
+    from arena_core.telemetry import model_memory
 
     from_log = model_memory({"model_memory_gib": 1.53}, 10 * 10**9, 12 * 10**9)
-    assert from_log["gb"] == pytest.approx(1.53 * 2**30 / 1e9) and "server's log" in from_log["source"]
+    assert from_log.gb == pytest.approx(1.53 * 2**30 / 1e9) and "server's log" in from_log.source
     probed = model_memory({}, 10 * 10**9, 10_300_000_000)
-    assert probed["gb"] == pytest.approx(0.3) and "before and after" in probed["source"]
+    assert probed.gb == pytest.approx(0.3) and "before and after" in probed.source
     assert model_memory({}, None, None) is None

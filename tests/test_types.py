@@ -40,12 +40,22 @@ def test_open_loop_random_needs_lengths_and_valid_ratio():
 
 def test_workload_needs_exactly_one_shape_and_a_cli_friendly_name():
     open_shape = OpenLoopShape(dataset="sharegpt", request_rate=1, num_prompts=5)
-    with pytest.raises(ValueError, match="exactly one"):
-        WorkloadSpec(name="w", title="W", description="", runner="r")
-    with pytest.raises(ValueError, match="exactly one"):
-        WorkloadSpec(name="w", title="W", description="", runner="r", closed_loop=closed(), open_loop=open_shape)
+    with pytest.raises(TypeError, match="shape"):
+        WorkloadSpec(name="w", title="W", description="", runner="r")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="shape"):
+        WorkloadSpec(name="w", title="W", description="", runner="r", shape=(closed(), open_shape))  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        WorkloadSpec(name="Bad Name", title="W", description="", runner="r", closed_loop=closed())
+        WorkloadSpec(name="Bad Name", title="W", description="", runner="r", shape=closed())
+    assert WorkloadSpec(name="w", title="W", description="", runner="r", shape=open_shape).loop == "open"
+
+
+def test_a_shape_owns_its_scaling_and_what_it_needs_from_a_server():
+    talk = closed(prompt_tokens=2048, generated_tokens=512, turns=5, concurrency=10, runs=3)
+    assert talk.scaled(0.001) == closed(prompt_tokens=16, generated_tokens=16, turns=5, concurrency=10, runs=1)
+    assert (talk.context_needed(), talk.concurrency_needed(), talk.decode_shape()) == (5 * 2560, 10, (10, 2048))
+    peak = OpenLoopShape(dataset="random", request_rate=1.5, num_prompts=300, input_tokens=4000, output_tokens=500, range_ratio=0.9, max_concurrency=25)
+    assert peak.scaled(0.05).num_prompts == 15 and peak.scaled(0.05).request_rate == 1.5
+    assert (peak.context_needed(), peak.concurrency_needed(), peak.decode_shape()) == (int(4500 * 1.9) + 1, 25, (1, 4000))
 
 
 def test_quality_score_is_a_percentage_or_not_published():

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from arena_core import ArenaHooks, BackendRequest, make_plugin_manager
-from arena_core.config import ArenaConfig
 from arena_core.testing import run_cli
 
 STAND_IN = Path(__file__).resolve().parent / "stand_ins" / "vllm_serve.py"
@@ -28,7 +27,7 @@ def stand_in_vllm(tmp_path, monkeypatch):
 def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
     registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
     request = BackendRequest(
-        model=registry.get("models", "qwen3.5-0.8b"), config=ArenaConfig(), run_dir=tmp_path / "run",
+        model=registry.get("models", "qwen3.5-0.8b"), run_dir=tmp_path / "run",
         max_context_tokens=4096, max_concurrency=10, hardware=registry.get("hardware", "gb10"),
     )
     backend = registry.get("backends", "vllm").create(request)

@@ -15,7 +15,8 @@ from arena_core.loadgen import read_records
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.testing import run_cli
 from arena_core.testing.fake_server import FakeServerProcess
-from arena_runners.vllm_bench import command_line, load_conversations
+from arena_core import load_two_turn_conversations as load_conversations
+from arena_runners.vllm_bench import command_line
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "vllm"
 TOKENIZER = FIXTURES / "tokenizer"
@@ -29,7 +30,7 @@ def runner():
 
 def workload(name: str, **shape) -> WorkloadSpec:
     defaults = dict(dataset="random", input_tokens=64, output_tokens=16, range_ratio=0.5, request_rate=25.0, burstiness=1.0, num_prompts=40)
-    return WorkloadSpec(name=name, title=name, description="test", runner="vllm-bench", open_loop=OpenLoopShape(**{**defaults, **shape}))
+    return WorkloadSpec(name=name, title=name, description="test", runner="vllm-bench", shape=OpenLoopShape(**{**defaults, **shape}))
 
 
 def rig(*extra: str) -> FakeServerProcess:
@@ -48,7 +49,7 @@ def test_show_runner():
 
 
 def test_command_line_is_in_the_c_locale():
-    line = command_line(workload("w", request_rate=0.30, burstiness=0.7, max_concurrency=25).open_loop, base_url="http://h:8000/", model="m", seed=42)
+    line = command_line(workload("w", request_rate=0.30, burstiness=0.7, max_concurrency=25).shape, base_url="http://h:8000/", model="m", seed=42)
     assert line[line.index("--request-rate") + 1] == "0.3" and line[line.index("--burstiness") + 1] == "0.7"
     assert line[line.index("--random-range-ratio") + 1] == "0.5" and line[line.index("--max-concurrency") + 1] == "25"
     assert line[:3] == ["vllm", "bench", "serve"] and "--base-url" in line and "http://h:8000" in line
@@ -166,9 +167,9 @@ def verdict_of(outcome, rate=10.0):
     from arena_core.loadgen.open_loop import OpenLoopPlan
     from arena_core.loadgen.open_summary import open_loop_report, open_loop_result
 
-    plan = OpenLoopPlan(workload="w", model="m", request_rate=rate)
+    plan = OpenLoopPlan(workload="w", model="m", shape=OpenLoopShape(dataset="random", request_rate=rate, num_prompts=max(1, len(outcome.outputs)), input_tokens=16, output_tokens=16))
     metrics, _ = open_loop_report(outcome, plan, tokenizer="t", num_prompts=len(outcome.outputs))
-    return open_loop_result(outcome, plan, metrics, runner="vllm-bench", engine="native", scale=1.0, requested=len(outcome.outputs)).verdict
+    return open_loop_result(outcome, plan, metrics, runner="vllm-bench", engine="native", requested=len(outcome.outputs)).verdict
 
 
 def test_a_client_behind_schedule_invalidates_the_run():

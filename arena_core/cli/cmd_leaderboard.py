@@ -8,8 +8,8 @@ import click
 
 from arena_core.cli.app import CliApp
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
-from arena_core.cards import load_cards
-from arena_core.errors import UsageError
+from arena_core.cards import default_scorer, load_cards
+from arena_core.errors import UnknownNameError, UsageError
 from arena_core.leaderboard import rank, row_dict
 from arena_core.report import render_json, render_table
 
@@ -26,14 +26,14 @@ def leaderboard_command(app: CliApp, output: Path | None, profile: str, hardware
     """Rank stored runs by Arena score; runs whose score intervals overlap are shown as ties."""
     registry = app.hooks.registry
     if hardware and hardware not in registry.hardware:
-        raise UsageError(f"--hardware: unknown hardware {hardware!r} (known: {', '.join(registry.names('hardware'))})")
+        raise UnknownNameError("hardware", hardware, registry.names("hardware"), source="--hardware")
     cards, problems = load_cards(results_dir(app, output), registry)
     for problem in problems:
         click.echo(f"warning: skipped {problem}", err=True)
-    spec = registry.get("scorers", "arena")
+    spec = default_scorer(registry)
     custom = custom_profiles(app)
     if profile not in (*spec.profiles, *custom):
-        raise UsageError(f"--profile: unknown scoring profile {profile!r} (known: {', '.join((*spec.profiles, *custom))})")
+        raise UnknownNameError("scoring profile", profile, (*spec.profiles, *custom), source="--profile")
     scorer = spec.create(profile, custom)
     rows = rank(cards, {c.run_id: scorer.score(c) for c in cards}, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
     if as_json:

@@ -9,7 +9,7 @@ import click
 from arena_core.cards import load_cards, scores_for
 from arena_core.cli.app import CliApp
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
-from arena_core.errors import UsageError
+from arena_core.errors import UnknownNameError, UsageError
 from arena_core.findings import findings
 from arena_core.integrity import integrity_label
 
@@ -31,7 +31,7 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
     custom = custom_profiles(app)
     all_scores = {c.run_id: scores_for(c, app.hooks, custom) for c in cards}
     if profile not in next(iter(all_scores.values())):
-        raise UsageError(f"--profile: unknown scoring profile {profile!r} (known: {', '.join(next(iter(all_scores.values())))})")
+        raise UnknownNameError("scoring profile", profile, next(iter(all_scores.values())), source="--profile")
     found = {c.run_id: findings(c, cards) for c in cards}
     store = results_dir(app, output)
     integrity = {c.run_id: integrity_label(store / c.run_id) for c in cards}

@@ -10,10 +10,11 @@ import click
 
 from arena_core.cli.app import CliApp
 from arena_core.engine import RunRequest, execute, plan_run
-from arena_core.errors import InvalidResults
+from arena_core.errors import InvalidResults, UnknownNameError
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
-from arena_core.store import find_run, read_manifest
+from arena_core.manifest import read_manifest
+from arena_core.store import find_run
 
 
 def _workload_names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -23,13 +24,13 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
     names = tuple(part.strip() for part in value.split(",") if part.strip())
     unknown = [name for name in names if name not in registry.workloads]
     if unknown:
-        raise click.BadParameter(f"unknown workload {unknown[0]!r} (known: {', '.join(registry.names('workloads'))})", ctx=ctx, param=param)
+        raise click.BadParameter(UnknownNameError("workload", unknown[0], registry.names("workloads")).problem, ctx=ctx, param=param)
     return names
 
 
 @click.command("run")
 @click.argument("model", required=False)
-@click.option("--backend", help="Backend name (default: llama-cpp, or openai with --base-url).")
+@click.option("--backend", help="Backend name (default: the embedded one, or the one that attaches with --base-url).")
 @click.option("--hardware", help="Hardware profile (default: detected).")
 @click.option("--base-url", help="Measure a server that is already running (implies --backend openai).")
 @click.option("--served-model", help="Model name the server expects (default: asked from /v1/models).")
@@ -58,15 +59,7 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
     config = app.config
     if resume:
         manifest = read_manifest(find_run(output or Path(config.run.output), resume))
-        facts = manifest.get("backend_facts") or {}
-        request = RunRequest(
-            model=manifest["model"] if manifest["model"] != "served-model" else None, backend=manifest["backend"],
-            hardware=manifest["hardware"], base_url=facts.get("base_url"), workloads=tuple(manifest["workloads"]),
-            scale=manifest["scale"], engine=manifest["engine"], output=output, exact_output=manifest.get("exact_output"),
-            tokenizer=Path(manifest["tokenizer"]) if manifest.get("tokenizer") else None, api_key_env=api_key_env, api_key_file=api_key_file,
-            request_timeout=request_timeout or manifest.get("request_timeout_s"),
-            dataset=Path(manifest["dataset"]) if manifest.get("dataset") else None, corpus=Path(manifest["corpus"]) if manifest.get("corpus") else None,
-        )
+        request = RunRequest.resuming(manifest, output=output, api_key_env=api_key_env, api_key_file=api_key_file, request_timeout=request_timeout)
     else:
         request = RunRequest(
             model=model, backend=backend, hardware=hardware, base_url=base_url, served_model=served_model, workloads=workloads,
@@ -89,9 +82,9 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
         live.clear()
     title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
     click.echo(render_card(title, results, [w.name for w in plan.workloads]))
-    memory = read_manifest(run_dir).get("model_memory")
+    memory = read_manifest(run_dir).model_memory
     if memory:
-        click.echo(f"model memory: {memory['gb']:.2f} GB (from {memory['source']})")
+        click.echo(f"model memory: {memory.gb:.2f} GB (from {memory.source})")
     click.echo(f"results: {run_dir}  ({time.perf_counter() - started:.0f} s)")
     invalid = [r.workload for r in results if not r.verdict.valid]
     if invalid:

@@ -10,11 +10,13 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.params import OUTPUT, KindType, registered_name, results_dir
 from arena_core.registry import Kind
 from arena_core.report.card import render_card
-from arena_core.store import find_run, load_result, read_manifest
-
-RUNS = Kind(plural="runs", singular="run", hook="", item_type=object)
+from arena_core.imports import PLACEHOLDER_URL
+from arena_core.manifest import manifest_data, read_manifest
 from arena_core.report import render_json, render_table
 from arena_core.report.describe import describe, flatten
+from arena_core.store import find_run, load_result
+
+RUNS = Kind(plural="runs", singular="run", hook="", item_type=object)
 
 
 def _check_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -42,10 +44,13 @@ def show_command(app: CliApp, kind: Kind, name: str, as_json: bool, output: Path
     registry = app.hooks.registry
     registration = registry.lookup(kind.plural, name)
     data = {"kind": kind.singular, "plugin": registration.plugin, **describe(registration.item)}
-    if kind.plural == "workloads" and registration.item.runner in registry.by_kind["runners"]:
-        runner = registry.get("runners", registration.item.runner)
-        if runner.command is not None:
-            data["command"] = " ".join(runner.command(registration.item, "http://localhost:8000", "MODEL"))
+    if kind.plural == "workloads":
+        shape = data.pop("shape")  # shown under the name of its loop, as a reader looks for it
+        data[f"{registration.item.loop}_loop"] = shape
+        if registration.item.runner in registry.by_kind["runners"]:
+            command = registry.get("runners", registration.item.runner).command_for(registration.item, PLACEHOLDER_URL, "MODEL")
+            if command:
+                data["command"] = command
     if as_json:
         click.echo(render_json(data))
     else:
@@ -55,10 +60,10 @@ def show_command(app: CliApp, kind: Kind, name: str, as_json: bool, output: Path
 def _show_run(store: Path, run_id: str, as_json: bool) -> None:
     run_dir = find_run(store, run_id, "arena show run")
     manifest = read_manifest(run_dir)
-    results = [r for r in (load_result(run_dir, name) for name in manifest["workloads"]) if r is not None]
+    results = [r for r in (load_result(run_dir, name) for name in manifest.workloads) if r is not None]
     if as_json:
-        click.echo(render_json({"manifest": manifest, "results": [describe(r) for r in results]}))
+        click.echo(render_json({"manifest": manifest_data(manifest), "results": [describe(r) for r in results]}))
         return
-    title = f"{manifest['model']} on {manifest['hardware']} ({manifest['backend']}, {manifest['engine']}), scale {manifest['scale']}, {manifest['status']}"
-    click.echo(render_card(title, results, manifest["workloads"]))
+    title = f"{manifest.model} on {manifest.hardware} ({manifest.backend}, {manifest.engine}), scale {manifest.scale}, {manifest.status}"
+    click.echo(render_card(title, results, list(manifest.workloads)))
     click.echo(f"results: {run_dir}")

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.errors import UnknownNameError
 from arena_core.registry import KINDS, Kind, find_kind
 
 
@@ -25,8 +26,7 @@ class KindType(click.ParamType):
         word = str(value).lower()
         kind = find_kind(word) or next((k for k in self.extra if word in (k.plural, k.singular)), None)
         if kind is None:
-            known = [*KINDS, *(k.plural for k in self.extra)]
-            self.fail(f"unknown kind {value!r} (known: {', '.join(known)})", param, ctx)
+            self.fail(UnknownNameError("kind", str(value), [*KINDS, *(k.plural for k in self.extra)]).problem, param, ctx)
         return kind
 
 
@@ -34,8 +34,7 @@ def registered_name(ctx: click.Context, param: click.Parameter, value: str, kind
     """Fail as a usage error, listing the known names, when ``value`` is not registered."""
     registry = ctx.find_object(CliApp).hooks.registry  # type: ignore[union-attr]
     if value not in registry.by_kind[kind.plural]:
-        known = ", ".join(registry.names(kind.plural)) or "none registered"
-        raise click.BadParameter(f"unknown {kind.singular} {value!r} (known: {known})", ctx=ctx, param=param)
+        raise click.BadParameter(UnknownNameError(kind.singular, value, registry.names(kind.plural)).problem, ctx=ctx, param=param)
     return value
 
 

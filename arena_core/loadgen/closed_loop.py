@@ -23,7 +23,7 @@ from attrs import field, frozen
 from arena_core.loadgen.chat import ChatClient, record_from
 from arena_core.loadgen.codec import Codec
 from arena_core.loadgen.prompts import CONTEXT_PROBE, PromptBuilder, chat_messages
-from arena_core.types import RequestRecord
+from arena_core.types import ClosedLoopShape, RequestRecord
 
 WARMUP_TEXT = "Warmup " * 10
 COHERENCE_PROMPT = "What is the capital of France? Please reply with one word only"
@@ -31,18 +31,12 @@ COHERENCE_PROMPT = "What is the capital of France? Please reply with one word on
 
 @frozen(kw_only=True)
 class ClosedLoopPlan:
-    """One closed-loop test and the session switches of llama-benchy that shape it."""
+    """One closed-loop test: the workload's ``shape`` and the session switches of llama-benchy."""
 
     workload: str
     model: str
-    prompt_tokens: int
-    generated_tokens: int
-    depth: int = 0
-    turns: int = 1
-    concurrency: int = 1
-    runs: int = 3
+    shape: ClosedLoopShape
     warmup: bool = True
-    latency_mode: str = "generation"
     prefix_caching: bool = False
     no_cache: bool = False
     exact_output: bool = False
@@ -101,7 +95,7 @@ class ClosedLoopDriver:
         self.on_interrupt: Callable[[list[RequestRecord]], None] | None = None
         self._in_run: list[RequestRecord] = []
         self._done = self._tokens = 0
-        self._total = (plan.runs + plan.warmup) * plan.concurrency * plan.turns * (2 if plan.prefix_caching and plan.depth > 0 else 1)
+        self._total = (plan.shape.runs + plan.warmup) * plan.shape.concurrency * plan.shape.turns * (2 if plan.prefix_caching and plan.shape.depth > 0 else 1)
 
     # --- session phases --------------------------------------------------------------------
 
@@ -141,7 +135,7 @@ class ClosedLoopDriver:
     async def latency(self) -> float:
         """llama-benchy's latency: mean of 3 samples; ``api`` reads /v1/models whole,
         ``generation`` waits for the first line of a 1-token stream; ``none`` is 0."""
-        mode = self.plan.latency_mode
+        mode = self.plan.shape.latency_mode
         if mode == "none":
             return 0.0
         samples = []
@@ -165,7 +159,7 @@ class ClosedLoopDriver:
         coherence = await self.coherence() if plan.check_coherence else "skipped"
         latency = await self.latency()
         self.progress(
-            f"{plan.workload}: latency {latency * 1000:.2f} ms ({plan.latency_mode}), "
+            f"{plan.workload}: latency {latency * 1000:.2f} ms ({plan.shape.latency_mode}), "
             f"template adds {delta_user} / {delta_context} tokens, coherence {coherence}"
         )
         return SessionFacts(latency_s=latency, delta_user=delta_user, delta_context=delta_context, coherence=coherence)
@@ -178,7 +172,7 @@ class ClosedLoopDriver:
         body: dict[str, Any] = {
             "model": plan.model,
             "messages": messages,
-            "max_tokens": plan.generated_tokens,
+            "max_tokens": plan.shape.generated_tokens,
             "stream": True,
             "return_token_ids": True,
             "stream_options": {"include_usage": True},
@@ -187,7 +181,7 @@ class ClosedLoopDriver:
             body["cache_prompt"] = False
         body.update(plan.extra_body)
         if plan.exact_output:
-            body["max_tokens"] = body["min_tokens"] = plan.generated_tokens
+            body["max_tokens"] = body["min_tokens"] = plan.shape.generated_tokens
             body["ignore_eos"] = True
         return body
 
@@ -202,14 +196,14 @@ class ClosedLoopDriver:
     async def _run(self) -> tuple[SessionFacts, list[RequestRecord]]:
         facts = await self.session()
         plan = self.plan
-        prompt, depth = plan.prompt_tokens, plan.depth
+        prompt, depth = plan.shape.prompt_tokens, plan.shape.depth
         if plan.adapt_prompt:
             if depth == 0:
                 prompt = max(1, prompt - facts.delta_user)
             else:
                 depth = max(1, depth - facts.delta_context)
-        all_runs = [0] * plan.warmup + list(range(1, plan.runs + 1))
-        if plan.turns > 1:
+        all_runs = [0] * plan.warmup + list(range(1, plan.shape.runs + 1))
+        if plan.shape.turns > 1:
             records = await self._conversations(all_runs, prompt)
         else:
             records = await self._single_turn(all_runs, prompt, depth)
@@ -217,7 +211,7 @@ class ClosedLoopDriver:
 
     async def _send(self, request: bytes, **labels: Any) -> RequestRecord:
         exchange, sink = await self.client.stream(request)
-        record = record_from(exchange, sink, workload=self.plan.workload, max_tokens=self.plan.generated_tokens, **labels)
+        record = record_from(exchange, sink, workload=self.plan.workload, max_tokens=self.plan.shape.generated_tokens, **labels)
         self._in_run.append(record)
         if self.on_request is not None:
             self._done += 1
@@ -227,17 +221,17 @@ class ClosedLoopDriver:
 
     async def _single_turn(self, all_runs: Sequence[int], prompt: int, depth: int) -> list[RequestRecord]:
         plan = self.plan
-        phased = plan.prefix_caching and plan.depth > 0
+        phased = plan.prefix_caching and plan.shape.depth > 0
         prepared: list[list[tuple[str, int, bytes]]] = []  # per run: (phase, expected tokens, request)
         for _ in all_runs:
-            pairs = [await self.prompts.build(prompt, depth, plan.no_cache) for _ in range(plan.concurrency)]
+            pairs = [await self.prompts.build(prompt, depth, plan.no_cache) for _ in range(plan.shape.concurrency)]
             if phased:
                 batch = [("context", depth, self.client.prepare(self.body(chat_messages(c, CONTEXT_PROBE)))) for c, _ in pairs]
                 batch += [("inference", prompt, self.client.prepare(self.body(chat_messages(c, p)))) for c, p in pairs]
             else:
                 batch = [("standard", prompt + depth, self.client.prepare(self.body(chat_messages(c, p)))) for c, p in pairs]
             prepared.append(batch)
-        await self.client.http.warm(plan.concurrency)
+        await self.client.http.warm(plan.shape.concurrency)
         records: list[RequestRecord] = []
         for run_index, batch in zip(all_runs, prepared):
             started = time.perf_counter()
@@ -256,10 +250,10 @@ class ClosedLoopDriver:
     async def _conversations(self, all_runs: Sequence[int], prompt: int) -> list[RequestRecord]:
         plan = self.plan
         user_turns = [
-            [[(await self.prompts.build(prompt, 0, plan.no_cache))[1] for _ in range(plan.turns)] for _ in range(plan.concurrency)]
+            [[(await self.prompts.build(prompt, 0, plan.no_cache))[1] for _ in range(plan.shape.turns)] for _ in range(plan.shape.concurrency)]
             for _ in all_runs
         ]
-        await self.client.http.warm(plan.concurrency)
+        await self.client.http.warm(plan.shape.concurrency)
         records: list[RequestRecord] = []
         for run_index, conversations in zip(all_runs, user_turns):
             started = time.perf_counter()
@@ -277,13 +271,13 @@ class ClosedLoopDriver:
             labels = dict(run_index=run_index, request_index=index, turn_index=turn, warmup=run_index == 0)
             expected = prompt * (turn + 1) + answered
             if records and not records[-1].ok:
-                records.append(RequestRecord(workload=self.plan.workload, sent_ns=time.perf_counter_ns(), error=SKIPPED_TURN, expected_prompt_tokens=expected, max_tokens=self.plan.generated_tokens, **labels))
+                records.append(RequestRecord(workload=self.plan.workload, sent_ns=time.perf_counter_ns(), error=SKIPPED_TURN, expected_prompt_tokens=expected, max_tokens=self.plan.shape.generated_tokens, **labels))
                 continue
             history.append({"role": "user", "content": text})
             record = await self._send(self.client.prepare(self.body(list(history))), expected_prompt_tokens=expected, **labels)
             records.append(record)
             history.append({"role": "assistant", "content": record.content})
-            answered += record.completion_tokens_server or self.plan.generated_tokens
+            answered += record.completion_tokens_server or self.plan.shape.generated_tokens
         return records
 
     async def _finish_run(self, run_index: int, records: list[RequestRecord], seconds: float) -> list[RequestRecord]:
@@ -292,7 +286,7 @@ class ClosedLoopDriver:
         self._in_run.clear()
         records = await self.on_run(records)
         failed = sum(not r.ok for r in records)
-        label = "warmup run" if run_index == 0 else f"run {run_index}/{self.plan.runs}"
+        label = "warmup run" if run_index == 0 else f"run {run_index}/{self.plan.shape.runs}"
         tokens = sum(r.completion_tokens_server or 0 for r in records)
         self.progress(
             f"{self.plan.workload}: {label}: {len(records)} requests, {tokens} tokens in {seconds:.1f} s"

@@ -28,27 +28,27 @@ def _groups(records: Sequence[RequestRecord], phase: str, turn: int) -> list[lis
 
 def llama_benchy_report(records: Sequence[RequestRecord], plan: ClosedLoopPlan, facts: SessionFacts, model: str) -> dict[str, Any]:
     """The report llama-benchy would write with ``--format json`` for this test."""
-    common = dict(concurrency=plan.concurrency, latency_s=facts.latency_s, prompt_size=plan.prompt_tokens, response_size=plan.generated_tokens)
+    common = dict(concurrency=plan.shape.concurrency, latency_s=facts.latency_s, prompt_size=plan.shape.prompt_tokens, response_size=plan.shape.generated_tokens)
     entries = []
-    if plan.turns > 1:
-        for turn in range(plan.turns):
-            depth = turn * (plan.prompt_tokens + plan.generated_tokens)
+    if plan.shape.turns > 1:
+        for turn in range(plan.shape.turns):
+            depth = turn * (plan.shape.prompt_tokens + plan.shape.generated_tokens)
             entries.append(llama_benchy_entry(_groups(records, "standard", turn), expected_prompt_tokens=None, context_size=depth, **common))
-    elif plan.prefix_caching and plan.depth > 0:
+    elif plan.prefix_caching and plan.shape.depth > 0:
         for phase in ("context", "inference"):
             entries.append(
-                llama_benchy_entry(_groups(records, phase, 0), expected_prompt_tokens=None, context_size=plan.depth, context_phase=phase == "context", **common)
+                llama_benchy_entry(_groups(records, phase, 0), expected_prompt_tokens=None, context_size=plan.shape.depth, context_phase=phase == "context", **common)
             )
     else:
-        entries.append(llama_benchy_entry(_groups(records, "standard", 0), expected_prompt_tokens=None, context_size=plan.depth, **common))
+        entries.append(llama_benchy_entry(_groups(records, "standard", 0), expected_prompt_tokens=None, context_size=plan.shape.depth, **common))
     return {
         "version": LLAMA_BENCHY_SCHEMA_VERSION,
         "timestamp": time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime()),
-        "latency_mode": plan.latency_mode,
+        "latency_mode": plan.shape.latency_mode,
         "latency_ms": facts.latency_s * 1000,
         "model": model,
         "prefix_caching_enabled": plan.prefix_caching,
-        "max_concurrency": plan.concurrency,
+        "max_concurrency": plan.shape.concurrency,
         "benchmarks": entries,
         "generator": "arena native engine (llama-benchy 0.4.0 semantics)",
     }
@@ -67,7 +67,6 @@ def closed_loop_result(
     *,
     runner: str,
     engine: str,
-    scale: float,
 ) -> WorkloadResult:
     """The Arena result: the card's figures (per-user decode t/s at c, TTFT p50) and the rest."""
     measured = [r for r in records if not r.warmup]
@@ -96,8 +95,8 @@ def closed_loop_result(
     answers = [_first_answer_s(r) for r in ok if ANSWER in r.chunk_kinds and r.chunk_kinds[0] != ANSWER]
     if answers:
         metrics["first_answer_token_p50_s"] = median([a for a in answers if a is not None])
-    if plan.turns > 1:
-        for turn in range(plan.turns):
+    if plan.shape.turns > 1:
+        for turn in range(plan.shape.turns):
             turn_ttfts = [m.e2e_ttft for r, m in zip(ok, per_request) if r.turn_index == turn and m.e2e_ttft is not None]
             turn_decode = [m.tg_speed for r, m in zip(ok, per_request) if r.turn_index == turn and m.tg_speed is not None]
             metrics[f"turn{turn + 1}_ttft_p50_s"] = median(turn_ttfts) if turn_ttfts else None
@@ -107,13 +106,12 @@ def closed_loop_result(
         workload=plan.workload,
         runner=runner,
         engine=engine,
-        scale=scale,
         requests=len(measured),
         failed=len(measured) - len(ok),
         tokens_per_second=metrics["decode_tps_per_user"],
         ttft_p50_s=metrics.get("ttft_p50_s"),
         metrics=metrics,
-        verdict=verdict_for(measured, exact_output=plan.exact_output, scale=scale, extra_reasons=extra),
+        verdict=verdict_for(measured, exact_output=plan.exact_output, extra_reasons=extra),
     )
 
 

@@ -24,7 +24,7 @@ from arena_core.loadgen.datasets import SampledRequest
 from arena_core.loadgen.open_metrics import VllmOutput, vllm_output
 from arena_core.loadgen.records_io import RecordWriter
 from arena_core.loadgen.stream import ANSWER
-from arena_core.types import RequestRecord
+from arena_core.types import OpenLoopShape, RequestRecord
 
 FLUSH_EVERY = 256
 WARM_CONNECTIONS = 16
@@ -32,11 +32,11 @@ WARM_CONNECTIONS = 16
 
 @frozen(kw_only=True)
 class OpenLoopPlan:
+    """One open-loop test: the workload's ``shape``, its seed, and how requests ask for tokens."""
+
     workload: str
     model: str
-    request_rate: float
-    burstiness: float = 1.0
-    max_concurrency: int | None = None
+    shape: OpenLoopShape
     seed: int = 0
     ignore_eos: bool = False
     extra_body: Mapping[str, Any] = field(factory=dict)
@@ -93,7 +93,7 @@ class OpenLoopDriver:
         prepared = [self.client.http.build_request("POST", "/v1/chat/completions", encode_json(chat_body(plan, r))) for r in requests]
         prompt_lens = [r.prompt_len for r in requests]
         asked = [r.expected_output_len for r in requests]
-        await self.client.http.warm(min(count, plan.max_concurrency or WARM_CONNECTIONS))
+        await self.client.http.warm(min(count, plan.shape.max_concurrency or WARM_CONNECTIONS))
         outputs: list[VllmOutput | None] = [None] * count
         lateness: list[float] = [0.0] * count
         answers: list[float] = []
@@ -127,7 +127,7 @@ class OpenLoopDriver:
             while (item := await queue.get()) is not None:
                 await one(*item)
 
-        workers = [asyncio.ensure_future(worker()) for _ in range(plan.max_concurrency or 0)]
+        workers = [asyncio.ensure_future(worker()) for _ in range(plan.shape.max_concurrency or 0)]
         tasks = []
         gc_was_enabled = gc.isenabled()
         gc.disable()  # no collection pause while requests are in flight (see closed_loop.paused_gc)

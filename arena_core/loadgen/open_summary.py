@@ -28,35 +28,45 @@ def open_loop_report(outcome: OpenLoopOutcome, plan: OpenLoopPlan, *, tokenizer:
         "model_id": plan.model,
         "tokenizer_id": tokenizer,
         "num_prompts": num_prompts,
-        "request_rate": request_rate_label(plan.request_rate),
-        "burstiness": plan.burstiness,
-        "max_concurrency": plan.max_concurrency,
+        "request_rate": request_rate_label(plan.shape.request_rate),
+        "burstiness": plan.shape.burstiness,
+        "max_concurrency": plan.shape.max_concurrency,
     }
     report = vllm_result(outcome.outputs, metrics, header=header, duration=outcome.duration_s, goodput=False)
     report["generator"] = "arena native engine (vllm bench serve 0.33 semantics)"
     return metrics, report
 
 
-def open_loop_result(
-    outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, Any], *, runner: str, engine: str, scale: float, requested: int
-) -> WorkloadResult:
-    successes = [o for o in outcome.outputs if o.success]
-    lateness_p99 = percentile(outcome.lateness_s, 99) if outcome.lateness_s else 0.0
-    offered = plan.request_rate
-    achieved_dispatch = (len(outcome.lateness_s) / outcome.dispatch_span_s) if outcome.dispatch_span_s > 0 else float("inf")
+def open_loop_result(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, Any], *, runner: str, engine: str, requested: int) -> WorkloadResult:
+    """The Arena result of a finished open-loop run: the card's figures, the rest, the verdict."""
+    summary = _summary(outcome, plan, metrics)
+    failed = metrics["failed"] + (requested - len(outcome.outputs))
+    return WorkloadResult(
+        workload=plan.workload,
+        runner=runner,
+        engine=engine,
+        requests=requested,
+        failed=failed,
+        tokens_per_second=metrics["output_throughput"],
+        ttft_p50_s=metrics["median_ttft_ms"] / 1000 if any(o.success for o in outcome.outputs) else None,
+        metrics=summary,
+        verdict=_verdict(outcome, plan, summary, failed=failed, requested=requested),
+    )
+
+
+def _summary(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, Any]) -> dict[str, float | None]:
     # Completions per second over the run less one typical request: a server that keeps up
     # finishes the last request about one latency after the last arrival.
     served_window = outcome.duration_s - metrics["median_e2el_ms"] / 1000
-    served = metrics["completed"] / served_window if served_window > 0 else metrics["request_throughput"]
     summary: dict[str, float | None] = {
         "output_tps": metrics["output_throughput"],
         "total_tps": metrics["total_token_throughput"],
         "request_throughput": metrics["request_throughput"],
-        "served_rate": served,
-        "requested_rate": offered,
-        "dispatch_rate": achieved_dispatch,
+        "served_rate": metrics["completed"] / served_window if served_window > 0 else metrics["request_throughput"],
+        "requested_rate": plan.shape.request_rate,
+        "dispatch_rate": (len(outcome.lateness_s) / outcome.dispatch_span_s) if outcome.dispatch_span_s > 0 else float("inf"),
         "lateness_p50_s": percentile(outcome.lateness_s, 50) if outcome.lateness_s else None,
-        "lateness_p99_s": lateness_p99,
+        "lateness_p99_s": percentile(outcome.lateness_s, 99) if outcome.lateness_s else 0.0,
         "tpot_median_s": metrics["median_tpot_ms"] / 1000,
         "itl_median_s": metrics["median_itl_ms"] / 1000,
         "e2el_median_s": metrics["median_e2el_ms"] / 1000,
@@ -65,20 +75,24 @@ def open_loop_result(
         "duration_s": outcome.duration_s,
         "output_tokens": float(metrics["total_output"]),
     }
-    tail_metrics("ttft", [o.ttft for o in successes], summary)
+    tail_metrics("ttft", [o.ttft for o in outcome.outputs if o.success], summary)
     if outcome.first_answer_s:
         summary["first_answer_token_p50_s"] = percentile(outcome.first_answer_s, 50)
+    return summary
+
+
+def _verdict(outcome: OpenLoopOutcome, plan: OpenLoopPlan, summary: dict[str, Any], *, failed: int, requested: int) -> Verdict:
+    """Invalid when requests failed, the client fell behind its schedule, token counts disagree
+    or completions came up short; labelled "saturated" when the server could not keep up."""
+    successes = [o for o in outcome.outputs if o.success]
+    offered, served, dispatched, lateness_p99 = plan.shape.request_rate, summary["served_rate"], summary["dispatch_rate"], summary["lateness_p99_s"]
     reasons: list[str] = []
     labels: list[str] = []
-    failed = metrics["failed"] + (requested - len(outcome.outputs))
     if failed:
         first = next((o.error for o in outcome.outputs if not o.success), "")
         reasons.append(f"{failed} of {requested} requests failed (first: {first.strip().splitlines()[-1][:120] if first.strip() else 'unknown'})")
-    client_behind = lateness_p99 > LATE_P99_S
-    if client_behind and achieved_dispatch < offered * (1 - RATE_SHORTFALL):
-        reasons.append(
-            f"the client fell behind the schedule: sent {achieved_dispatch:.2f} req/s of {offered:.2f} asked, lateness p99 {lateness_p99 * 1000:.1f} ms"
-        )
+    if lateness_p99 > LATE_P99_S and dispatched < offered * (1 - RATE_SHORTFALL):
+        reasons.append(f"the client fell behind the schedule: sent {dispatched:.2f} req/s of {offered:.2f} asked, lateness p99 {lateness_p99 * 1000:.1f} ms")
     elif served < offered * (1 - RATE_SHORTFALL) and len(successes) >= MIN_REQUESTS_FOR_SATURATION:
         labels.append(f"saturated: the server completed {served:.2f} req/s of {offered:.2f} offered")
     server, client = outcome.completion_tokens_server, outcome.completion_tokens_client
@@ -89,18 +103,4 @@ def open_loop_result(
         if short:
             reasons.append(f"{short} completions shorter than asked while ignore_eos was set")
     reasons += stream_problems(outcome.suspicious)
-    if scale != 1:
-        labels.append(f"scaled x{scale:g}")
-    return WorkloadResult(
-        workload=plan.workload,
-        runner=runner,
-        engine=engine,
-        scale=scale,
-        requests=requested,
-        failed=failed,
-        tokens_per_second=metrics["output_throughput"],
-        ttft_p50_s=metrics["median_ttft_ms"] / 1000 if successes else None,
-        metrics=summary,
-        verdict=Verdict(valid=not reasons, reasons=tuple(reasons), labels=tuple(labels)),
-    )
-
+    return Verdict(valid=not reasons, reasons=tuple(reasons), labels=tuple(labels))

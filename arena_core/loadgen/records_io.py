@@ -9,7 +9,7 @@ from pathlib import Path
 
 import attrs
 
-from arena_core.config import CONVERTER
+from arena_core.converter import CONVERTER
 from arena_core.types import RequestRecord
 
 

@@ -96,3 +96,19 @@ def iter_conversations(handle: BinaryIO, stats: ReadStats | None = None, *, name
         if isinstance(record, dict):
             stats.conversations += 1
             yield record
+
+
+def load_two_turn_conversations(path: Path | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Every complete conversation of at least two turns, only its first two kept (all ``vllm
+    bench serve`` reads), and a note saying where they came from and how many there were."""
+    stats = ReadStats()
+    kept = []
+    with open_sharegpt(path) as (handle, name):
+        for entry in iter_conversations(handle, stats, name=name):
+            turns = entry.get("conversations")
+            if isinstance(turns, list) and len(turns) >= 2:
+                kept.append({"conversations": [{"from": t.get("from"), "value": t.get("value", "")} for t in turns[:2]]})
+    note = f"{name}: {stats.conversations} complete conversations" + (" (the file is cut off; the partial last one was skipped)" if stats.truncated else "")
+    if not kept:
+        raise DatasetError(f"{name}: no complete conversation with two turns in it" + (" (the file is cut off)" if stats.truncated else ""))
+    return kept, note

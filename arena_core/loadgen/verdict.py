@@ -22,11 +22,8 @@ def stream_problems(ok: Sequence[RequestRecord]) -> list[str]:
     return problems
 
 
-def verdict_for(records: Sequence[RequestRecord], *, exact_output: bool, scale: float, extra_reasons: Sequence[str] = ()) -> Verdict:
-    """Invalid when a request failed, token counts disagree, or completions came up short.
-
-    A scaled run stays valid but carries the label.
-    """
+def verdict_for(records: Sequence[RequestRecord], *, exact_output: bool, extra_reasons: Sequence[str] = ()) -> Verdict:
+    """Invalid when a request failed, token counts disagree, or completions came up short."""
     reasons = list(extra_reasons)
     failed = [r for r in records if not r.ok]
     if failed:
@@ -45,5 +42,4 @@ def verdict_for(records: Sequence[RequestRecord], *, exact_output: bool, scale: 
         if short:
             reasons.append(f"{len(short)} completions shorter than the {short[0].max_tokens} tokens asked for")
     reasons += stream_problems(ok)
-    labels = (f"scaled x{scale:g}",) if scale != 1 else ()
-    return Verdict(valid=not reasons, reasons=tuple(reasons), labels=labels)
+    return Verdict(valid=not reasons, reasons=tuple(reasons))

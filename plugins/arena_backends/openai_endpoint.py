@@ -32,7 +32,7 @@ def api_key(env_name: str | None, file_name: str | None) -> str | None:
 
 class ExistingEndpoint:
     def __init__(self, request: BackendRequest) -> None:
-        section = request.config.endpoint
+        section = request.endpoint
         if not section.base_url:
             raise UsageError("the openai backend needs a base URL (--base-url or [endpoint] base_url)")
         self.base_url = section.base_url.rstrip("/").removesuffix("/v1")

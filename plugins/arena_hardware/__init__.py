@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 from arena_core import HardwareDetection, HardwareProfile, hookimpl
 from arena_hardware.detect import detect_nvidia
-from arena_hardware.host import read_host
+from arena_hardware.host import measured_bandwidth, read_host
 from arena_hardware.profiles import PUBLISHED
+
 
 def cpu_host_profile() -> HardwareProfile:
     """The generic profile, filled in from this machine: CPU model, cores, memory."""
@@ -27,6 +28,7 @@ def cpu_host_profile() -> HardwareProfile:
         unified_memory=True,  # a CPU serves from main memory: there is no separate device memory
         probes=("meminfo",),
         sources=(f"read from this machine ({host.source})",),
+        measure=measured_bandwidth,
     )
 
 

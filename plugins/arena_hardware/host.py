@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
+import time
 from pathlib import Path
 
 from attrs import frozen
@@ -52,3 +54,32 @@ def read_host(proc: Path = Path("/proc")) -> HostFacts:
             source = f"{proc}/cpuinfo (memory size could not be read)"
     model = _cpuinfo_model(proc / "cpuinfo") or platform.processor() or platform.machine() or "unknown CPU"
     return HostFacts(cpu_model=model, cores=os.cpu_count() or 1, memory_gb=memory, source=source)
+
+
+def measure_host_bandwidth(megabytes: int = 128, repeats: int = 3) -> float:
+    """This machine's copy bandwidth in GB/s (bytes read plus written), one copy per core at once.
+
+    The best of ``repeats`` rounds, so the figure errs high: a ceiling must not be too low.
+    """
+    import numpy as np
+
+    threads = max(1, os.cpu_count() or 1)
+    sources = [np.ones(megabytes * 2**20 // 8) for _ in range(threads)]
+    targets = [np.empty_like(s) for s in sources]
+    best = 0.0
+    for _ in range(repeats):
+        workers = [threading.Thread(target=np.copyto, args=(t, s)) for t, s in zip(targets, sources)]
+        started = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        elapsed = time.perf_counter() - started
+        best = max(best, 2 * sum(s.nbytes for s in sources) / elapsed / 1e9)
+    return best
+
+
+def measured_bandwidth() -> tuple[dict[str, float], str]:
+    """A CPU host publishes no bandwidth: measure it when a run starts, for the decode ceiling."""
+    bandwidth = measure_host_bandwidth()
+    return {"memory_bandwidth_gbs": bandwidth}, f"memory bandwidth {bandwidth:.1f} GB/s measured at run time (copy, all cores)"

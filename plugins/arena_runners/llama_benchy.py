@@ -2,7 +2,8 @@
 
 ``native`` (default) is Arena's own engine with llama-benchy's semantics and a lighter,
 more exact client; ``external`` runs the real ``llama-benchy`` program offline and parses its
-JSON. Both write ``llama-benchy.json`` in llama-benchy's schema beside the Arena result.
+JSON. Both write ``llama-benchy.json`` in llama-benchy's schema beside the Arena result, and
+:func:`read_report` (the one reader of that schema) also serves ``arena import``.
 """
 
 from __future__ import annotations
@@ -10,36 +11,37 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from arena_core import (
-    ClosedLoopShape,
-    RunContext,
-    RunnerSpec,
-    ToolAvailability,
-    UsageError,
-    WorkloadResult,
-    WorkloadSpec,
-)
-from arena_core.loadgen.loop import run as run_loop
-from arena_core.store import write_json_atomic
-from arena_core.loadgen import (
     ChatClient,
     ClosedLoopDriver,
     ClosedLoopPlan,
+    ClosedLoopShape,
     PromptBuilder,
     RecordWriter,
+    ReportReader,
+    RunContext,
+    RunnerSpec,
+    ToolAvailability,
+    ToolFailed,
+    UsageError,
+    Verdict,
+    WorkloadResult,
+    WorkloadSpec,
     choose_codec,
     closed_loop_result,
     llama_benchy_report,
     load_corpus,
     median,
-    verdict_for,
+    run_measurement,
 )
 
 NAME = "llama-benchy"
@@ -74,46 +76,38 @@ def check_external() -> ToolAvailability:
     return ToolAvailability.of_executable(EXECUTABLE, INSTALL_HINT)
 
 
-def _plan(workload: WorkloadSpec, context: RunContext) -> ClosedLoopPlan:
-    shape = workload.closed_loop
-    if shape is None:
+def _shape(workload: WorkloadSpec) -> ClosedLoopShape:
+    if not isinstance(workload.shape, ClosedLoopShape):
         raise UsageError(f"workload {workload.name!r} is open-loop; the {NAME} runner drives closed-loop workloads")
+    return workload.shape
+
+
+def _plan(workload: WorkloadSpec, context: RunContext) -> ClosedLoopPlan:
     return ClosedLoopPlan(
-        workload=workload.name,
-        model=context.endpoint.model,
-        prompt_tokens=shape.prompt_tokens,
-        generated_tokens=shape.generated_tokens,
-        depth=shape.depth,
-        turns=shape.turns,
-        concurrency=shape.concurrency,
-        runs=shape.runs,
-        latency_mode=shape.latency_mode,
-        exact_output=context.options.exact_output,
-        check_coherence=context.options.check_coherence,
-        seed=workload.seed,
+        workload=workload.name, model=context.endpoint.model, shape=_shape(workload), exact_output=context.options.exact_output,
+        check_coherence=context.options.check_coherence, seed=workload.seed,
     )
 
 
-def _corpus_chars(plan: ClosedLoopPlan) -> int:
-    return max(4 * (plan.prompt_tokens + plan.depth), 20_000) * CHARS_PER_TOKEN_GUESS
+def _corpus_chars(shape: ClosedLoopShape) -> int:
+    return max(4 * (shape.prompt_tokens + shape.depth), 20_000) * CHARS_PER_TOKEN_GUESS
 
 
 class NativeEngine:
     """Arena's own closed-loop engine."""
 
     def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
-        return run_loop(self._run(workload, context))
+        return run_measurement(self._run(workload, context))
 
     async def _run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
         plan = _plan(workload, context)
         options = context.options
-        context.output_dir.mkdir(parents=True, exist_ok=True)
-        corpus = load_corpus(options.corpus, _corpus_chars(plan))
+        corpus = load_corpus(options.corpus, _corpus_chars(plan.shape))
         client = ChatClient(context.endpoint, request_timeout=options.request_timeout_s)
         try:
             codec = await choose_codec(client, options.tokenizer, corpus.text)
             prompts = PromptBuilder(await codec.encode(corpus.text), codec, workload.seed)
-            writer = RecordWriter(context.output_dir / "records.jsonl")
+            writer = RecordWriter(context.path("records.jsonl"))
 
             async def count_and_store(records: list[Any]) -> list[Any]:
                 if codec.exact:  # the client's own count, the cross-check of the server's usage
@@ -131,39 +125,29 @@ class NativeEngine:
         finally:
             await client.close()
         report = llama_benchy_report(records, plan, facts, context.endpoint.model)
-        write_json_atomic(context.output_dir / "llama-benchy.json", report)
-        write_json_atomic(
-            context.output_dir / "session.json",
-            {**attrs.asdict(facts), "tokenizer": codec.description, "corpus": corpus.source, "engine": "native"},
-        )
-        return closed_loop_result(records, plan, facts, report, runner=NAME, engine="native", scale=context.scale)
+        context.write_json("llama-benchy.json", report)
+        context.write_json("session.json", {**attrs.asdict(facts), "tokenizer": codec.description, "corpus": corpus.source, "engine": "native"})
+        return closed_loop_result(records, plan, facts, report, runner=NAME, engine="native")
 
 
 class ExternalEngine:
     """The real ``llama-benchy``, run offline: local tokenizer, corpus pre-seeded in its cache."""
 
     def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
-        plan = _plan(workload, context)
+        shape = _shape(workload)
         availability = check_external()
         if not availability.available:
             raise UsageError(availability.detail)
         if context.options.tokenizer is None:
-            raise UsageError(
-                "the external llama-benchy needs a local tokenizer.json (--tokenizer FILE); "
-                "offline it cannot use the server's tokenizer"
-            )
-        shape = workload.closed_loop
-        assert shape is not None
-        context.output_dir.mkdir(parents=True, exist_ok=True)
-        corpus = load_corpus(context.options.corpus, _corpus_chars(plan))
-        result_file = context.output_dir / "llama-benchy.json"
+            raise UsageError("the external llama-benchy needs a local tokenizer.json (--tokenizer FILE); offline it cannot use the server's tokenizer")
+        corpus = load_corpus(context.options.corpus, _corpus_chars(shape))
+        result_file, log_file = context.path("llama-benchy.json"), context.path("llama-benchy.log")
         with tempfile.TemporaryDirectory(prefix="arena-llama-benchy-") as home:
             book_url = "arena-corpus"  # llama-benchy only hashes it to find the cached text
             cache = Path(home) / ".cache" / "llama-benchy" / f"{hashlib.md5(book_url.encode()).hexdigest()}.txt"
             cache.parent.mkdir(parents=True)
             cache.write_text(corpus.text, encoding="utf-8")
-            extra = ["--tokenizer", str(context.options.tokenizer), "--book-url", book_url]
-            extra += ["--format", "json", "--save-result", str(result_file)]
+            extra = ["--tokenizer", str(context.options.tokenizer), "--book-url", book_url, "--format", "json", "--save-result", str(result_file)]
             if not context.options.check_coherence:
                 extra.append("--skip-coherence")
             if context.options.exact_output:
@@ -171,50 +155,61 @@ class ExternalEngine:
             line = command_line(shape, base_url=context.endpoint.base_url, model=context.endpoint.model, extra=extra)
             secret = ["--api-key", context.endpoint.api_key] if context.endpoint.api_key else []
             env = {**os.environ, "HOME": home, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"}
-            if context.progress:
-                context.progress(f"{workload.name}: running {' '.join(line)}")
-            with open(context.output_dir / "llama-benchy.log", "w", encoding="utf-8") as log:
+            context.say(f"{workload.name}: running {' '.join(line)}")
+            with open(log_file, "w", encoding="utf-8") as log:
                 completed = subprocess.run(line + secret, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=24 * 3600)
         if completed.returncode != 0 or not result_file.exists():
-            raise UsageError(
-                f"llama-benchy exited with status {completed.returncode}; see {context.output_dir / 'llama-benchy.log'}"
-            )
+            raise ToolFailed(f"llama-benchy exited with status {completed.returncode}; see {log_file}")
         report = json.loads(result_file.read_text(encoding="utf-8"))
-        write_json_atomic(context.output_dir / "session.json", {"engine": "external", "command": line, "corpus": corpus.source})
-        return result_from_report(report, plan, scale=context.scale, log=context.output_dir / "llama-benchy.log")
+        context.write_json("session.json", {"engine": "external", "command": line, "corpus": corpus.source})
+        result = read_report(report, workload.name, expected_requests=shape.concurrency * shape.runs * max(1, len(_measured(report))))
+        failures = sum(1 for text in log_file.read_text(encoding="utf-8", errors="replace").splitlines() if text.startswith(("HTTP ", "Error during run:")))
+        if failures:
+            reason = f"llama-benchy printed {failures} request errors (it drops failed requests from every metric)"
+            verdict = attrs.evolve(result.verdict, valid=False, reasons=(reason, *result.verdict.reasons))
+            result = attrs.evolve(result, failed=max(failures, result.failed), verdict=verdict)
+        return attrs.evolve(result, engine="external")
 
 
-def result_from_report(report: dict[str, Any], plan: ClosedLoopPlan, *, scale: float, log: Path | None = None) -> WorkloadResult:
-    """The Arena result of a llama-benchy JSON report (which has no request records)."""
-    entries = [e for e in report.get("benchmarks", []) if not e.get("is_context_prefill_phase")]
-    expected = plan.concurrency * plan.runs * max(1, len(entries))
-    ttfts = [v / 1000 for e in entries if e.get("e2e_ttft") for v in e["e2e_ttft"]["values"]]
-    decode = [v for e in entries if e.get("tg_req_throughput") for v in e["tg_req_throughput"]["values"]]
-    totals = [e["tg_throughput"]["mean"] for e in entries if e.get("tg_throughput")]
-    reasons = []
-    failures = 0
-    if log is not None and log.exists():
-        failures = sum(1 for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.startswith(("HTTP ", "Error during run:")))
-    if failures:
-        reasons.append(f"llama-benchy printed {failures} request errors (it drops failed requests from every metric)")
-    if len(ttfts) < expected:
-        reasons.append(f"only {len(ttfts)} of {expected} requests produced a first token")
-    verdict = verdict_for((), exact_output=False, scale=scale, extra_reasons=reasons)
+def _measured(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in report.get("benchmarks", []) if isinstance(e, dict) and not e.get("is_context_prefill_phase")]
+
+
+def _mean(entry: dict[str, Any], key: str) -> float | None:
+    """A stats block's mean, as the tool computed it."""
+    block = entry.get(key)
+    return float(block["mean"]) if isinstance(block, dict) and block.get("mean") is not None else None
+
+
+def _values(entry: dict[str, Any], key: str) -> list[float]:
+    """A stats block's per-request values."""
+    block = entry.get(key)
+    return [float(v) for v in block.get("values") or []] if isinstance(block, dict) else []
+
+
+def read_report(report: Mapping[str, Any], workload: str, expected_requests: int | None = None) -> WorkloadResult:
+    """The Arena result of a llama-benchy JSON report: per-user and total decode (the tool's own
+    means, over its tests), TTFT p50 from the per-request TTFTs. The JSON holds no failed requests;
+    ``expected_requests`` (when known) makes missing first tokens an invalid result."""
+    entries = _measured(report)
+    if not entries:
+        raise UsageError("$.benchmarks: no measured (non-prefill) entry")
+    per_user = [v for e in entries if (v := _mean(e, "tg_req_throughput")) is not None]
+    totals = [v for e in entries if (v := _mean(e, "tg_throughput")) is not None]
+    ttfts = [v / 1000 for e in entries for v in _values(e, "e2e_ttft")]
+    metrics = {
+        "decode_tps_per_user": statistics.fmean(per_user) if per_user else None,
+        "decode_tps_total": statistics.fmean(totals) if totals else None,
+        "ttft_p50_s": median(ttfts) if ttfts else None,
+        "latency_s": float(report.get("latency_ms") or 0) / 1000,
+        "concurrency": float(entries[0].get("concurrency", 1)),
+    }
+    missing = max(0, (expected_requests or 0) - len(ttfts))
+    reasons = (f"only {len(ttfts)} of {expected_requests} requests produced a first token",) if missing else ()
     return WorkloadResult(
-        workload=plan.workload,
-        runner=NAME,
-        engine="external",
-        scale=scale,
-        requests=expected,
-        failed=max(failures, expected - len(ttfts)),
-        tokens_per_second=sum(decode) / len(decode) if decode else None,
-        ttft_p50_s=median(ttfts) if ttfts else None,
-        metrics={
-            "decode_tps_per_user": sum(decode) / len(decode) if decode else None,
-            "decode_tps_total": sum(totals) / len(totals) if totals else None,
-            "latency_s": report.get("latency_ms", 0) / 1000,
-        },
-        verdict=verdict,
+        workload=workload, runner=NAME, engine="external", requests=expected_requests or len(ttfts), failed=missing,
+        tokens_per_second=metrics["decode_tps_per_user"], ttft_p50_s=metrics["ttft_p50_s"], metrics=metrics,
+        verdict=Verdict(valid=not reasons, reasons=reasons),
     )
 
 
@@ -223,8 +218,7 @@ def _create(engine: str) -> NativeEngine | ExternalEngine:
 
 
 def workload_command(workload: WorkloadSpec, base_url: str, model: str) -> list[str]:
-    assert workload.closed_loop is not None
-    return command_line(workload.closed_loop, base_url=base_url, model=model)
+    return command_line(_shape(workload), base_url=base_url, model=model)
 
 
 SPEC = RunnerSpec(
@@ -235,4 +229,10 @@ SPEC = RunnerSpec(
     create=_create,
     check_external=check_external,
     command=workload_command,
+    report=ReportReader(
+        tool="llama-benchy",
+        recognises=lambda data: "benchmarks" in data,
+        read=read_report,
+        caveat="failed requests are not recorded in its JSON",
+    ),
 )

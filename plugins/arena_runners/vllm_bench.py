@@ -2,7 +2,8 @@
 
 ``native`` (default) is Arena's own engine with vLLM's semantics; ``external`` runs the real
 ``vllm bench serve`` (when vLLM is installed) and parses its saved JSON. Both write
-``vllm-bench.json`` in vLLM's schema beside the Arena result.
+``vllm-bench.json`` in vLLM's schema beside the Arena result, and :func:`read_report` (the one
+reader of that schema) also serves ``arena import``.
 """
 
 from __future__ import annotations
@@ -12,19 +13,37 @@ import math
 import os
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena_core import OpenLoopShape, RunContext, RunnerSpec, ToolAvailability, UsageError, WorkloadResult, WorkloadSpec
-from arena_core.loadgen import ChatClient, LocalCodec, RecordWriter, ServerCodec, median
-from arena_core.loadgen.arrivals import arrival_offsets
-from arena_core.loadgen.datasets import sample_random, sample_sharegpt
-from arena_core.loadgen.loop import run as run_loop
-from arena_core.store import write_json_atomic
-from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopPlan
-from arena_core.loadgen.open_summary import PERCENTILES, open_loop_report, open_loop_result
-from arena_core.loadgen.sharegpt import DatasetError, ReadStats, iter_conversations, open_sharegpt
-from arena_core.types import Verdict
+from arena_core import (
+    PERCENTILES,
+    ChatClient,
+    LocalCodec,
+    OpenLoopDriver,
+    OpenLoopPlan,
+    OpenLoopShape,
+    RecordWriter,
+    ReportReader,
+    RunContext,
+    RunnerSpec,
+    ServerCodec,
+    ToolAvailability,
+    ToolFailed,
+    UsageError,
+    Verdict,
+    WorkloadResult,
+    WorkloadSpec,
+    arrival_offsets,
+    load_two_turn_conversations,
+    median,
+    open_loop_report,
+    open_loop_result,
+    run_measurement,
+    sample_random,
+    sample_sharegpt,
+)
 
 NAME = "vllm-bench"
 EXECUTABLE = "vllm"
@@ -58,37 +77,18 @@ def check_external() -> ToolAvailability:
 
 
 def _shape(workload: WorkloadSpec) -> OpenLoopShape:
-    if workload.open_loop is None:
+    if not isinstance(workload.shape, OpenLoopShape):
         raise UsageError(f"workload {workload.name!r} is closed-loop; the {NAME} runner drives open-loop workloads")
-    return workload.open_loop
-
-
-def load_conversations(path: Path | None) -> tuple[list[dict[str, Any]], str]:
-    """Every complete two-turn conversation, only its first two turns kept (all vLLM reads)."""
-    stats = ReadStats()
-    kept = []
-    with open_sharegpt(path) as (handle, name):
-        for entry in iter_conversations(handle, stats, name=name):
-            turns = entry.get("conversations")
-            if isinstance(turns, list) and len(turns) >= 2:
-                kept.append({"conversations": [{"from": t.get("from"), "value": t.get("value", "")} for t in turns[:2]]})
-    note = f"{name}: {stats.conversations} complete conversations" + (" (the file is cut off; the partial last one was skipped)" if stats.truncated else "")
-    if not kept:
-        raise DatasetError(f"{name}: no complete conversation with two turns in it" + (" (the file is cut off)" if stats.truncated else ""))
-    return kept, note
+    return workload.shape
 
 
 class NativeEngine:
     def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
-        return run_loop(self._run(workload, context))
+        return run_measurement(self._run(workload, context))
 
     async def _run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
         shape = _shape(workload)
-        plan = OpenLoopPlan(
-            workload=workload.name, model=context.endpoint.model, request_rate=shape.request_rate, burstiness=shape.burstiness,
-            max_concurrency=shape.max_concurrency, seed=workload.seed, ignore_eos=shape.dataset == "random" or context.options.exact_output,
-        )
-        context.output_dir.mkdir(parents=True, exist_ok=True)
+        plan = OpenLoopPlan(workload=workload.name, model=context.endpoint.model, shape=shape, seed=workload.seed, ignore_eos=shape.dataset == "random" or context.options.exact_output)
         client = ChatClient(context.endpoint, request_timeout=context.options.request_timeout_s)
         try:
             codec = LocalCodec(context.options.tokenizer) if context.options.tokenizer else ServerCodec(client)
@@ -98,25 +98,22 @@ class NativeEngine:
             if shape.dataset == "random":
                 assert shape.input_tokens is not None and shape.output_tokens is not None
                 requests = await sample_random(
-                    codec, count=shape.num_prompts, input_len=shape.input_tokens, output_len=shape.output_tokens,
-                    range_ratio=shape.range_ratio, seed=workload.seed,
+                    codec, count=shape.num_prompts, input_len=shape.input_tokens, output_len=shape.output_tokens, range_ratio=shape.range_ratio, seed=workload.seed
                 )
             else:
-                conversations, dataset_note = load_conversations(context.options.dataset)
-                if context.progress:
-                    context.progress(f"{workload.name}: {dataset_note}")
+                conversations, dataset_note = load_two_turn_conversations(context.options.dataset)
+                context.say(f"{workload.name}: {dataset_note}")
                 requests = await sample_sharegpt(codec, conversations, count=shape.num_prompts, seed=workload.seed)
             offsets = arrival_offsets(len(requests), shape.request_rate, shape.burstiness, workload.seed)
-            writer = RecordWriter(context.output_dir / "records.jsonl")
-            driver = OpenLoopDriver(client, plan, writer, context.progress)
+            driver = OpenLoopDriver(client, plan, RecordWriter(context.path("records.jsonl")), context.progress)
             driver.on_request = context.on_request
             outcome = await driver.run(requests, offsets)
         finally:
             await client.close()
         metrics, report = open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=shape.num_prompts)
-        write_json_atomic(context.output_dir / "vllm-bench.json", report)
-        write_json_atomic(context.output_dir / "session.json", {"engine": "native", "tokenizer": codec.description, "dataset": dataset_note})
-        return open_loop_result(outcome, plan, metrics, runner=NAME, engine="native", scale=context.scale, requested=len(requests))
+        context.write_json("vllm-bench.json", report)
+        context.write_json("session.json", {"engine": "native", "tokenizer": codec.description, "dataset": dataset_note})
+        return open_loop_result(outcome, plan, metrics, runner=NAME, engine="native", requested=len(requests))
 
 
 class ExternalEngine:
@@ -132,11 +129,11 @@ class ExternalEngine:
             raise UsageError("the external vllm bench serve needs a local tokenizer directory (--tokenizer)")
         tokenizer = context.options.tokenizer
         tokenizer_dir = tokenizer if tokenizer.is_dir() else tokenizer.parent
-        context.output_dir.mkdir(parents=True, exist_ok=True)
+        result_file, log_file = context.path("vllm-bench.json"), context.path("vllm-bench.log")
         with tempfile.TemporaryDirectory(prefix="arena-vllm-bench-") as scratch:
-            extra = ["--tokenizer", str(tokenizer_dir), "--save-result", "--result-dir", str(context.output_dir), "--result-filename", "vllm-bench.json", "--disable-tqdm"]
+            extra = ["--tokenizer", str(tokenizer_dir), "--save-result", "--result-dir", str(context.output_dir), "--result-filename", result_file.name, "--disable-tqdm"]
             if shape.dataset == "sharegpt":
-                conversations, _ = load_conversations(context.options.dataset)
+                conversations, _ = load_two_turn_conversations(context.options.dataset)
                 complete = Path(scratch) / "sharegpt.json"
                 complete.write_text(json.dumps(conversations), encoding="utf-8")
                 extra += ["--dataset-path", str(complete)]
@@ -144,45 +141,45 @@ class ExternalEngine:
             env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"}
             if context.endpoint.api_key:
                 env["OPENAI_API_KEY"] = context.endpoint.api_key  # vLLM reads the key from here, never argv
-            if context.progress:
-                context.progress(f"{workload.name}: running {' '.join(line)}")
-            with open(context.output_dir / "vllm-bench.log", "w", encoding="utf-8") as log:
+            context.say(f"{workload.name}: running {' '.join(line)}")
+            with open(log_file, "w", encoding="utf-8") as log:
                 completed = subprocess.run(line, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=24 * 3600)
-        result_file = context.output_dir / "vllm-bench.json"
         if completed.returncode != 0 or not result_file.exists():
-            raise UsageError(f"vllm bench serve exited with status {completed.returncode}; see {context.output_dir / 'vllm-bench.log'}")
+            raise ToolFailed(f"vllm bench serve exited with status {completed.returncode}; see {log_file}")
         report = json.loads(result_file.read_text(encoding="utf-8"))
-        write_json_atomic(context.output_dir / "session.json", {"engine": "external", "command": line})
-        return result_from_report(report, workload, scale=context.scale)
+        context.write_json("session.json", {"engine": "external", "command": line})
+        return read_report(report, workload.name, expected_requests=shape.num_prompts)
 
 
-def result_from_report(report: dict[str, Any], workload: WorkloadSpec, *, scale: float) -> WorkloadResult:
-    """The Arena result of a ``vllm bench serve`` JSON (it checks ``completed`` and ``failed``:
-    vLLM exits 0 even when every request failed)."""
-    shape = _shape(workload)
+def _ms_to_s(report: Mapping[str, Any], key: str) -> float | None:
+    value = report.get(key)
+    return float(value) / 1000 if isinstance(value, (int, float)) else None
+
+
+def read_report(report: Mapping[str, Any], workload: str, expected_requests: int | None = None) -> WorkloadResult:
+    """The Arena result of a ``vllm bench serve`` JSON. It checks ``completed`` and ``failed``
+    (vLLM exits 0 even when every request failed) and, when ``expected_requests`` is known,
+    that every request was sent."""
     completed, failed = int(report.get("completed", 0)), int(report.get("failed", 0))
     reasons = [f"{failed} of {completed + failed} requests failed"] if failed else []
-    if completed + failed < shape.num_prompts:
-        reasons.append(f"only {completed + failed} of {shape.num_prompts} requests were sent")
-    labels = (f"scaled x{scale:g}",) if scale != 1 else ()
+    if expected_requests is not None and completed + failed < expected_requests:
+        reasons.append(f"only {completed + failed} of {expected_requests} requests were sent")
+    rate = report.get("request_rate")
+    metrics = {
+        "output_tps": float(report["output_throughput"]),
+        "total_tps": float(report.get("total_token_throughput", 0.0)),
+        "request_throughput": float(report.get("request_throughput", 0.0)),
+        "duration_s": report.get("duration"),
+        "ttft_p50_s": _ms_to_s(report, "median_ttft_ms") if completed else None,
+        "tpot_median_s": _ms_to_s(report, "median_tpot_ms"),
+        "itl_median_s": _ms_to_s(report, "median_itl_ms"),
+        "e2el_median_s": median(report["latencies"]) if report.get("latencies") else None,
+        "requested_rate": float(rate) if isinstance(rate, (int, float)) else None,
+    }
     return WorkloadResult(
-        workload=workload.name,
-        runner=NAME,
-        engine="external",
-        scale=scale,
-        requests=completed + failed,
-        failed=failed,
-        tokens_per_second=report.get("output_throughput"),
-        ttft_p50_s=report["median_ttft_ms"] / 1000 if completed and "median_ttft_ms" in report else None,
-        metrics={
-            "output_tps": report.get("output_throughput"),
-            "request_throughput": report.get("request_throughput"),
-            "duration_s": report.get("duration"),
-            "tpot_median_s": report.get("median_tpot_ms", 0) / 1000,
-            "itl_median_s": report.get("median_itl_ms", 0) / 1000,
-            "e2el_median_s": median(report["latencies"]) if report.get("latencies") else None,
-        },
-        verdict=Verdict(valid=not reasons, reasons=tuple(reasons), labels=labels),
+        workload=workload, runner=NAME, engine="external", requests=completed + failed, failed=failed,
+        tokens_per_second=metrics["output_tps"], ttft_p50_s=metrics["ttft_p50_s"], metrics=metrics,
+        verdict=Verdict(valid=not reasons, reasons=tuple(reasons)),
     )
 
 
@@ -202,4 +199,5 @@ SPEC = RunnerSpec(
     create=_create,
     check_external=check_external,
     command=workload_command,
+    report=ReportReader(tool="vllm bench serve", recognises=lambda data: "output_throughput" in data, read=read_report),
 )

@@ -26,5 +26,6 @@ def arena_register_scorers(register: Callable[[ScorerSpec], None]) -> None:
             description=f"The Arena score ({VERSION}): published quality and measured speed and latency over the nine workloads.",
             profiles=tuple(PROFILES),
             create=_create,
+            default=True,
         )
     )

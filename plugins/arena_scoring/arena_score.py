@@ -19,7 +19,7 @@ from typing import Any
 
 from attrs import frozen
 
-from arena_core import CardWorkload, ModelCard, Score
+from arena_core import CardWorkload, ModelCard, Score, UnknownNameError
 
 VERSION = "arena-score/1"
 SPEED_FLOOR, SPEED_TOP = 1.0, 100.0  # tokens/s scoring 0 and 1
@@ -88,7 +88,7 @@ class ArenaScorer:
     def __init__(self, profile: str = "aggregate", custom_profiles: Mapping[str, Any] | None = None) -> None:
         table = resolve_profiles(custom_profiles)
         if profile not in table:
-            raise ValueError(f"unknown scoring profile {profile!r} (known: {', '.join(table)})")
+            raise UnknownNameError("scoring profile", profile, table)
         self.profile_name = profile
         self.profile = table[profile]
 

@@ -20,7 +20,7 @@ def _closed(name: str, title: str, description: str, **shape: int) -> WorkloadSp
         title=title,
         description=description,
         runner=CLOSED_LOOP_RUNNER,
-        closed_loop=ClosedLoopShape(concurrency=10, runs=3, latency_mode="generation", **shape),
+        shape=ClosedLoopShape(concurrency=10, runs=3, latency_mode="generation", **shape),
     )
 
 
@@ -30,7 +30,7 @@ def _open(name: str, title: str, description: str, **shape: object) -> WorkloadS
         title=title,
         description=description,
         runner=OPEN_LOOP_RUNNER,
-        open_loop=OpenLoopShape(**shape),  # type: ignore[arg-type]
+        shape=OpenLoopShape(**shape),  # type: ignore[arg-type]
     )
 
 

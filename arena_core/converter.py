@@ -1,0 +1,93 @@
+"""The one cattrs converter between plain data (TOML, JSON on disk) and Arena's value classes.
+
+Strict at the edges: unknown keys are errors, ``"10"`` is not an integer, a string is not a list
+of its characters. Range rules of workload shapes live in their attrs validators; the bounded
+types here are for configuration sections that are not shapes (scale, scoring weights). Secrets
+never leave the process: an :class:`~arena_core.types.Endpoint` is unstructured without its key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NewType, get_origin
+
+import cattrs
+from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
+from cattrs.gen import make_dict_unstructure_fn, override
+
+from arena_core.types import Endpoint, HardwareProfile
+
+PositiveFloat = NewType("PositiveFloat", float)
+NonNegativeFloat = NewType("NonNegativeFloat", float)
+Fraction = NewType("Fraction", float)  # 0 <= x <= 1
+
+
+def _strict_int(value: Any, _: type) -> int:
+    if type(value) is not int:
+        raise TypeError(f"expected an integer, got {_describe(value)}")
+    return value
+
+
+def _strict_float(value: Any, _: type) -> float:
+    if type(value) not in (int, float):
+        raise TypeError(f"expected a number, got {_describe(value)}")
+    return float(value)
+
+
+def _strict_str(value: Any, _: type) -> str:
+    if type(value) is not str:
+        raise TypeError(f"expected a string, got {_describe(value)}")
+    return value
+
+
+def _strict_bool(value: Any, _: type) -> bool:
+    if type(value) is not bool:
+        raise TypeError(f"expected true or false, got {_describe(value)}")
+    return value
+
+
+def _bounded(base: Any, check: Any, wording: str) -> Any:
+    def structure(value: Any, type_: type) -> Any:
+        number = base(value, type_)
+        if not check(number):
+            raise ValueError(f"must be {wording}, got {value!r}")
+        return number
+
+    return structure
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}" if not isinstance(value, (dict, list)) else type(value).__name__
+
+
+def _list_only(type_: Any, converter: cattrs.Converter) -> Any:
+    """Sequences must be TOML arrays: a string is not a list of its characters."""
+    factory = homogenous_tuple_structure_factory if get_origin(type_) is tuple else list_structure_factory
+    structure_items = factory(type_, converter)
+
+    def structure(value: Any, _: type) -> Any:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {_describe(value)}")
+        return structure_items(value, type_)
+
+    return structure
+
+
+def make_converter() -> cattrs.Converter:
+    """The one converter between TOML data and Arena's value classes."""
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook_factory(is_sequence, _list_only)
+    converter.register_structure_hook(int, _strict_int)
+    converter.register_structure_hook(float, _strict_float)
+    converter.register_structure_hook(str, _strict_str)
+    converter.register_structure_hook(bool, _strict_bool)
+    converter.register_structure_hook(PositiveFloat, _bounded(_strict_float, lambda n: n > 0, "greater than 0"))
+    converter.register_structure_hook(NonNegativeFloat, _bounded(_strict_float, lambda n: n >= 0, "0 or more"))
+    converter.register_structure_hook(Fraction, _bounded(_strict_float, lambda n: 0 <= n <= 1, "between 0 and 1"))
+    # Secrets never leave the process: an endpoint is stored without its key.
+    converter.register_unstructure_hook(Endpoint, make_dict_unstructure_fn(Endpoint, converter, api_key=override(omit=True)))
+    # A profile's run-time measurement is code, not a figure: it is not stored.
+    converter.register_unstructure_hook(HardwareProfile, make_dict_unstructure_fn(HardwareProfile, converter, measure=override(omit=True)))
+    return converter
+
+
+CONVERTER = make_converter()

@@ -1,0 +1,128 @@
+"""The run record: ``RUN/manifest.json`` as a frozen :class:`Manifest`.
+
+It says what was measured and how (model, hardware profile, backend, engine, scale, options),
+what the server was (its facts, its memory), how far the run got (``status``), and, once the run
+ends, the SHA-256 of every results file (``files``). :func:`write_manifest` is the one function
+that writes it; :func:`read_manifest` reads it back, manifests written by earlier versions too.
+Nothing secret is in it: the endpoint's key never is, a base URL carries no credentials.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+from arena_core.converter import CONVERTER
+from arena_core.errors import UsageError
+from arena_core.files import write_json_atomic
+from arena_core.types import HardwareProfile
+
+MANIFEST = "manifest.json"
+MEASURED_BY_ARENA = "measured by Arena"
+
+RunStatus = Literal["running", "completed", "interrupted", "failed"]
+
+
+@frozen(kw_only=True)
+class ModelMemory:
+    """The memory the model takes ("VRAM" on the card) and where the figure comes from."""
+
+    gb: float
+    source: str
+
+
+@frozen(kw_only=True)
+class TelemetrySetup:
+    """Which probes sampled the run, and why any could not (NVML missing, say)."""
+
+    probes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class Manifest:
+    """One stored run. Measured runs fill the options; imported ones say where they came from
+    (``source``, ``imported_at``, ``engine_description``)."""
+
+    run_id: str
+    arena_version: str
+    status: RunStatus
+    started_at: str
+    finished_at: str | None = None
+    model: str
+    backend: str
+    hardware: str
+    hardware_reason: str = ""
+    hardware_profile: HardwareProfile | None = None
+    engine: str
+    scale: float = 1.0
+    workloads: tuple[str, ...] = ()
+    #: The server measured, when Arena attached to one (resume attaches to it again).
+    base_url: str | None = None
+    config_source: str | None = None
+    #: The configuration as read (names of key variables and files only, never a key).
+    config: Mapping[str, Any] = field(factory=dict)
+    exact_output: bool = False
+    request_timeout_s: float | None = None
+    tokenizer: str | None = None
+    dataset: str | None = None
+    corpus: str | None = None
+    backend_facts: Mapping[str, Any] = field(factory=dict)
+    model_memory: ModelMemory | None = None
+    telemetry: TelemetrySetup | None = None
+    #: Each workload's reference-tool command line, computed once when the run starts.
+    commands: Mapping[str, str] = field(factory=dict)
+    #: SHA-256 of every results file, recorded when the run ends (``arena verify``).
+    files: Mapping[str, str] | None = None
+    source: str = MEASURED_BY_ARENA
+    imported_at: str | None = None
+    engine_description: str | None = None
+
+    @property
+    def measured_at(self) -> str:
+        return str(self.started_at or "")[:10]
+
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A manifest of an earlier shape in today's: the attached server's URL lived only among the
+    backend's facts; empty profiles and absent memory were written as ``{}`` and ``null``."""
+    data = dict(data)
+    facts = data.get("backend_facts") or {}
+    if "base_url" not in data and isinstance(facts, dict) and facts.get("backend") == "openai":
+        data["base_url"] = facts.get("base_url")
+    if not data.get("hardware_profile"):
+        data["hardware_profile"] = None
+    for key in ("config", "backend_facts", "commands"):
+        if data.get(key) is None:
+            data.pop(key, None)
+    return data
+
+
+def read_manifest(run_dir: Path) -> Manifest:
+    """The manifest of the run in ``run_dir``; an unreadable one is a one-line error naming it."""
+    path = run_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: unreadable manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: unreadable manifest (not a JSON object)")
+    try:
+        return CONVERTER.structure(_upgrade(data), Manifest)
+    except Exception as exc:  # cattrs raises its own validation group, not a ValueError
+        raise UsageError(f"{path}: not an Arena manifest ({type(exc).__name__}: {str(exc)[:120]})") from None
+
+
+def write_manifest(run_dir: Path, manifest: Manifest) -> None:
+    """The one writer of ``manifest.json`` (atomic: a crash leaves the old one whole)."""
+    write_json_atomic(run_dir / MANIFEST, manifest_data(manifest))
+
+
+def manifest_data(manifest: Manifest) -> dict[str, Any]:
+    """The manifest as plain JSON data (``arena show run --json``)."""
+    return CONVERTER.unstructure(manifest)
+
