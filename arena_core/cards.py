@@ -11,22 +11,31 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
-from arena_core.registry import Registry
-from arena_core.converter import CONVERTER
 from arena_core.manifest import MANIFEST, read_manifest
+from arena_core.registry import Registry
 from arena_core.store import find_run, list_runs, load_result
 from arena_core.types import CardWorkload, ModelCard, Score, ScorerSpec, WorkloadResult
+
 
 def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
     metrics = result.metrics
     return CardWorkload(
-        name=result.workload, tokens_per_second=result.tokens_per_second, ttft_p50_s=result.ttft_p50_s, valid=result.verdict.valid,
-        scale=result.scale, tokens_per_second_low=metrics.get("decode_tps_per_user_ci_low"),
-        tokens_per_second_high=metrics.get("decode_tps_per_user_ci_high"), ttft_p50_low_s=metrics.get("ttft_p50_ci_low_s"),
-        ttft_p50_high_s=metrics.get("ttft_p50_ci_high_s"), reasons=result.verdict.reasons, labels=result.verdict.labels,
-        command=command, metrics=dict(metrics),
+        name=result.workload,
+        tokens_per_second=result.tokens_per_second,
+        ttft_p50_s=result.ttft_p50_s,
+        valid=result.verdict.valid,
+        scale=result.scale,
+        tokens_per_second_low=metrics.get("decode_tps_per_user_ci_low"),
+        tokens_per_second_high=metrics.get("decode_tps_per_user_ci_high"),
+        ttft_p50_low_s=metrics.get("ttft_p50_ci_low_s"),
+        ttft_p50_high_s=metrics.get("ttft_p50_ci_high_s"),
+        reasons=result.verdict.reasons,
+        labels=result.verdict.labels,
+        command=command,
+        metrics=dict(metrics),
     )
 
 
@@ -38,11 +47,20 @@ def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
     profile = manifest.hardware_profile
     memory = manifest.model_memory
     return ModelCard(
-        run_id=manifest.run_id, model=manifest.model, model_title=model.item.title if model else manifest.model,
-        hardware=manifest.hardware, hardware_title=profile.title if profile else manifest.hardware,
-        backend=manifest.backend, engine=manifest.engine_description or manifest.engine, measured_at=manifest.measured_at, source=manifest.source,
-        expected=tuple(registry.names("workloads")), workloads=tuple(lines), quality=model.item.quality if model else (),
-        model_memory_gb=memory.gb if memory else None, model_memory_source=memory.source if memory else None,
+        run_id=manifest.run_id,
+        model=manifest.model,
+        model_title=model.item.title if model else manifest.model,
+        hardware=manifest.hardware,
+        hardware_title=profile.title if profile else manifest.hardware,
+        backend=manifest.backend,
+        engine=manifest.engine_description or manifest.engine,
+        measured_at=manifest.measured_at,
+        source=manifest.source,
+        expected=tuple(registry.names("workloads")),
+        workloads=tuple(lines),
+        quality=model.item.quality if model else (),
+        model_memory_gb=memory.gb if memory else None,
+        model_memory_source=memory.source if memory else None,
         facts={"status": manifest.status, "backend_facts": dict(manifest.backend_facts), "hardware_reason": manifest.hardware_reason},
     )
 
@@ -86,7 +104,10 @@ def scores_for(card: ModelCard, hooks: ArenaHooks, custom_profiles: Mapping[str,
 
 
 def card_json(card: ModelCard, scores: Mapping[str, Score], findings: list[str]) -> dict[str, Any]:
-    from arena_core.converter import CONVERTER
 
-    return {"format": "arena-card/1", "card": CONVERTER.unstructure(card), "scores": {k: CONVERTER.unstructure(v) for k, v in scores.items()}, "findings": findings}
-
+    return {
+        "format": "arena-card/1",
+        "card": CONVERTER.unstructure(card),
+        "scores": {k: CONVERTER.unstructure(v) for k, v in scores.items()},
+        "findings": findings,
+    }

@@ -7,10 +7,9 @@ Checking names against what the plugins registered is a second step, :func:`chec
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
+import tomllib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, Literal
 
 import attrs
@@ -22,11 +21,6 @@ from arena_core.converter import CONVERTER, Fraction, NonNegativeFloat, Positive
 from arena_core.errors import ConfigError, UnknownNameError
 from arena_core.registry import Registry
 from arena_core.types import ClosedLoopShape, EndpointSettings, OpenLoopShape, WorkloadSpec
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 is not supported, kept for tomli users
-    import tomli as tomllib
 
 DEFAULT_CONFIG_FILE = "arena.toml"
 
@@ -108,8 +102,7 @@ def parse_config(text: str, *, source: str = "<config>") -> ArenaConfig:
         raise ConfigError(f"malformed TOML: {exc}", source=source, path=None) from None
     if "endpoint" in data and isinstance(data["endpoint"], dict) and "api_key" in data["endpoint"]:
         raise ConfigError(
-            "API keys do not belong in config files; name an environment variable (api_key_env) "
-            "or a file (api_key_file)",
+            "API keys do not belong in config files; name an environment variable (api_key_env) or a file (api_key_file)",
             source=source,
             path="$.endpoint.api_key",
         )

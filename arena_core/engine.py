@@ -78,15 +78,25 @@ class RunRequest:
     def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
         """The request that carries on the run ``manifest`` records; ``given`` (the API key's
         source, the output folder, a request timeout) is what a manifest never holds."""
+
         def path(value: str | None) -> Path | None:
             return Path(value) if value else None
 
         settings = {key: value for key, value in given.items() if value is not None}
         return cls(
-            model=manifest.model if manifest.model != UNCATALOGUED_MODEL else None, backend=manifest.backend, hardware=manifest.hardware,
-            base_url=manifest.base_url, workloads=manifest.workloads, scale=manifest.scale, engine=manifest.engine,
-            exact_output=manifest.exact_output, tokenizer=path(manifest.tokenizer), dataset=path(manifest.dataset), corpus=path(manifest.corpus),
-            request_timeout=manifest.request_timeout_s, **settings,  # type: ignore[arg-type]
+            model=manifest.model if manifest.model != UNCATALOGUED_MODEL else None,
+            backend=manifest.backend,
+            hardware=manifest.hardware,
+            base_url=manifest.base_url,
+            workloads=manifest.workloads,
+            scale=manifest.scale,
+            engine=manifest.engine,
+            exact_output=manifest.exact_output,
+            tokenizer=path(manifest.tokenizer),
+            dataset=path(manifest.dataset),
+            corpus=path(manifest.corpus),
+            request_timeout=manifest.request_timeout_s,
+            **settings,  # type: ignore[arg-type]
         )
 
 
@@ -114,7 +124,9 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     backend, embedded = _choose_backend(request, config, registry, attach=bool(endpoint.base_url))
     model_name = request.model or run.model or (backend.embedded.model if backend.embedded and not backend.attaches else None)
     if model_name is None:
-        model = ModelSpec(name=UNCATALOGUED_MODEL, title=request.served_model or "the served model", description="not in the catalog", hf_id="", precision="unknown")
+        model = ModelSpec(
+            name=UNCATALOGUED_MODEL, title=request.served_model or "the served model", description="not in the catalog", hf_id="", precision="unknown"
+        )
     else:
         model = registry.get("models", model_name)
     hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks)
@@ -129,20 +141,34 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     _check_engine(engine, workloads, registry)
     exact = request.exact_output if request.exact_output is not None else bool(embedded and embedded.exact_output)
     options = RunOptions(
-        tokenizer=request.tokenizer, exact_output=exact, request_timeout_s=request.request_timeout or RunOptions().request_timeout_s,
-        dataset=request.dataset, corpus=request.corpus,
+        tokenizer=request.tokenizer,
+        exact_output=exact,
+        request_timeout_s=request.request_timeout or RunOptions().request_timeout_s,
+        dataset=request.dataset,
+        corpus=request.corpus,
     )
     return RunPlan(
-        model=model, backend=backend, hardware=hardware, hardware_reason=reason, workloads=tuple(workloads), engine=engine,
-        scale=scale, output=request.output or Path(run.output), options=options, endpoint=endpoint, config=config,
+        model=model,
+        backend=backend,
+        hardware=hardware,
+        hardware_reason=reason,
+        workloads=tuple(workloads),
+        engine=engine,
+        scale=scale,
+        output=request.output or Path(run.output),
+        options=options,
+        endpoint=endpoint,
+        config=config,
     )
 
 
 def _endpoint_settings(request: RunRequest, section: EndpointSettings) -> EndpointSettings:
     """The command line's endpoint flags over the config file's ``[endpoint]``."""
     return EndpointSettings(
-        base_url=request.base_url or section.base_url, model=request.served_model or section.model,
-        api_key_env=request.api_key_env or section.api_key_env, api_key_file=request.api_key_file or section.api_key_file,
+        base_url=request.base_url or section.base_url,
+        model=request.served_model or section.model,
+        api_key_env=request.api_key_env or section.api_key_env,
+        api_key_file=request.api_key_file or section.api_key_file,
     )
 
 
@@ -189,13 +215,25 @@ def _now() -> str:
 
 def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
     return Manifest(
-        run_id=run_id, arena_version=__version__, status="running", started_at=_now(), model=plan.model.name, backend=plan.backend.name,
-        hardware=plan.hardware.name, hardware_reason=plan.hardware_reason, hardware_profile=plan.hardware, engine=plan.engine,
-        scale=plan.scale, workloads=tuple(w.name for w in plan.workloads), config_source=plan.config.source,
+        run_id=run_id,
+        arena_version=__version__,
+        status="running",
+        started_at=_now(),
+        model=plan.model.name,
+        backend=plan.backend.name,
+        hardware=plan.hardware.name,
+        hardware_reason=plan.hardware_reason,
+        hardware_profile=plan.hardware,
+        engine=plan.engine,
+        scale=plan.scale,
+        workloads=tuple(w.name for w in plan.workloads),
+        config_source=plan.config.source,
         # the configuration as used, flags applied (names of key variables and files only, never a key)
         config=CONVERTER.unstructure(attrs.evolve(plan.config, endpoint=plan.endpoint)),
-        exact_output=plan.options.exact_output, request_timeout_s=plan.options.request_timeout_s,
-        tokenizer=str(plan.options.tokenizer) if plan.options.tokenizer else None, dataset=str(plan.options.dataset) if plan.options.dataset else None,
+        exact_output=plan.options.exact_output,
+        request_timeout_s=plan.options.request_timeout_s,
+        tokenizer=str(plan.options.tokenizer) if plan.options.tokenizer else None,
+        dataset=str(plan.options.dataset) if plan.options.dataset else None,
         corpus=str(plan.options.corpus) if plan.options.corpus else None,
     )
 
@@ -217,14 +255,22 @@ class RunSession:
         self.margin = watchdog_margin_bytes()
         self.backend: Backend = plan.backend.create(
             BackendRequest(
-                model=plan.model, endpoint=plan.endpoint, run_dir=self.run_dir, hardware=plan.hardware,
+                model=plan.model,
+                endpoint=plan.endpoint,
+                run_dir=self.run_dir,
+                hardware=plan.hardware,
                 max_context_tokens=max(w.shape.context_needed() for w in plan.workloads),
                 max_concurrency=max(w.shape.concurrency_needed() for w in plan.workloads),
             )
         )
         self.info = RunInfo(
-            run_id=self.run_id, model=plan.model.name, hardware=plan.hardware.name, backend=plan.backend.name,
-            workloads=tuple(w.name for w in plan.workloads), engine=plan.engine, scale=plan.scale,
+            run_id=self.run_id,
+            model=plan.model.name,
+            hardware=plan.hardware.name,
+            backend=plan.backend.name,
+            workloads=tuple(w.name for w in plan.workloads),
+            engine=plan.engine,
+            scale=plan.scale,
         )
 
     @property
@@ -255,8 +301,10 @@ class RunSession:
         runners = self.hooks.registry
         commands = {w.name: line for w in plan.workloads if (line := runners.get("runners", w.runner).command_for(w, endpoint.base_url, endpoint.model))}
         self._record(
-            backend_facts=facts, model_memory=model_memory(facts, before, memory_now(self.probes, unified), unified=unified),
-            telemetry=TelemetrySetup(probes=plan.hardware.probes, notes=tuple(notes)), commands=commands,
+            backend_facts=facts,
+            model_memory=model_memory(facts, before, memory_now(self.probes, unified), unified=unified),
+            telemetry=TelemetrySetup(probes=plan.hardware.probes, notes=tuple(notes)),
+            commands=commands,
             base_url=endpoint.base_url if plan.backend.attaches else None,
         )
         return endpoint
@@ -281,7 +329,9 @@ class RunSession:
         try:
             result = runner.create(plan.engine).run(workload, context)
         except HttpError as exc:
-            raise ServerLost(f"{workload.name}: the server stopped answering ({exc}); {len(self.results)} finished workloads are kept; {self.resume_hint()}") from None
+            raise ServerLost(
+                f"{workload.name}: the server stopped answering ({exc}); {len(self.results)} finished workloads are kept; {self.resume_hint()}"
+            ) from None
         finally:
             samples = self.sampler.stop()
         result = apply_ceiling(result.scaled(plan.scale), plan.model, plan.hardware, workload)
@@ -332,7 +382,9 @@ def execute(
     except KeyboardInterrupt:
         status = "interrupted"
         if session.sampler is not None and session.sampler.tripped:
-            raise Interrupted(f"stopped by the memory watchdog: less than {session.margin / 1e9:g} GB of memory stayed available; {session.resume_hint()}") from None
+            raise Interrupted(
+                f"stopped by the memory watchdog: less than {session.margin / 1e9:g} GB of memory stayed available; {session.resume_hint()}"
+            ) from None
         raise Interrupted(f"interrupted: {len(session.results)} of {len(plan.workloads)} workloads kept; {session.resume_hint()}") from None
     finally:
         session.finish(status)

@@ -28,18 +28,8 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from arena_core.types import (
-        BackendSpec,
-        HardwareDetection,
-        HardwareProfile,
-        ModelSpec,
-        RunInfo,
-        RunnerSpec,
-        RunResult,
-        ScorerSpec,
-        WorkloadSpec,
-    )
     from arena_core.config import ArenaConfig
+    from arena_core.types import BackendSpec, HardwareDetection, HardwareProfile, ModelSpec, RunInfo, RunnerSpec, RunResult, ScorerSpec, WorkloadSpec
 
 PROJECT_NAME = "arena"
 

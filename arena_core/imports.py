@@ -69,10 +69,22 @@ def _store(output: Path, origin: _Origin, results: list[WorkloadResult], registr
             commands[result.workload] = line
         store_result(run_dir, result)
     manifest = Manifest(
-        run_id=run_id, arena_version=__version__, status="completed", started_at=origin.measured_at, finished_at=origin.measured_at,
-        imported_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), source=origin.source, model=origin.model, backend=origin.backend,
-        hardware=origin.hardware, hardware_profile=profile.item if profile else None, hardware_reason="named at import", engine="imported",
-        engine_description=origin.engine, workloads=tuple(r.workload for r in results), commands=commands,
+        run_id=run_id,
+        arena_version=__version__,
+        status="completed",
+        started_at=origin.measured_at,
+        finished_at=origin.measured_at,
+        imported_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        source=origin.source,
+        model=origin.model,
+        backend=origin.backend,
+        hardware=origin.hardware,
+        hardware_profile=profile.item if profile else None,
+        hardware_reason="named at import",
+        engine="imported",
+        engine_description=origin.engine,
+        workloads=tuple(r.workload for r in results),
+        commands=commands,
         model_memory=ModelMemory(gb=origin.memory_gb, source=origin.source) if origin.memory_gb is not None else None,
     )
     write_manifest(run_dir, sealed(run_dir, manifest))
@@ -101,14 +113,25 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
                 metrics = {k: float(v) for k, v in figures.items()}
                 results.append(
                     WorkloadResult(
-                        workload=name, runner=registry.workloads[name].item.runner, engine="imported", requests=0, failed=0,
-                        tokens_per_second=metrics.get("tokens_per_second"), ttft_p50_s=metrics.get("ttft_p50_s"), metrics=metrics,
+                        workload=name,
+                        runner=registry.workloads[name].item.runner,
+                        engine="imported",
+                        requests=0,
+                        failed=0,
+                        tokens_per_second=metrics.get("tokens_per_second"),
+                        ttft_p50_s=metrics.get("ttft_p50_s"),
+                        metrics=metrics,
                         verdict=Verdict(valid=True, labels=(f"imported: {card['source']}",)),
                     )
                 )
             origin = _Origin(
-                model=card["model"], hardware=card["hardware"], backend=card["backend"], engine=card.get("engine", ""), source=card["source"],
-                measured_at=card.get("measured_at", ""), memory_gb=card.get("model_memory_gb"),
+                model=card["model"],
+                hardware=card["hardware"],
+                backend=card["backend"],
+                engine=card.get("engine", ""),
+                source=card["source"],
+                measured_at=card.get("measured_at", ""),
+                memory_gb=card.get("model_memory_gb"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, UsageError):
@@ -151,6 +174,11 @@ def import_file(path: Path, output: Path, registry: Registry, *, workload: str |
     result = attrs.evolve(result, engine="imported", verdict=attrs.evolve(result.verdict, labels=(*result.verdict.labels, label)))
     measured = str(data.get("timestamp") or data.get("date") or "")[:10]
     origin = _Origin(
-        model=model, hardware=hardware, backend=backend, engine=f"{reader.tool} (imported)", source=f"imported from {path.name} ({reader.tool})", measured_at=measured
+        model=model,
+        hardware=hardware,
+        backend=backend,
+        engine=f"{reader.tool} (imported)",
+        source=f"imported from {path.name} ({reader.tool})",
+        measured_at=measured,
     )
     return [_store(output, origin, [result], registry)]

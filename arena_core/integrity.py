@@ -11,6 +11,7 @@ import attrs
 
 from arena_core.manifest import MANIFEST, Manifest, read_manifest
 
+
 #: Not sealed: the manifest itself (it holds the hashes) and temporary files of atomic writes.
 def _sealed_files(run_dir: Path) -> list[Path]:
     return sorted(p for p in run_dir.rglob("*") if p.is_file() and p.name != MANIFEST and not p.name.endswith(".tmp"))

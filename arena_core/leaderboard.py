@@ -60,8 +60,19 @@ def rank(
 
 def row_dict(row: Row) -> dict[str, Any]:
     return {
-        "rank": row.rank or None, "tie": row.tie, "run_id": row.card.run_id, "model": row.card.model, "model_title": row.card.model_title,
-        "hardware": row.card.hardware, "backend": row.card.backend, "score": row.score.value, "low": row.score.low, "high": row.score.high,
-        "quality": row.score.quality, "performance": row.score.performance, "profile": row.score.profile,
-        "benches": f"{len(row.card.workloads)}/{len(row.card.expected)}", "labels": list(row.labels),
+        "rank": row.rank or None,
+        "tie": row.tie,
+        "run_id": row.card.run_id,
+        "model": row.card.model,
+        "model_title": row.card.model_title,
+        "hardware": row.card.hardware,
+        "backend": row.card.backend,
+        "score": row.score.value,
+        "low": row.score.low,
+        "high": row.score.high,
+        "quality": row.score.quality,
+        "performance": row.score.performance,
+        "profile": row.score.profile,
+        "benches": f"{len(row.card.workloads)}/{len(row.card.expected)}",
+        "labels": list(row.labels),
     }

@@ -125,4 +125,3 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
 def manifest_data(manifest: Manifest) -> dict[str, Any]:
     """The manifest as plain JSON data (``arena show run --json``)."""
     return CONVERTER.unstructure(manifest)
-

@@ -159,6 +159,7 @@ def probes_for(
         if module is None:
             notes.append(f"{', '.join(wanted)}: {why}; no GPU power, energy or device memory recorded")
         else:
+
             def pids() -> set[int]:
                 pid = server_pid()
                 return descendants(pid) if pid else set()

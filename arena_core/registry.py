@@ -129,6 +129,4 @@ class RegistryBuilder:
                 taken[item.name] = Registration(item=item, plugin=plugin)
 
     def build(self) -> Registry:
-        return Registry(
-            MappingProxyType({kind: MappingProxyType(dict(items)) for kind, items in self._items.items()})
-        )
+        return Registry(MappingProxyType({kind: MappingProxyType(dict(items)) for kind, items in self._items.items()}))

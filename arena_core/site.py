@@ -20,8 +20,10 @@ from arena_core.types import ModelCard, Score
 
 def environment() -> Environment:
     return Environment(
-        loader=PackageLoader("arena_core", "report/templates"), autoescape=select_autoescape(default=True, default_for_string=True),
-        undefined=StrictUndefined, keep_trailing_newline=True,
+        loader=PackageLoader("arena_core", "report/templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
     )
 
 
@@ -52,8 +54,13 @@ def _explained(scores: Mapping[str, Score]) -> list[str]:
 
 
 def publish(
-    directory: Path, cards: Sequence[ModelCard], all_scores: Mapping[str, Mapping[str, Score]], found: Mapping[str, list[str]], *,
-    profile: str = "aggregate", integrity: Mapping[str, str] | None = None,
+    directory: Path,
+    cards: Sequence[ModelCard],
+    all_scores: Mapping[str, Mapping[str, Score]],
+    found: Mapping[str, list[str]],
+    *,
+    profile: str = "aggregate",
+    integrity: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the site into ``directory``; ``all_scores[run_id][profile]``; ``integrity[run_id]``
     is what ``arena verify`` said of the run (absent: not checked). Returns index.html."""
@@ -71,7 +78,11 @@ def publish(
     index = directory / "index.html"
     index.write_text(
         env.get_template("leaderboard.html.j2").render(
-            **common, title="Leaderboard", root="", profile=profile, rows=_leaderboard_rows(rows, verified),
+            **common,
+            title="Leaderboard",
+            root="",
+            profile=profile,
+            rows=_leaderboard_rows(rows, verified),
             scatter=scatter("Tokens/s against TTFT p50, chat workload", points, "TTFT p50, s", "tokens/s per user"),
         ),
         encoding="utf-8",
@@ -81,10 +92,20 @@ def publish(
         measured = sum(1 for name in card.expected if card.workload(name) is not None)
         lines = [(name, card.workload(name)) for name in card.expected]
         page = env.get_template("card.html.j2").render(
-            **common, title=card.model_title, root="../", card=card, scores=[(n, fmt_score(s)) for n, s in scores.items()],
-            headline=fmt_tps(headline_tps(card)), memory=f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—",
-            measured=f"{measured}/{len(card.expected)}", workload_rows=workload_rows(card), findings=found.get(card.run_id, []),
-            memory_rows=memory_rows(card), platform_rows=platform_rows(card), explained=_explained(scores), integrity=_integrity(card.run_id, verified),
+            **common,
+            title=card.model_title,
+            root="../",
+            card=card,
+            scores=[(n, fmt_score(s)) for n, s in scores.items()],
+            headline=fmt_tps(headline_tps(card)),
+            memory=f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—",
+            measured=f"{measured}/{len(card.expected)}",
+            workload_rows=workload_rows(card),
+            findings=found.get(card.run_id, []),
+            memory_rows=memory_rows(card),
+            platform_rows=platform_rows(card),
+            explained=_explained(scores),
+            integrity=_integrity(card.run_id, verified),
             tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
             ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
         )

@@ -679,4 +679,3 @@ class RunResult:
     run_id: str
     completed: bool
     results: tuple[WorkloadResult, ...] = ()
-

@@ -36,8 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from arena_core.testing.fake_server import FakeServerProcess  # noqa: E402
 from measure import SERVER_CORE, run_measured  # noqa: E402
+
+from arena_core.testing.fake_server import FakeServerProcess  # noqa: E402
 from arena_core.testing.text import english_like_text, write_test_tokenizer  # noqa: E402
 
 MODEL = "fake-org/fake-model"
@@ -57,8 +58,15 @@ async def _arena(url: str, concurrency: int, tokens: int, workdir: Path) -> dict
     text = (workdir / "corpus.txt").read_text()
     prompts = PromptBuilder(await codec.encode(text), codec, seed=1)
     plan = ClosedLoopPlan(
-        workload="bench", model=MODEL, prompt_tokens=PROMPT_TOKENS, generated_tokens=tokens, concurrency=concurrency,
-        runs=1, warmup=False, latency_mode="none", adapt_prompt=False,
+        workload="bench",
+        model=MODEL,
+        prompt_tokens=PROMPT_TOKENS,
+        generated_tokens=tokens,
+        concurrency=concurrency,
+        runs=1,
+        warmup=False,
+        latency_mode="none",
+        adapt_prompt=False,
     )
 
     async def keep(records):
@@ -162,9 +170,31 @@ def llama_benchy(url: str, concurrency: int, tokens: int, workdir: Path) -> tupl
     executable = shutil.which("llama-benchy") or str(Path(sys.executable).parent / "llama-benchy")
     result = workdir / f"llama-benchy-{concurrency}-{tokens}.json"
     command = [
-        executable, "--base-url", f"{url}/v1", "--model", MODEL, "--tokenizer", str(workdir / "tokenizer.json"),
-        "--book-url", "arena-bench", "--pp", str(PROMPT_TOKENS), "--tg", str(tokens), "--concurrency", str(concurrency),
-        "--runs", "1", "--no-warmup", "--latency-mode", "none", "--skip-coherence", "--format", "json", "--save-result", str(result),
+        executable,
+        "--base-url",
+        f"{url}/v1",
+        "--model",
+        MODEL,
+        "--tokenizer",
+        str(workdir / "tokenizer.json"),
+        "--book-url",
+        "arena-bench",
+        "--pp",
+        str(PROMPT_TOKENS),
+        "--tg",
+        str(tokens),
+        "--concurrency",
+        str(concurrency),
+        "--runs",
+        "1",
+        "--no-warmup",
+        "--latency-mode",
+        "none",
+        "--skip-coherence",
+        "--format",
+        "json",
+        "--save-result",
+        str(result),
     ]
     env = {**os.environ, "HOME": str(workdir), "HF_HUB_OFFLINE": "1"}
     cpu, _ = run_measured(command, env)
@@ -256,7 +286,9 @@ def main() -> None:
         for concurrency in (10, 64):
             arena, benchy = saturated["arena", concurrency][0], saturated["llama-benchy", concurrency][0]
             print(f"   CPU per token, saturated, c={concurrency}:   {arena / benchy:.2f}   (target <= 0.50)")
-            print(f"   tokens/s sustained, c={concurrency}:         {saturated['arena', concurrency][1] / saturated['llama-benchy', concurrency][1]:.2f}x llama-benchy")
+            print(
+                f"   tokens/s sustained, c={concurrency}:         {saturated['arena', concurrency][1] / saturated['llama-benchy', concurrency][1]:.2f}x llama-benchy"
+            )
             for library in ("aiohttp", "httpx", "aiohttp+uvloop", "httpx+uvloop"):
                 print(f"   CPU per token vs minimal {library:14s} loop, c={concurrency}: {arena / saturated[library, concurrency][0]:.2f}")
         print(f"   CPU per token, paced, c=64:        {paced['arena'] / paced['llama-benchy']:.2f}")

@@ -23,10 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from arena_core.testing.fake_server import FakeServerProcess  # noqa: E402
-from arena_core.testing.text import english_like_text, write_test_tokenizer  # noqa: E402
 from client_overhead import _arena, percentile  # noqa: E402
 from measure import SERVER_CORE, run_measured  # noqa: E402
+
+from arena_core.testing.fake_server import FakeServerProcess  # noqa: E402
+from arena_core.testing.text import english_like_text, write_test_tokenizer  # noqa: E402
 
 CONCURRENCY, TOKENS, RIG_TTFT_MS, ROUNDS = 10, 1500, 50.0, 2
 
@@ -78,6 +79,7 @@ def main() -> None:
             )
             if hertz:
                 assert result["with_metrics"] == result["samples"], "every sample read the rig's /metrics page"
+
         def median_cpu(hertz: float) -> float:
             values = sorted(cpu for h, cpu, _, _ in rows if h == hertz)
             return values[len(values) // 2] if len(values) % 2 else sum(values[len(values) // 2 - 1 : len(values) // 2 + 1]) / 2

@@ -15,6 +15,21 @@ def _clean_plugin_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
+def hooks():
+    """The typed hooks of a manager with exactly the built-in plugins (strict: a misbehaving
+    built-in fails the test). Shared: tests only read from it."""
+    from arena_core import ArenaHooks, make_plugin_manager
+
+    return ArenaHooks(make_plugin_manager(autoload=False, strict=True))
+
+
+@pytest.fixture(scope="session")
+def registry(hooks):
+    """Everything the built-in plugins register."""
+    return hooks.registry
+
+
+@pytest.fixture(scope="session")
 def tokenizer_path(tmp_path_factory: pytest.TempPathFactory):
     """A small byte-level BPE tokenizer.json, trained on generated text (no download)."""
     from arena_core.testing.text import write_test_tokenizer

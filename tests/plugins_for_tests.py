@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from arena_core import HardwareDetection, HardwareProfile, ModelSpec, hookimpl
 
-TEST_BOX = HardwareProfile(
-    name="test-box", title="Test box", description="A box only tests know.", memory_gb=8, unified_memory=False
-)
+TEST_BOX = HardwareProfile(name="test-box", title="Test box", description="A box only tests know.", memory_gb=8, unified_memory=False)
 
 
 def model(name: str) -> ModelSpec:

@@ -95,14 +95,20 @@ def test_a_401_from_the_server(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "needle"),
-    [("", "the file is empty"), ('[{"id": "a", "conversations": [{"from": "human", "va', "no complete conversation"), ('{"not": "a list"}', "not a ShareGPT file")],
+    [
+        ("", "the file is empty"),
+        ('[{"id": "a", "conversations": [{"from": "human", "va', "no complete conversation"),
+        ('{"not": "a list"}', "not a ShareGPT file"),
+    ],
     ids=["empty", "truncated", "not-sharegpt"],
 )
 def test_bad_dataset_files(content, needle, tmp_path):
     dataset = tmp_path / "sharegpt.json"
     dataset.write_text(content)
     with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json")]) as rig:
-        done = arena("run", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--workloads", "sharegpt", "--scale", "0.02", "--dataset", str(dataset), cwd=tmp_path)
+        done = arena(
+            "run", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--workloads", "sharegpt", "--scale", "0.02", "--dataset", str(dataset), cwd=tmp_path
+        )
     line = error_line(done)
     assert done.returncode == 2 and needle in line and "sharegpt.json" in line
 

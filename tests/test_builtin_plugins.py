@@ -10,12 +10,6 @@ from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.config import ArenaConfig
 from arena_hardware.host import read_host
 
-
-@pytest.fixture(scope="module")
-def registry():
-    return ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
-
-
 # (pp, tg, depth, turns) from shared/spec/workloads.md; all: concurrency 10, 3 runs, generation latency, seed 42.
 CLOSED = {
     "chat": (1024, 1024, 0, 1),
@@ -133,8 +127,13 @@ def test_nvidia_detection_through_nvml(registry, monkeypatch, name, memory_suppo
         return types.SimpleNamespace(total=143771 * 2**20)
 
     fake = types.SimpleNamespace(
-        NVMLError=NVMLError, nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 1,
-        nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetName=lambda h: name.encode(), nvmlDeviceGetMemoryInfo=memory,
+        NVMLError=NVMLError,
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: name.encode(),
+        nvmlDeviceGetMemoryInfo=memory,
     )
     monkeypatch.setitem(__import__("sys").modules, "pynvml", fake)
     profiles = {n: reg.item for n, reg in registry.hardware.items()}

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from plugins_for_tests import fake_distribution
 
 from arena_core import __version__, make_plugin_manager
 from arena_core.testing import plugin_manager_with, run_cli
-from plugins_for_tests import fake_distribution
 
 
 @pytest.fixture
@@ -22,14 +22,7 @@ def pm():
 
 def arena(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The real console entry point in a child process, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "arena_core", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-        timeout=60,
-    )
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=60)
 
 
 def test_version(pm):
@@ -117,20 +110,13 @@ def test_console_script_bad_input_is_one_line_exit_2_no_traceback(tmp_path: Path
     bad.write_text("[workloads.chat]\nconcurrency = -1\n")
     result = arena("config", "check", str(bad))
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        f"arena: error: {bad}: $.workloads.chat.concurrency: must be greater than 0, got -1"
-    ]
+    assert result.stderr.strip().splitlines() == [f"arena: error: {bad}: $.workloads.chat.concurrency: must be greater than 0, got -1"]
     debug = arena("--debug", "config", "check", str(bad))
     assert debug.returncode == 2 and "Traceback" in debug.stderr
 
 
 def _broken_entry_point(root: Path) -> dict[str, str]:
-    source = (
-        "from arena_core import hookimpl\n\n"
-        "@hookimpl\n"
-        "def arena_register_hardware(register):\n"
-        "    raise RuntimeError('probe table missing')\n"
-    )
+    source = "from arena_core import hookimpl\n\n@hookimpl\ndef arena_register_hardware(register):\n    raise RuntimeError('probe table missing')\n"
     fake_distribution(root, "raising-plugin", "0.1", {"raising": "raising_plugin"}, {"raising_plugin": source})
     return {"PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
 
@@ -139,10 +125,7 @@ def test_console_script_warns_about_a_raising_plugin_and_carries_on(tmp_path: Pa
     result = arena("list", "hardware", env=_broken_entry_point(tmp_path))
     assert result.returncode == 0
     assert "cpu-host" in result.stdout
-    assert (
-        "arena: warning: plugin 'raising': arena_register_hardware raised RuntimeError: probe table missing; skipped"
-        in result.stderr
-    )
+    assert "arena: warning: plugin 'raising': arena_register_hardware raised RuntimeError: probe table missing; skipped" in result.stderr
 
 
 def test_console_script_strict_plugins_stops_with_exit_3(tmp_path: Path):
@@ -163,9 +146,22 @@ def test_console_script_disabled_plugin_is_not_called(tmp_path: Path):
 @pytest.mark.parametrize(
     ("workload", "needles"),
     [
-        ("chat", ["llama-benchy --base-url http://localhost:8000/v1 --model MODEL --pp 1024 --tg 1024 --depth 0 --concurrency 10 --runs 3 --latency-mode generation"]),
+        (
+            "chat",
+            [
+                "llama-benchy --base-url http://localhost:8000/v1 --model MODEL --pp 1024 --tg 1024 --depth 0 --concurrency 10 --runs 3 --latency-mode generation"
+            ],
+        ),
         ("multi-turn", ["--depth 0 2560 5120 7680 10240", "--enable-prefix-caching"]),
-        ("office-baseline", ["vllm bench serve --backend openai-chat", "--random-input-len 4000 --random-output-len 500 --random-range-ratio 0.9", "--request-rate 0.3 --burstiness 0.7", "--seed 42"]),
+        (
+            "office-baseline",
+            [
+                "vllm bench serve --backend openai-chat",
+                "--random-input-len 4000 --random-output-len 500 --random-range-ratio 0.9",
+                "--request-rate 0.3 --burstiness 0.7",
+                "--seed 42",
+            ],
+        ),
         ("monday-peak", ["--request-rate 1.5 --burstiness 1 --max-concurrency 25"]),
         ("reasoning", ["--random-input-len 1000 --random-output-len 4000"]),
     ],

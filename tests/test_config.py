@@ -6,14 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from arena_core import ConfigError, Endpoint, make_plugin_manager
+from arena_core import ConfigError, Endpoint
 from arena_core.config import CONVERTER, ArenaConfig, apply_override, check_config, load_config, parse_config
-from arena_core.hooks import ArenaHooks
-
-
-@pytest.fixture(scope="module")
-def registry():
-    return ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
 
 
 def error_of(text: str, registry=None) -> str:

@@ -12,9 +12,7 @@ from arena_core import docgen
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize(
-    ("path", "generate"), [(docgen.HOOK_REFERENCE, docgen.hook_reference), (docgen.CLI_REFERENCE, docgen.cli_reference)]
-)
+@pytest.mark.parametrize(("path", "generate"), [(docgen.HOOK_REFERENCE, docgen.hook_reference), (docgen.CLI_REFERENCE, docgen.cli_reference)])
 def test_generated_reference_is_up_to_date(path, generate):
     committed = (ROOT / path).read_text(encoding="utf-8")
     assert committed == generate(), f"{path} is stale: run `python -m arena_core.docgen`"
@@ -38,7 +36,15 @@ def test_every_hookspec_has_at_most_three_parameters():
 
 def test_every_doc_page_the_readme_links_exists():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for target in ("docs/quickstart.md", "docs/configuration.md", "docs/cli.md", "docs/measurement.md", "docs/plugins/writing-a-plugin.md", "docs/plugins/hook-reference.md", "docs/plugins/testing.md"):
+    for target in (
+        "docs/quickstart.md",
+        "docs/configuration.md",
+        "docs/cli.md",
+        "docs/measurement.md",
+        "docs/plugins/writing-a-plugin.md",
+        "docs/plugins/hook-reference.md",
+        "docs/plugins/testing.md",
+    ):
         assert target in readme, target
         assert (ROOT / target).is_file(), target
 

@@ -6,8 +6,8 @@ server's own counts (``usage`` and the Prometheus counters of ``/metrics``).
 
 from __future__ import annotations
 
-from pathlib import Path
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -32,15 +32,19 @@ def server_counter(base_url: str, name: str) -> float:
 def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path):
     registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
     model = registry.get("models", "gemma-3-270m")
-    backend = registry.get("backends", "llama-cpp").create(
-        BackendRequest(model=model, run_dir=tmp_path, max_context_tokens=256, max_concurrency=4)
-    )
+    backend = registry.get("backends", "llama-cpp").create(BackendRequest(model=model, run_dir=tmp_path, max_context_tokens=256, max_concurrency=4))
     closed = WorkloadSpec(
-        name="tiny-chat", title="tiny chat", description="test", runner="llama-benchy",
+        name="tiny-chat",
+        title="tiny chat",
+        description="test",
+        runner="llama-benchy",
         shape=ClosedLoopShape(prompt_tokens=32, generated_tokens=TOKENS, concurrency=4, runs=1),
     )
     opened = WorkloadSpec(
-        name="tiny-office", title="tiny office", description="test", runner="vllm-bench",
+        name="tiny-office",
+        title="tiny office",
+        description="test",
+        runner="vllm-bench",
         shape=OpenLoopShape(dataset="random", input_tokens=48, output_tokens=TOKENS, request_rate=4.0, num_prompts=6),
     )
     endpoint = backend.start()

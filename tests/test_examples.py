@@ -19,19 +19,14 @@ def pip(*args: str) -> None:
 
 
 def arena_json(*args: str) -> list[dict[str, object]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "arena_core", *args, "--json"], capture_output=True, text=True, check=True, timeout=60
-    )
+    result = subprocess.run([sys.executable, "-m", "arena_core", *args, "--json"], capture_output=True, text=True, check=True, timeout=60)
     return json.loads(result.stdout)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("package", "distribution", "kind", "name"),
-    [
-        ("arena-strix-halo", "arena-strix-halo", "hardware", "strix-halo"),
-        ("arena-gemma-it", "arena-gemma-it", "models", "gemma-3-270m-it"),
-    ],
+    [("arena-strix-halo", "arena-strix-halo", "hardware", "strix-halo"), ("arena-gemma-it", "arena-gemma-it", "models", "gemma-3-270m-it")],
 )
 def test_example_plugin_appears_when_installed_and_goes_when_uninstalled(package, distribution, kind, name):
     pip("install", "--no-build-isolation", "--no-deps", str(EXAMPLES / package))
@@ -45,3 +40,31 @@ def test_example_plugin_appears_when_installed_and_goes_when_uninstalled(package
         pip("uninstall", "-y", distribution)
     assert name not in {row["name"] for row in arena_json("list", kind)}
     assert arena_json("plugins") == []
+
+
+@pytest.mark.slow
+def test_a_third_party_runner_measures_with_the_public_kit_alone(tmp_path):
+    """``examples/arena-tiny-runner`` installs as its own package and measures a server."""
+    from arena_core.testing.fake_server import FakeServerProcess
+
+    tokenizer = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer" / "tokenizer.json"
+    pip("install", "--no-build-isolation", "--no-deps", str(EXAMPLES / "arena-tiny-runner"))
+    try:
+        assert {"name": "tiny-closed-loop", "plugin": "tiny-runner"}.items() <= next(
+            r for r in arena_json("list", "runners") if r["name"] == "tiny-closed-loop"
+        ).items()
+        with FakeServerProcess(["--tokenizer", str(tokenizer)]) as rig:
+            done = subprocess.run(
+                [sys.executable, "-m", "arena_core", "run", "--base-url", rig.url, "--workloads", "tiny-chat", "--output", str(tmp_path)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        assert done.returncode == 0, done.stderr
+        (result,) = tmp_path.glob("*/workloads/tiny-chat/result.json")
+        stored = json.loads(result.read_text())
+        assert stored["runner"] == "tiny-closed-loop" and stored["requests"] == 8 and stored["failed"] == 0 and stored["verdict"]["valid"]
+        assert stored["tokens_per_second"] > 0 and stored["ttft_p50_s"] > 0
+        assert len((result.parent / "records.jsonl").read_text().splitlines()) == 8
+    finally:
+        pip("uninstall", "-y", "arena-tiny-runner")

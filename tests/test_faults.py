@@ -38,8 +38,22 @@ CASES = {
 
 def arena_run(url: str, output: Path) -> subprocess.CompletedProcess:
     command = [
-        sys.executable, "-m", "arena_core", "run", "--base-url", url, "--tokenizer", str(TOKENIZER), "--workloads", WORKLOADS,
-        "--scale", "0.02", "--output", str(output), "--request-timeout", "2",
+        sys.executable,
+        "-m",
+        "arena_core",
+        "run",
+        "--base-url",
+        url,
+        "--tokenizer",
+        str(TOKENIZER),
+        "--workloads",
+        WORKLOADS,
+        "--scale",
+        "0.02",
+        "--output",
+        str(output),
+        "--request-timeout",
+        "2",
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
@@ -91,7 +105,9 @@ def test_server_killed_mid_workload_and_not_coming_back(tmp_path):
     kept = sum(len(r) for r in records.values())
     assert manifest["status"] == "failed" and list(results) == ["chat"]
     assert kept == 20 and results["chat"]["failed"] >= 1 and not results["chat"]["verdict"]["valid"]
-    SEEN["server killed, not coming back"] = f"exit {done.returncode}; status {manifest['status']}; {kept} records kept; last line: {done.stderr.strip().splitlines()[-1][:120]}"
+    SEEN["server killed, not coming back"] = (
+        f"exit {done.returncode}; status {manifest['status']}; {kept} records kept; last line: {done.stderr.strip().splitlines()[-1][:120]}"
+    )
 
 
 def test_zz_print_the_table():

@@ -12,10 +12,10 @@ import math
 import random
 
 import pytest
+from compare import assert_same
 
 from arena_core.loadgen.closed_metrics import llama_benchy_entry, sliding_peak, token_timeline
 from arena_core.types import RequestRecord
-from compare import assert_same
 
 llama_benchy_client = pytest.importorskip("llama_benchy.client")
 llama_benchy_results = pytest.importorskip("llama_benchy.results")
@@ -98,20 +98,12 @@ SCENARIOS = ["ids", "bundles-ids", "bundles-usage", "usage-only", "no-usage", "r
 @pytest.mark.parametrize("latency", [0.0, 0.015])
 def test_entry_equals_llama_benchy(scenario, concurrency, latency):
     rng = random.Random(f"{scenario}-{concurrency}-{latency}")
-    runs = [
-        [synthetic_record(rng, scenario, run, i, base_s=100.0 + run * 5) for i in range(concurrency)] for run in range(3)
-    ]
+    runs = [[synthetic_record(rng, scenario, run, i, base_s=100.0 + run * 5) for i in range(concurrency)] for run in range(3)]
     expected_pp = 512
     theirs = llama_benchy_results.BenchmarkResults()
     theirs.add("m", 512, 64, 0, concurrency, [[as_llama_benchy(r) for r in run] for run in runs], latency, expected_pp)
     ours = llama_benchy_entry(
-        runs,
-        concurrency=concurrency,
-        latency_s=latency,
-        expected_prompt_tokens=expected_pp,
-        prompt_size=512,
-        response_size=64,
-        context_size=0,
+        runs, concurrency=concurrency, latency_s=latency, expected_prompt_tokens=expected_pp, prompt_size=512, response_size=64, context_size=0
     )
     theirs_entry = theirs.runs[0].model_dump()
     assert set(ours) == set(theirs_entry)
@@ -143,14 +135,27 @@ def test_documented_example_two_requests():
     # runners.md A.8: p = 100 each, first tokens at 0.2 s and 0.3 s, L = 0.05.
     def record(first_s, second_token_s, index):
         return RequestRecord(
-            workload="w", run_index=0, request_index=index, sent_ns=1 * NS, first_response_ns=round((1 + first_s) * NS),
-            chunk_ns=(round((1 + first_s) * NS), round((1 + second_token_s) * NS)), chunk_tokens=(1, 1), chunk_kinds="cc",
-            end_ns=round((1 + second_token_s) * NS), prompt_tokens_server=100, http_status=200,
+            workload="w",
+            run_index=0,
+            request_index=index,
+            sent_ns=1 * NS,
+            first_response_ns=round((1 + first_s) * NS),
+            chunk_ns=(round((1 + first_s) * NS), round((1 + second_token_s) * NS)),
+            chunk_tokens=(1, 1),
+            chunk_kinds="cc",
+            end_ns=round((1 + second_token_s) * NS),
+            prompt_tokens_server=100,
+            http_status=200,
         )
 
     entry = llama_benchy_entry(
         [[record(0.2, 0.3, 0), record(0.3, 0.35, 1)]],
-        concurrency=2, latency_s=0.05, expected_prompt_tokens=100, prompt_size=100, response_size=2, context_size=0,
+        concurrency=2,
+        latency_s=0.05,
+        expected_prompt_tokens=100,
+        prompt_size=100,
+        response_size=2,
+        context_size=0,
     )
     assert entry["pp_throughput"]["values"] == [pytest.approx(200 / 0.3)]
     assert entry["pp_req_throughput"]["values"] == [pytest.approx(100 / 0.15), pytest.approx(100 / 0.25)]
@@ -178,9 +183,18 @@ def test_first_answer_token_is_reported_when_reasoning_streams_first():
     def record(index, kinds):
         times = tuple((1 + 0.1 * (i + 1)) * NS for i in range(len(kinds)))
         return RequestRecord(
-            workload="think", run_index=1, request_index=index, sent_ns=1 * NS, first_response_ns=int(times[0]),
-            chunk_ns=tuple(int(t) for t in times), chunk_tokens=(1,) * len(kinds), chunk_kinds=kinds,
-            end_ns=int(times[-1]), http_status=200, completion_tokens_server=len(kinds), expected_prompt_tokens=10,
+            workload="think",
+            run_index=1,
+            request_index=index,
+            sent_ns=1 * NS,
+            first_response_ns=int(times[0]),
+            chunk_ns=tuple(int(t) for t in times),
+            chunk_tokens=(1,) * len(kinds),
+            chunk_kinds=kinds,
+            end_ns=int(times[-1]),
+            http_status=200,
+            completion_tokens_server=len(kinds),
+            expected_prompt_tokens=10,
         )
 
     records = [record(0, "rrrcc"), record(1, "RRccc")]

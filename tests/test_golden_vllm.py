@@ -12,12 +12,12 @@ import math
 from pathlib import Path
 
 import pytest
+from compare import assert_same
 
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.codec import LocalCodec
 from arena_core.loadgen.datasets import sample_random, sample_sharegpt, two_turn_conversations
 from arena_core.loadgen.open_metrics import VllmOutput, vllm_metrics
-from compare import assert_same
 
 HERE = Path(__file__).resolve().parent / "fixtures" / "vllm"
 FIXTURES = json.loads((HERE / "vllm_fixtures.json").read_text())
@@ -40,8 +40,13 @@ def test_arrival_offsets_equal_vllm(case):
 def test_random_dataset_equals_vllm(case):
     samples = asyncio.run(
         sample_random(
-            CODEC, count=case["num"], input_len=case["input_len"], output_len=case["output_len"],
-            range_ratio=case["range_ratio"], seed=case["seed"], prefix_len=case["prefix_len"],
+            CODEC,
+            count=case["num"],
+            input_len=case["input_len"],
+            output_len=case["output_len"],
+            range_ratio=case["range_ratio"],
+            seed=case["seed"],
+            prefix_len=case["prefix_len"],
         )
     )
     assert [s.prompt_len for s in samples] == case["prompt_lens"]
@@ -63,8 +68,14 @@ def test_sharegpt_sampling_equals_vllm(case):
 def test_metrics_equal_vllm(case):
     outputs = [
         VllmOutput(
-            success=o["success"], start_time=o["start_time"], ttft=o["ttft"], itl=tuple(o["itl"]), latency=o["latency"],
-            output_tokens=o["output_tokens"] or 0, prompt_len=o["prompt_len"], error=o["error"],
+            success=o["success"],
+            start_time=o["start_time"],
+            ttft=o["ttft"],
+            itl=tuple(o["itl"]),
+            latency=o["latency"],
+            output_tokens=o["output_tokens"] or 0,
+            prompt_len=o["prompt_len"],
+            error=o["error"],
         )
         for o in case["outputs"]
     ]

@@ -25,9 +25,7 @@ from arena_core.config import ArenaConfig
 from arena_core.docgen import hookspec_functions
 from arena_core.testing import plugin_manager_with, run_cli
 
-RUN = RunInfo(
-    run_id="r1", model="gemma-3-270m", hardware="cpu-host", backend="llama-cpp", workloads=("chat",), engine="native", scale=0.1
-)
+RUN = RunInfo(run_id="r1", model="gemma-3-270m", hardware="cpu-host", backend="llama-cpp", workloads=("chat",), engine="native", scale=0.1)
 
 
 def test_every_hook_has_a_test():

@@ -34,8 +34,15 @@ def workload(name: str, **shape) -> WorkloadSpec:
 
 def rig_args(tokenizer_path: Path, *extra: str) -> list[str]:
     return [
-        "--tokenizer", str(tokenizer_path), "--decode-gap-ms", str(DECODE_GAP_MS),
-        "--prefill-base-ms", str(PREFILL_BASE_MS), "--prefill-per-token-ms", str(PREFILL_PER_TOKEN_MS), *extra,
+        "--tokenizer",
+        str(tokenizer_path),
+        "--decode-gap-ms",
+        str(DECODE_GAP_MS),
+        "--prefill-base-ms",
+        str(PREFILL_BASE_MS),
+        "--prefill-per-token-ms",
+        str(PREFILL_PER_TOKEN_MS),
+        *extra,
     ]
 
 
@@ -60,7 +67,9 @@ def test_show_runner(runner):
     assert data["engines"] == ["native", "external"] and data["loop"] == "closed"
 
 
-@pytest.mark.skipif(shutil.which("llama-benchy") is None and not (Path(sys.executable).parent / "llama-benchy").exists(), reason="llama-benchy is not installed")
+@pytest.mark.skipif(
+    shutil.which("llama-benchy") is None and not (Path(sys.executable).parent / "llama-benchy").exists(), reason="llama-benchy is not installed"
+)
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus_path, tmp_path, monkeypatch, concurrency):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{__import__('os').environ['PATH']}")
@@ -76,8 +85,7 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
     assert close(ours["tg_throughput"]["mean"], theirs["tg_throughput"]["mean"], 0.03)
     assert close(ours["peak_throughput"]["mean"], theirs["peak_throughput"]["mean"], 0.05)
     truth_ms = {
-        engine: sum((e["first_content_ns"] - e["received_ns"]) / 1e6 for e in log[-concurrency * 2 :]) / (concurrency * 2)
-        for engine, log in logs.items()
+        engine: sum((e["first_content_ns"] - e["received_ns"]) / 1e6 for e in log[-concurrency * 2 :]) / (concurrency * 2) for engine, log in logs.items()
     }
     # Time to first token: ours is within 3 ms of what the server injected.
     assert close(ours["e2e_ttft"]["mean"], truth_ms["native"], 0.0, 3.0), (ours["e2e_ttft"]["mean"], truth_ms)

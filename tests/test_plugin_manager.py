@@ -6,10 +6,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from arena_core import BUILTIN_PLUGINS, ArenaHooks, PluginError, make_plugin_manager
-from arena_core.config import ArenaConfig
-from arena_core.testing import plugin_manager_with, run_cli
 from plugins_for_tests import (
     DetectorRaises,
     DetectsTestBox,
@@ -21,6 +17,11 @@ from plugins_for_tests import (
     WrongType,
     fake_distribution,
 )
+
+from arena_core import BUILTIN_PLUGINS, ArenaHooks, PluginError, make_plugin_manager
+from arena_core.cli import make_cli
+from arena_core.config import ArenaConfig
+from arena_core.testing import plugin_manager_with, run_cli
 
 
 def problems_of(pm) -> dict[str, str]:
@@ -50,10 +51,7 @@ def test_import_error_is_reported_by_plugin_name_and_skipped():
 
 
 def test_entry_point_that_fails_to_import_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    fake_distribution(
-        tmp_path, "broken-arena-plugin", "0.1", {"broken": "broken_arena_plugin"},
-        {"broken_arena_plugin": "raise ImportError('needs libfoo')\n"},
-    )
+    fake_distribution(tmp_path, "broken-arena-plugin", "0.1", {"broken": "broken_arena_plugin"}, {"broken_arena_plugin": "raise ImportError('needs libfoo')\n"})
     monkeypatch.syspath_prepend(str(tmp_path))
     pm = make_plugin_manager(builtins=(), autoload=True)
     assert problems_of(pm)["broken"] == "not loaded: import failed: ImportError: needs libfoo"
@@ -101,9 +99,7 @@ def test_duplicate_name_keeps_the_first_and_reports_the_second():
     registry = ArenaHooks(pm).registry
     assert registry.models["good-model"].plugin == "GoodModels"
     assert registry.models["own-model"].plugin == "DuplicateModel"
-    assert problems_of(pm)["DuplicateModel"] == (
-        "model 'good-model' is already registered by plugin 'GoodModels'; skipped"
-    )
+    assert problems_of(pm)["DuplicateModel"] == ("model 'good-model' is already registered by plugin 'GoodModels'; skipped")
 
 
 def test_exception_in_hook_drops_that_plugins_contribution():
@@ -132,7 +128,7 @@ def test_registering_the_wrong_type_is_reported():
 def test_strict_mode_stops_at_the_misbehaving_plugin(plugin, needle):
     with pytest.raises(PluginError) as raised:
         pm = plugin_manager_with(GoodModels(), plugin, strict=True)
-        ArenaHooks(pm).registry
+        _ = ArenaHooks(pm).registry  # collecting the registry is what raises
     assert f"plugin {type(plugin).__name__!r}" in str(raised.value)
     assert needle in str(raised.value)
 
@@ -150,6 +146,14 @@ def test_disabled_plugins_from_the_environment(monkeypatch: pytest.MonkeyPatch):
     assert pm.has_plugin("arena_workloads")
 
 
+def test_the_built_in_commands_cannot_be_disabled(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("ARENA_DISABLED_PLUGINS", "arena_core.cli.builtin_commands, arena_models")
+    pm = make_plugin_manager(autoload=False)
+    assert pm.has_plugin("arena_core.cli.builtin_commands") and not pm.has_plugin("arena_models")
+    assert make_plugin_manager(builtins=(), autoload=False).has_plugin("arena_core.cli.builtin_commands")
+    assert "run" in make_cli(pm).commands
+
+
 def test_autoload_switch_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     fake_distribution(tmp_path, "auto-arena-plugin", "1.0", {"auto": "plugins_for_tests"})
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -161,7 +165,7 @@ def test_autoload_switch_from_the_environment(tmp_path: Path, monkeypatch: pytes
 def test_trace_switch_prints_each_hook_call(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     monkeypatch.setenv("ARENA_TRACE_PLUGINS", "1")
     pm = make_plugin_manager(builtins=("arena_models",), autoload=False)
-    ArenaHooks(pm).registry
+    _ = ArenaHooks(pm).registry  # collecting the registry is what the trace shows
     err = capsys.readouterr().err
     assert "arena trace: registered plugin 'arena_models' (builtin)" in err
     assert "arena trace: arena_models.arena_register_models(register)" in err
@@ -181,6 +185,4 @@ def test_cli_reports_misbehaving_plugins_by_name_on_stderr():
     result = run_cli(pm, ["list", "models"])
     assert result.exit_code == 0
     assert "good-model" in result.stdout
-    assert problems == [
-        "plugin 'RaisesInHook': arena_register_models raised RuntimeError: catalog file is corrupt; skipped"
-    ]
+    assert problems == ["plugin 'RaisesInHook': arena_register_models raised RuntimeError: catalog file is corrupt; skipped"]

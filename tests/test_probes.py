@@ -51,8 +51,12 @@ def test_discrete_gpu_probe_reads_device_and_server_memory_power_energy_clocks(t
     for probe in probes:
         sample.update(probe())
     assert sample == {
-        "gpu0_power_w": 300.0, "gpu0_energy_j": 1000.0, "gpu0_sm_clock_mhz": 1980.0, "gpu0_throttle_mask": 4,
-        "gpu0_memory_used_bytes": 40 * 10**9, "gpu0_server_memory_bytes": 30 * 10**9,  # only the server's process
+        "gpu0_power_w": 300.0,
+        "gpu0_energy_j": 1000.0,
+        "gpu0_sm_clock_mhz": 1980.0,
+        "gpu0_throttle_mask": 4,
+        "gpu0_memory_used_bytes": 40 * 10**9,
+        "gpu0_server_memory_bytes": 30 * 10**9,  # only the server's process
     }
 
 
@@ -111,7 +115,10 @@ VLLM_PAGES = [
     {"vllm:kv_cache_usage_perc": 0.1, "vllm:num_requests_waiting": 0, "vllm:prefix_cache_hits_total": 100, "vllm:prefix_cache_queries_total": 1000},
     {"vllm:kv_cache_usage_perc": 0.7, "vllm:num_requests_waiting": 12, "vllm:prefix_cache_hits_total": 400, "vllm:prefix_cache_queries_total": 2000},
 ]
-OLD_VLLM_PAGES = [{"vllm:gpu_cache_usage_perc": 0.2, "vllm:gpu_prefix_cache_hit_rate": 0.1}, {"vllm:gpu_cache_usage_perc": 0.5, "vllm:gpu_prefix_cache_hit_rate": 0.25}]
+OLD_VLLM_PAGES = [
+    {"vllm:gpu_cache_usage_perc": 0.2, "vllm:gpu_prefix_cache_hit_rate": 0.1},
+    {"vllm:gpu_cache_usage_perc": 0.5, "vllm:gpu_prefix_cache_hit_rate": 0.25},
+]
 LLAMA_CPP_PAGES = [
     {"llamacpp:requests_processing": 0, "llamacpp:requests_deferred": 0, "llamacpp:prompt_tokens_total": 0, "llamacpp:prompt_tokens_cached_total": 0},
     {"llamacpp:requests_processing": 4, "llamacpp:requests_deferred": 2, "llamacpp:prompt_tokens_total": 900, "llamacpp:prompt_tokens_cached_total": 100},

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from arena_core import ArenaHooks, Verdict, WorkloadResult, make_plugin_manager
+from arena_core import Verdict, WorkloadResult
 from arena_core.roofline import apply_ceiling, decode_ceiling, weight_bytes_per_token
 from arena_hardware.host import measure_host_bandwidth
 
 
-@pytest.fixture(scope="module")
-def registry():
-    return ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
-
-
 def result(**metrics) -> WorkloadResult:
     return WorkloadResult(
-        workload="chat", runner="llama-benchy", engine="native", scale=1.0, requests=10, failed=0,
-        tokens_per_second=metrics.get("decode_tps_per_user"), ttft_p50_s=0.5, metrics=metrics, verdict=Verdict(valid=True),
+        workload="chat",
+        runner="llama-benchy",
+        engine="native",
+        scale=1.0,
+        requests=10,
+        failed=0,
+        tokens_per_second=metrics.get("decode_tps_per_user"),
+        ttft_p50_s=0.5,
+        metrics=metrics,
+        verdict=Verdict(valid=True),
     )
 
 
@@ -46,7 +49,9 @@ def test_decoding_faster_than_physics_allows_invalidates(registry):
 
 def test_open_loop_results_use_the_median_tpot(registry):
     checked = apply_ceiling(result(tpot_median_s=0.02), registry.get("models", "qwen3.5-0.8b"), registry.get("hardware", "gb10"))
-    assert checked.metrics["bandwidth_efficiency"] == pytest.approx(50 / decode_ceiling(registry.get("models", "qwen3.5-0.8b"), registry.get("hardware", "gb10")))
+    assert checked.metrics["bandwidth_efficiency"] == pytest.approx(
+        50 / decode_ceiling(registry.get("models", "qwen3.5-0.8b"), registry.get("hardware", "gb10"))
+    )
 
 
 def test_missing_figures_leave_the_result_alone(registry):

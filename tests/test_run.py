@@ -12,18 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from arena_core import ArenaHooks, make_plugin_manager
+from arena_core import make_plugin_manager
 from arena_core.loadgen import read_records
 from arena_core.testing import run_cli
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 SMALL = ["--scale", "0.02", "--workloads", "chat,monday-peak"]
-
-
-@pytest.fixture(scope="module")
-def registry():
-    return ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
 
 
 def rig(*extra: str) -> FakeServerProcess:
@@ -78,7 +73,9 @@ def test_api_key_from_the_environment_never_reaches_disk_or_output(tmp_path, mon
     monkeypatch.setenv("ARENA_TEST_KEY", secret)
     pm = make_plugin_manager(autoload=False, strict=True)
     with rig("--api-key", secret) as server:  # the rig answers 401 without the right key
-        result = run_cli(pm, ["run", "--base-url", server.url, "--api-key-env", "ARENA_TEST_KEY", "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), *SMALL])
+        result = run_cli(
+            pm, ["run", "--base-url", server.url, "--api-key-env", "ARENA_TEST_KEY", "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), *SMALL]
+        )
     assert result.exit_code == 0, result.stderr
     assert "benches measured 2/2" in result.stdout
     assert secret not in result.stdout + result.stderr
@@ -90,14 +87,31 @@ def test_api_key_from_the_environment_never_reaches_disk_or_output(tmp_path, mon
 def test_wrong_api_key_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("ARENA_TEST_KEY", "wrong")
     with rig("--api-key", "right") as server:
-        result = run_cli(make_plugin_manager(autoload=False), ["run", "--base-url", server.url, "--api-key-env", "ARENA_TEST_KEY", "--output", str(tmp_path), *SMALL])
+        result = run_cli(
+            make_plugin_manager(autoload=False), ["run", "--base-url", server.url, "--api-key-env", "ARENA_TEST_KEY", "--output", str(tmp_path), *SMALL]
+        )
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines()[-1] == f"arena: error: {server.url} rejected the API key (HTTP 401)"
 
 
 def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
     with rig() as server:
-        command = [sys.executable, "-m", "arena_core", "run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), "--scale", "0.02", "--workloads", "chat,rag-8k,monday-peak"]
+        command = [
+            sys.executable,
+            "-m",
+            "arena_core",
+            "run",
+            "--base-url",
+            server.url,
+            "--tokenizer",
+            str(TOKENIZER),
+            "--output",
+            str(tmp_path),
+            "--scale",
+            "0.02",
+            "--workloads",
+            "chat,rag-8k,monday-peak",
+        ]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not list(tmp_path.glob("*/workloads/chat/result.json")):
@@ -106,7 +120,9 @@ def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
         process.wait()
         (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
         kept = (run_dir / "workloads" / "chat" / "records.jsonl").read_text()
-        resumed = subprocess.run([sys.executable, "-m", "arena_core", "run", "--resume", run_dir.name, "--output", str(tmp_path)], capture_output=True, text=True, timeout=300)
+        resumed = subprocess.run(
+            [sys.executable, "-m", "arena_core", "run", "--resume", run_dir.name, "--output", str(tmp_path)], capture_output=True, text=True, timeout=300
+        )
     assert resumed.returncode == 0, resumed.stderr
     assert "chat: already measured, kept" in resumed.stderr
     assert (run_dir / "workloads" / "chat" / "records.jsonl").read_text() == kept  # not one record lost or repeated
@@ -120,7 +136,12 @@ def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
 def test_runs_are_indexed_and_shown(tmp_path):
     pm = make_plugin_manager(autoload=False, strict=True)
     with rig() as server:
-        assert run_cli(pm, ["run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), "--scale", "0.02", "--workloads", "chat"]).exit_code == 0
+        assert (
+            run_cli(
+                pm, ["run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), "--scale", "0.02", "--workloads", "chat"]
+            ).exit_code
+            == 0
+        )
     (run,) = json.loads(run_cli(pm, ["runs", "--output", str(tmp_path), "--json"]).stdout)
     assert (run["status"], run["backend"], run["workloads"], run["scale"]) == ("completed", "openai", "chat", 0.02)
     config = tmp_path / "arena.toml"
@@ -168,7 +189,9 @@ def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
         for name in seen:
             workload = registry.get("workloads", name).scaled(0.02)
             context = RunContext(
-                endpoint=Endpoint(base_url=server.url, model="m"), output_dir=tmp_path / name, options=RunOptions(tokenizer=TOKENIZER),
+                endpoint=Endpoint(base_url=server.url, model="m"),
+                output_dir=tmp_path / name,
+                options=RunOptions(tokenizer=TOKENIZER),
                 on_request=lambda done, total, tokens, name=name: seen[name].append((done, total, tokens)),
             )
             registry.get("runners", workload.runner).create("native").run(workload, context)
@@ -179,12 +202,26 @@ def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
 
 def test_ctrl_c_keeps_finished_records_and_says_how_to_resume(tmp_path):
     with rig() as server:
-        command = [sys.executable, "-m", "arena_core", "run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), "--scale", "0.05", "--workloads", "monday-peak"]
+        command = [
+            sys.executable,
+            "-m",
+            "arena_core",
+            "run",
+            "--base-url",
+            server.url,
+            "--tokenizer",
+            str(TOKENIZER),
+            "--output",
+            str(tmp_path),
+            "--scale",
+            "0.05",
+            "--workloads",
+            "monday-peak",
+        ]
         # A shell runs background jobs with SIGINT ignored and children inherit that; give the
         # child the default disposition, as a terminal would.
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not list(tmp_path.glob("*/workloads/monday-peak")):

@@ -5,15 +5,10 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from arena_core import ArenaHooks, CardWorkload, make_plugin_manager
+from arena_core import CardWorkload
 from arena_core.cards import load_cards, scores_for
 from arena_core.imports import import_file, seed_cards_path
 from arena_scoring import ArenaScorer
-
-
-@pytest.fixture(scope="module")
-def hooks():
-    return ArenaHooks(make_plugin_manager(autoload=False, strict=True))
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +74,9 @@ def test_scaled_or_invalid_results_are_not_publishable(seed_cards):
 def test_interval_comes_from_the_workloads_own_intervals(seed_cards):
     card = seed_cards["qwen3.5-0.8b"]
     assert ArenaScorer().score(card).low == ArenaScorer().score(card).high  # published figures carry no interval
-    wide = CardWorkload(name="chat", tokens_per_second=10.0, ttft_p50_s=1.0, tokens_per_second_low=5.0, tokens_per_second_high=20.0, ttft_p50_low_s=0.5, ttft_p50_high_s=2.0)
+    wide = CardWorkload(
+        name="chat", tokens_per_second=10.0, ttft_p50_s=1.0, tokens_per_second_low=5.0, tokens_per_second_high=20.0, ttft_p50_low_s=0.5, ttft_p50_high_s=2.0
+    )
     lines = tuple(wide if w.name == "chat" else w for w in card.workloads)
     score = ArenaScorer().score(attrs.evolve(card, workloads=lines))
     assert score.low < score.value < score.high
@@ -106,7 +103,9 @@ def test_leaderboard_ties_where_intervals_overlap(seed_cards):
     cards[3] = attrs.evolve(cards[3], workloads=tuple(attrs.evolve(w, scale=0.1) for w in base.workloads))
 
     def score(value, low, high):
-        return Score(version="v", profile="aggregate", value=value, low=low, high=high, quality=1.0, performance=1.0, per_workload={}, missing=(), publishable=True)
+        return Score(
+            version="v", profile="aggregate", value=value, low=low, high=high, quality=1.0, performance=1.0, per_workload={}, missing=(), publishable=True
+        )
 
     scores = {"a": score(60.0, 58.0, 62.0), "b": score(59.0, 57.5, 61.0), "c": score(50.0, 49.0, 51.0), "scaled": score(90.0, 90.0, 90.0)}
     rows = rank(cards, scores)
@@ -116,17 +115,37 @@ def test_leaderboard_ties_where_intervals_overlap(seed_cards):
 
 
 LLAMA_BENCHY_RESULT = {
-    "version": "0.4.0", "timestamp": "2026-11-29 18:19:35Z", "latency_mode": "generation", "latency_ms": 10.0, "model": "org/model",
-    "prefix_caching_enabled": False, "max_concurrency": 10,
-    "benchmarks": [{
-        "concurrency": 10, "context_size": 0, "prompt_size": 1024, "response_size": 1024, "is_context_prefill_phase": False,
-        "tg_throughput": {"mean": 148.0, "std": 2.0, "values": [146.0, 150.0]},
-        "tg_req_throughput": {"mean": 14.9, "std": 0.3, "values": [14.6, 15.2]},
-        "e2e_ttft": {"mean": 1210.0, "std": 50.0, "values": [1150.0, 1210.0, 1300.0]},
-    }],
+    "version": "0.4.0",
+    "timestamp": "2026-11-29 18:19:35Z",
+    "latency_mode": "generation",
+    "latency_ms": 10.0,
+    "model": "org/model",
+    "prefix_caching_enabled": False,
+    "max_concurrency": 10,
+    "benchmarks": [
+        {
+            "concurrency": 10,
+            "context_size": 0,
+            "prompt_size": 1024,
+            "response_size": 1024,
+            "is_context_prefill_phase": False,
+            "tg_throughput": {"mean": 148.0, "std": 2.0, "values": [146.0, 150.0]},
+            "tg_req_throughput": {"mean": 14.9, "std": 0.3, "values": [14.6, 15.2]},
+            "e2e_ttft": {"mean": 1210.0, "std": 50.0, "values": [1150.0, 1210.0, 1300.0]},
+        }
+    ],
 }
-VLLM_RESULT = {"date": "20261129-182531", "completed": 290, "failed": 10, "output_throughput": 59.1, "total_token_throughput": 500.0,
-               "request_throughput": 0.35, "median_ttft_ms": 1350.0, "median_tpot_ms": 60.0, "request_rate": 1.5}
+VLLM_RESULT = {
+    "date": "20261129-182531",
+    "completed": 290,
+    "failed": 10,
+    "output_throughput": 59.1,
+    "total_token_throughput": 500.0,
+    "request_throughput": 0.35,
+    "median_ttft_ms": 1350.0,
+    "median_tpot_ms": 60.0,
+    "request_rate": 1.5,
+}
 
 
 def test_import_reference_tool_results(hooks, tmp_path):
@@ -156,7 +175,10 @@ def test_a_config_profile_ranks_the_leaderboard(tmp_path):
     import subprocess
     import sys
 
-    (tmp_path / "arena.toml").write_text('[scoring.profiles.speed-only]\nquality_weight = 0.0\nspeed_share = 1.0\n\n[scoring.profiles.agent]\nquality_weight = 0.7\nspeed_share = 0.5\nworkload_weights = { chat = 5 }\n')
+    (tmp_path / "arena.toml").write_text(
+        "[scoring.profiles.speed-only]\nquality_weight = 0.0\nspeed_share = 1.0\n\n[scoring.profiles.agent]\nquality_weight = 0.7\nspeed_share = 0.5\nworkload_weights = { chat = 5 }\n"
+    )
+
     def arena(*args):
         return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
 

@@ -26,8 +26,16 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-logging=stderr",
+    "--v=0",
 ]
 HOSTILE = "<script>alert(1)</script>"
 
@@ -152,16 +160,38 @@ class HostileModel:
 
     @hookimpl
     def arena_register_models(self, register):
-        register(ModelSpec(name="hostile", title=HOSTILE, description=HOSTILE, hf_id="x/y", precision="bf16", quality=(QualityScore(benchmark="MMLU-Pro", value=50.0, source=HOSTILE),)))
+        register(
+            ModelSpec(
+                name="hostile",
+                title=HOSTILE,
+                description=HOSTILE,
+                hf_id="x/y",
+                precision="bf16",
+                quality=(QualityScore(benchmark="MMLU-Pro", value=50.0, source=HOSTILE),),
+            )
+        )
 
 
 def test_plugin_supplied_markup_is_escaped_and_never_runs(tmp_path):
     hooks = ArenaHooks(plugin_manager_with(HostileModel(), builtins=BUILTIN_PLUGINS))
     cards_file = tmp_path / "cards.json"
-    cards_file.write_text(json.dumps({"format": "arena-cards/1", "cards": [{
-        "model": "hostile", "hardware": "gb10", "backend": "vllm", "source": HOSTILE, "measured_at": "2026-11-29",
-        "workloads": {"chat": {"tokens_per_second": 10.0, "ttft_p50_s": 0.5}},
-    }]}))
+    cards_file.write_text(
+        json.dumps(
+            {
+                "format": "arena-cards/1",
+                "cards": [
+                    {
+                        "model": "hostile",
+                        "hardware": "gb10",
+                        "backend": "vllm",
+                        "source": HOSTILE,
+                        "measured_at": "2026-11-29",
+                        "workloads": {"chat": {"tokens_per_second": 10.0, "ttft_p50_s": 0.5}},
+                    }
+                ],
+            }
+        )
+    )
     import_cards(cards_file, tmp_path / "store", hooks.registry)
     cards, _ = load_cards(tmp_path / "store", hooks.registry)
     index = publish(tmp_path / "site", cards, {c.run_id: scores_for(c, hooks) for c in cards}, {c.run_id: findings(c, cards) for c in cards})

@@ -93,8 +93,26 @@ def test_watchdog_stops_a_run_cleanly_and_says_why(tmp_path):
     env = {**__import__("os").environ, "ARENA_MEMORY_MARGIN_GB": "1000000"}  # more than any machine has
     with FakeServerProcess(["--tokenizer", str(tokenizer / "tokenizer.json"), "--decode-gap-ms", "20"]) as rig:
         done = subprocess.run(
-            [sys.executable, "-m", "arena_core", "run", "--base-url", rig.url, "--tokenizer", str(tokenizer), "--output", str(tmp_path), "--scale", "0.05", "--workloads", "monday-peak"],
-            capture_output=True, text=True, timeout=120, env=env,
+            [
+                sys.executable,
+                "-m",
+                "arena_core",
+                "run",
+                "--base-url",
+                rig.url,
+                "--tokenizer",
+                str(tokenizer),
+                "--output",
+                str(tmp_path),
+                "--scale",
+                "0.05",
+                "--workloads",
+                "monday-peak",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # shells start background jobs with SIGINT ignored
         )
     assert done.returncode == 130, done.stderr

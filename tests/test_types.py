@@ -21,9 +21,7 @@ def test_value_classes_are_frozen_and_keyword_only():
         ClosedLoopShape(16, 8)  # type: ignore[misc]
 
 
-@pytest.mark.parametrize(
-    "changes", [{"concurrency": 0}, {"concurrency": -1}, {"runs": 0}, {"depth": -1}, {"prompt_tokens": 1.5}, {"latency_mode": "fast"}]
-)
+@pytest.mark.parametrize("changes", [{"concurrency": 0}, {"concurrency": -1}, {"runs": 0}, {"depth": -1}, {"prompt_tokens": 1.5}, {"latency_mode": "fast"}])
 def test_closed_loop_shape_refuses_impossible_values(changes):
     with pytest.raises((ValueError, TypeError)):
         closed(**changes)

@@ -27,8 +27,11 @@ def stand_in_vllm(tmp_path, monkeypatch):
 def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
     registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
     request = BackendRequest(
-        model=registry.get("models", "qwen3.5-0.8b"), run_dir=tmp_path / "run",
-        max_context_tokens=4096, max_concurrency=10, hardware=registry.get("hardware", "gb10"),
+        model=registry.get("models", "qwen3.5-0.8b"),
+        run_dir=tmp_path / "run",
+        max_context_tokens=4096,
+        max_concurrency=10,
+        hardware=registry.get("hardware", "gb10"),
     )
     backend = registry.get("backends", "vllm").create(request)
     endpoint = backend.start()
@@ -49,7 +52,25 @@ def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
 def test_arena_run_with_the_vllm_backend(stand_in_vllm, tmp_path):
     pm = make_plugin_manager(autoload=False, strict=True)
     tokenizer = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
-    result = run_cli(pm, ["run", "qwen3.5-0.8b", "--backend", "vllm", "--hardware", "gb10", "--workloads", "chat", "--scale", "0.02", "--tokenizer", str(tokenizer), "--output", str(tmp_path)])
+    result = run_cli(
+        pm,
+        [
+            "run",
+            "qwen3.5-0.8b",
+            "--backend",
+            "vllm",
+            "--hardware",
+            "gb10",
+            "--workloads",
+            "chat",
+            "--scale",
+            "0.02",
+            "--tokenizer",
+            str(tokenizer),
+            "--output",
+            str(tmp_path),
+        ],
+    )
     # the stand-in decodes faster than a GB10 could serve this model: measured, stored, and
     # flagged by the physical ceiling -- exit 4 (finished, results invalid)
     assert result.exit_code == 4, result.stderr
@@ -57,3 +78,20 @@ def test_arena_run_with_the_vllm_backend(stand_in_vllm, tmp_path):
     assert "Qwen3.5-0.8B (BF16) on NVIDIA DGX Spark (GB10) (vllm, native), scaled x0.02" in result.stdout
     (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
     assert "Model loading took 1.53 GiB" in (run_dir / "server.log").read_text()
+
+
+def test_a_server_that_dies_while_starting_is_no_usage_error(tmp_path, monkeypatch):
+    """A crashed server is not bad input: its own error and exit status (6), naming the log."""
+    from arena_core import ToolFailed
+
+    wrapper = tmp_path / "bin" / "vllm"
+    wrapper.parent.mkdir()
+    wrapper.write_text("#!/bin/sh\necho 'CUDA error: out of memory' >&2\nexit 3\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{__import__('os').environ['PATH']}")
+    result = run_cli(
+        make_plugin_manager(autoload=False, strict=True), ["run", "qwen3.5-0.8b", "--backend", "vllm", "--hardware", "gb10", "--output", str(tmp_path / "out")]
+    )
+    assert result.exit_code == ToolFailed.exit_code == 6
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("arena: error: the server exited with status 3 while starting") and "CUDA error: out of memory" in line

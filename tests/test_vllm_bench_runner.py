@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from arena_core import ArenaHooks, Endpoint, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
+from arena_core import load_two_turn_conversations as load_conversations
 from arena_core.loadgen import read_records
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.testing import run_cli
 from arena_core.testing.fake_server import FakeServerProcess
-from arena_core import load_two_turn_conversations as load_conversations
 from arena_runners.vllm_bench import command_line
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "vllm"
@@ -158,8 +158,13 @@ def outcome_of(lateness: list[float], *, duration: float, span: float, e2el: flo
         for i in range(len(lateness))
     )
     return OpenLoopOutcome(
-        outputs=outputs, lateness_s=tuple(lateness), first_answer_s=(), duration_s=duration, dispatch_span_s=span,
-        completion_tokens_server=4 * len(outputs), completion_tokens_client=0,
+        outputs=outputs,
+        lateness_s=tuple(lateness),
+        first_answer_s=(),
+        duration_s=duration,
+        dispatch_span_s=span,
+        completion_tokens_server=4 * len(outputs),
+        completion_tokens_client=0,
     )
 
 
@@ -167,7 +172,11 @@ def verdict_of(outcome, rate=10.0):
     from arena_core.loadgen.open_loop import OpenLoopPlan
     from arena_core.loadgen.open_summary import open_loop_report, open_loop_result
 
-    plan = OpenLoopPlan(workload="w", model="m", shape=OpenLoopShape(dataset="random", request_rate=rate, num_prompts=max(1, len(outcome.outputs)), input_tokens=16, output_tokens=16))
+    plan = OpenLoopPlan(
+        workload="w",
+        model="m",
+        shape=OpenLoopShape(dataset="random", request_rate=rate, num_prompts=max(1, len(outcome.outputs)), input_tokens=16, output_tokens=16),
+    )
     metrics, _ = open_loop_report(outcome, plan, tokenizer="t", num_prompts=len(outcome.outputs))
     return open_loop_result(outcome, plan, metrics, runner="vllm-bench", engine="native", requested=len(outcome.outputs)).verdict
 

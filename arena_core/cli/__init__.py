@@ -17,8 +17,8 @@ from typing import Any
 import click
 
 from arena_core import __version__
-from arena_core.errors import ArenaError
 from arena_core.cli.app import CliApp
+from arena_core.errors import ArenaError
 from arena_core.plugins import ArenaPluginManager, PluginProblem, make_plugin_manager
 
 
@@ -47,9 +47,7 @@ class ArenaGroup(click.Group):
             app = ctx.obj
             if isinstance(app, CliApp) and app.debug:
                 raise
-            click.echo(
-                f"arena: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", err=True
-            )
+            click.echo(f"arena: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", err=True)
             ctx.exit(1)
 
 

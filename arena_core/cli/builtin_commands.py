@@ -24,7 +24,18 @@ def arena_register_commands(cli: click.Group) -> None:
     from arena_core.cli.cmd_verify import verify_command
 
     for command in (
-        run_command, runs_command, card_command, leaderboard_command, compare_command, import_command, publish_command, plugins_command, list_command,
-        show_command, verify_command, config_command, hardware_command,
+        run_command,
+        runs_command,
+        card_command,
+        leaderboard_command,
+        compare_command,
+        import_command,
+        publish_command,
+        plugins_command,
+        list_command,
+        show_command,
+        verify_command,
+        config_command,
+        hardware_command,
     ):
         cli.add_command(command)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from arena_core.cards import card_json, load_card, load_cards, scores_for
 from arena_core.cli.app import CliApp
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
-from arena_core.cards import card_json, load_card, load_cards, scores_for
 from arena_core.findings import findings
 from arena_core.report import render_json
 from arena_core.report.model_card import render_model_card

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from arena_core.cards import load_card, scores_for
 from arena_core.cli.app import CliApp
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
-from arena_core.cards import load_card, scores_for
 from arena_core.report import render_table
 from arena_core.report.model_card import fmt_seconds, fmt_tps
 

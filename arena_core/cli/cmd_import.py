@@ -20,7 +20,9 @@ from arena_core.imports import import_file, seed_cards_path
 @click.option("--backend", default="vllm", show_default=True, help="Which backend served it.")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 @click.pass_obj
-def import_command(app: CliApp, file: Path | None, seeds: bool, workload: str | None, model: str | None, hardware: str | None, backend: str, output: Path | None) -> None:
+def import_command(
+    app: CliApp, file: Path | None, seeds: bool, workload: str | None, model: str | None, hardware: str | None, backend: str, output: Path | None
+) -> None:
     """Import FILE: a llama-benchy --save-result JSON, a vllm bench serve result JSON, or an
     arena-cards/1 file, so results measured with the reference tools rank beside native ones."""
     if seeds == (file is not None):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from arena_core.cards import default_scorer, load_cards
 from arena_core.cli.app import CliApp
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
-from arena_core.cards import default_scorer, load_cards
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.leaderboard import rank, row_dict
 from arena_core.report import render_json, render_table
@@ -22,7 +22,9 @@ from arena_core.report import render_json, render_table
 @click.option("--include-invalid", is_flag=True, help="Also rank runs with invalid results (labelled).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_obj
-def leaderboard_command(app: CliApp, output: Path | None, profile: str, hardware: str | None, include_scaled: bool, include_invalid: bool, as_json: bool) -> None:
+def leaderboard_command(
+    app: CliApp, output: Path | None, profile: str, hardware: str | None, include_scaled: bool, include_invalid: bool, as_json: bool
+) -> None:
     """Rank stored runs by Arena score; runs whose score intervals overlap are shown as ties."""
     registry = app.hooks.registry
     if hardware and hardware not in registry.hardware:

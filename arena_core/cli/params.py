@@ -38,7 +38,6 @@ def registered_name(ctx: click.Context, param: click.Parameter, value: str, kind
     return value
 
 
-
 #: ``--output DIR`` of the commands that read the store.
 OUTPUT = click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 

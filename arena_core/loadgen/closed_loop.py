@@ -71,6 +71,8 @@ def paused_gc() -> Iterator[None]:
         if was_enabled:
             gc.enable()
         gc.collect()
+
+
 SKIPPED_TURN = "not sent: an earlier turn of this conversation failed"
 
 
@@ -100,9 +102,7 @@ class ClosedLoopDriver:
     # --- session phases --------------------------------------------------------------------
 
     async def _probe_usage(self, messages: list[dict[str, str]]) -> int | None:
-        answer = await self.client.call_ok(
-            "POST", "/v1/chat/completions", {"model": self.plan.model, "messages": messages, "max_tokens": 1}
-        )
+        answer = await self.client.call_ok("POST", "/v1/chat/completions", {"model": self.plan.model, "messages": messages, "max_tokens": 1})
         usage = answer.get("usage") if isinstance(answer, dict) else None
         return usage.get("prompt_tokens") if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int) else None
 
@@ -111,18 +111,14 @@ class ClosedLoopDriver:
         local = len(await self.codec.encode(WARMUP_TEXT))
         server_user = await self._probe_usage([{"role": "user", "content": WARMUP_TEXT}])
         delta_user = server_user - local if server_user is not None else 0
-        server_context = await self._probe_usage(
-            [{"role": "system", "content": WARMUP_TEXT}, {"role": "user", "content": CONTEXT_PROBE}]
-        )
+        server_context = await self._probe_usage([{"role": "system", "content": WARMUP_TEXT}, {"role": "user", "content": CONTEXT_PROBE}])
         probe = len(await self.codec.encode(CONTEXT_PROBE))
         delta_context = server_context - local - probe if server_context is not None else delta_user
         return delta_user, delta_context
 
     async def coherence(self) -> str:
         status, answer, exchange = await self.client.call(
-            "POST",
-            "/v1/chat/completions",
-            {"model": self.plan.model, "messages": [{"role": "user", "content": COHERENCE_PROMPT}], "max_tokens": 100},
+            "POST", "/v1/chat/completions", {"model": self.plan.model, "messages": [{"role": "user", "content": COHERENCE_PROMPT}], "max_tokens": 100}
         )
         message: dict[str, Any] = {}
         if isinstance(answer, dict) and answer.get("choices"):
@@ -271,7 +267,16 @@ class ClosedLoopDriver:
             labels = dict(run_index=run_index, request_index=index, turn_index=turn, warmup=run_index == 0)
             expected = prompt * (turn + 1) + answered
             if records and not records[-1].ok:
-                records.append(RequestRecord(workload=self.plan.workload, sent_ns=time.perf_counter_ns(), error=SKIPPED_TURN, expected_prompt_tokens=expected, max_tokens=self.plan.shape.generated_tokens, **labels))
+                records.append(
+                    RequestRecord(
+                        workload=self.plan.workload,
+                        sent_ns=time.perf_counter_ns(),
+                        error=SKIPPED_TURN,
+                        expected_prompt_tokens=expected,
+                        max_tokens=self.plan.shape.generated_tokens,
+                        **labels,
+                    )
+                )
                 continue
             history.append({"role": "user", "content": text})
             record = await self._send(self.client.prepare(self.body(list(history))), expected_prompt_tokens=expected, **labels)
@@ -288,8 +293,5 @@ class ClosedLoopDriver:
         failed = sum(not r.ok for r in records)
         label = "warmup run" if run_index == 0 else f"run {run_index}/{self.plan.shape.runs}"
         tokens = sum(r.completion_tokens_server or 0 for r in records)
-        self.progress(
-            f"{self.plan.workload}: {label}: {len(records)} requests, {tokens} tokens in {seconds:.1f} s"
-            + (f", {failed} failed" if failed else "")
-        )
+        self.progress(f"{self.plan.workload}: {label}: {len(records)} requests, {tokens} tokens in {seconds:.1f} s" + (f", {failed} failed" if failed else ""))
         return records

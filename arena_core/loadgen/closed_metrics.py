@@ -24,6 +24,7 @@ NS = 1e9
 PEAK_WINDOW_S = 1.0
 USAGE_TOLERANCE = 0.2
 
+
 @frozen(kw_only=True)
 class TokenTimeline:
     """How many output tokens a request produced and when each arrived (seconds)."""
@@ -210,9 +211,7 @@ def llama_benchy_entry(
     per_request: list[RequestMetrics] = []
     batches: list[BatchMetrics] = []
     for run in runs:
-        measured = [
-            request_metrics(r, latency_s, expected_prompt_tokens or r.expected_prompt_tokens or 0) for r in run if r.ok
-        ]
+        measured = [request_metrics(r, latency_s, expected_prompt_tokens or r.expected_prompt_tokens or 0) for r in run if r.ok]
         per_request.extend(measured)
         batches.append(batch_metrics(measured))
     pp_req = [r.pp_speed for r in per_request if r.pp_speed is not None]

@@ -28,7 +28,9 @@ def _groups(records: Sequence[RequestRecord], phase: str, turn: int) -> list[lis
 
 def llama_benchy_report(records: Sequence[RequestRecord], plan: ClosedLoopPlan, facts: SessionFacts, model: str) -> dict[str, Any]:
     """The report llama-benchy would write with ``--format json`` for this test."""
-    common = dict(concurrency=plan.shape.concurrency, latency_s=facts.latency_s, prompt_size=plan.shape.prompt_tokens, response_size=plan.shape.generated_tokens)
+    common = dict(
+        concurrency=plan.shape.concurrency, latency_s=facts.latency_s, prompt_size=plan.shape.prompt_tokens, response_size=plan.shape.generated_tokens
+    )
     entries = []
     if plan.shape.turns > 1:
         for turn in range(plan.shape.turns):
@@ -37,7 +39,9 @@ def llama_benchy_report(records: Sequence[RequestRecord], plan: ClosedLoopPlan, 
     elif plan.prefix_caching and plan.shape.depth > 0:
         for phase in ("context", "inference"):
             entries.append(
-                llama_benchy_entry(_groups(records, phase, 0), expected_prompt_tokens=None, context_size=plan.shape.depth, context_phase=phase == "context", **common)
+                llama_benchy_entry(
+                    _groups(records, phase, 0), expected_prompt_tokens=None, context_size=plan.shape.depth, context_phase=phase == "context", **common
+                )
             )
     else:
         entries.append(llama_benchy_entry(_groups(records, "standard", 0), expected_prompt_tokens=None, context_size=plan.shape.depth, **common))
@@ -60,13 +64,7 @@ def _mean_of(entry: dict[str, Any], key: str) -> float | None:
 
 
 def closed_loop_result(
-    records: Sequence[RequestRecord],
-    plan: ClosedLoopPlan,
-    facts: SessionFacts,
-    report: dict[str, Any],
-    *,
-    runner: str,
-    engine: str,
+    records: Sequence[RequestRecord], plan: ClosedLoopPlan, facts: SessionFacts, report: dict[str, Any], *, runner: str, engine: str
 ) -> WorkloadResult:
     """The Arena result: the card's figures (per-user decode t/s at c, TTFT p50) and the rest."""
     measured = [r for r in records if not r.warmup]

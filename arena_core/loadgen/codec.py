@@ -116,16 +116,13 @@ class ServerCodec:
             if isinstance(size, int) and size > 0:
                 return size, frozenset(), 0
         raise UsageError(
-            f"{self._client.endpoint.base_url} does not report its vocabulary size; "
-            "give the model's tokenizer.json (--tokenizer) for the random dataset"
+            f"{self._client.endpoint.base_url} does not report its vocabulary size; give the model's tokenizer.json (--tokenizer) for the random dataset"
         )
 
     @staticmethod
     async def probe(client: ChatClient) -> bool:
         """Whether the server tokenizes (one small call)."""
-        status, parsed, exchange = await client.call(
-            "POST", "/tokenize", {"content": "probe", "prompt": "probe", "model": client.endpoint.model}
-        )
+        status, parsed, exchange = await client.call("POST", "/tokenize", {"content": "probe", "prompt": "probe", "model": client.endpoint.model})
         return not exchange.error and status == 200 and _token_list(parsed, strict=False) is not None
 
 
@@ -173,15 +170,12 @@ class ApproximateCodec:
 
         async def prompt_tokens(content: str) -> int:
             answer = await client.call_ok(
-                "POST",
-                "/v1/chat/completions",
-                {"model": client.endpoint.model, "messages": [{"role": "user", "content": content}], "max_tokens": 1},
+                "POST", "/v1/chat/completions", {"model": client.endpoint.model, "messages": [{"role": "user", "content": content}], "max_tokens": 1}
             )
             usage = answer.get("usage") if isinstance(answer, dict) else None
             if not isinstance(usage, dict) or not isinstance(usage.get("prompt_tokens"), int):
                 raise UsageError(
-                    f"{client.endpoint.base_url} has no /tokenize and reports no usage: "
-                    "give a tokenizer.json (--tokenizer) to build token-exact prompts"
+                    f"{client.endpoint.base_url} has no /tokenize and reports no usage: give a tokenizer.json (--tokenizer) to build token-exact prompts"
                 )
             return usage["prompt_tokens"]
 

@@ -339,7 +339,9 @@ class HttpClient:
             except TimeoutError:
                 connection.close()
                 now = time.perf_counter_ns()
-                result = Exchange(sent_ns=connection._sent_ns, head_ns=connection._head_ns, end_ns=now, status=connection._status, error=f"timed out after {timeout:g} s")
+                result = Exchange(
+                    sent_ns=connection._sent_ns, head_ns=connection._head_ns, end_ns=now, status=connection._status, error=f"timed out after {timeout:g} s"
+                )
             self._release(connection)
             if not (reused and result.error and result.head_ns is None and connection.closed.done()):
                 return result

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
@@ -104,8 +104,14 @@ class OpenLoopDriver:
             request, prepared[index] = prepared[index], b""  # sent once; keep memory flat
             exchange, sink = await self.client.stream(request)
             record = record_from(
-                exchange, sink, workload=plan.workload, run_index=1, request_index=index, scheduled_ns=due_ns,
-                dispatched_ns=dispatched_ns, max_tokens=asked[index],
+                exchange,
+                sink,
+                workload=plan.workload,
+                run_index=1,
+                request_index=index,
+                scheduled_ns=due_ns,
+                dispatched_ns=dispatched_ns,
+                max_tokens=asked[index],
             )
             if record.chunk_tokens and all(n is not None for n in record.chunk_tokens):
                 record = _with_client_count(record)

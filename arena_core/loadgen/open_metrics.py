@@ -153,13 +153,7 @@ def percentile_key(p: float) -> str:
 
 
 def vllm_result(
-    outputs: Sequence[VllmOutput],
-    metrics: Mapping[str, Any],
-    *,
-    header: Mapping[str, Any],
-    duration: float,
-    goodput: bool,
-    detailed: bool = False,
+    outputs: Sequence[VllmOutput], metrics: Mapping[str, Any], *, header: Mapping[str, Any], duration: float, goodput: bool, detailed: bool = False
 ) -> dict[str, Any]:
     """The JSON ``vllm bench serve --save-result`` writes, keys in its order."""
     result: dict[str, Any] = dict(header)

@@ -14,11 +14,7 @@ def describe(value: Any) -> Any:
     Fields marked ``repr=False`` (secrets such as API keys) are left out.
     """
     if attrs.has(type(value)):
-        return {
-            field.name: describe(getattr(value, field.name))
-            for field in attrs.fields(type(value))
-            if field.repr is not False
-        }
+        return {field.name: describe(getattr(value, field.name)) for field in attrs.fields(type(value)) if field.repr is not False}
     if isinstance(value, Mapping):
         return {str(key): describe(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -109,17 +109,29 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
                 ("model memory", f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—"),
                 ("benches measured", f"{measured}/{len(card.expected)}"),
             ],
-            headers=["", ""], tablefmt=table,
+            headers=["", ""],
+            tablefmt=table,
         ),
         "",
         f"{h2}Quality (published, not measured by Arena)",
-        tabulate([(q.benchmark, "not published" if q.value is None else f"{q.value:.1f}", q.source) for q in card.quality] or [("—", "no quality scores in the catalog", "")], headers=["benchmark", "score", "source"], tablefmt=table),
+        tabulate(
+            [(q.benchmark, "not published" if q.value is None else f"{q.value:.1f}", q.source) for q in card.quality]
+            or [("—", "no quality scores in the catalog", "")],
+            headers=["benchmark", "score", "source"],
+            tablefmt=table,
+        ),
         "",
         f"{h2}Decode throughput, total tok/s at c=10",
-        tabulate([[fmt_tps((card.workload(w).metrics.get("decode_tps_total") if card.workload(w) else None)) for _, w in DECODE_TOTALS]], headers=[label for label, _ in DECODE_TOTALS], tablefmt=table),
+        tabulate(
+            [[fmt_tps(card.workload(w).metrics.get("decode_tps_total") if card.workload(w) else None) for _, w in DECODE_TOTALS]],
+            headers=[label for label, _ in DECODE_TOTALS],
+            tablefmt=table,
+        ),
         "",
         f"{h2}Workloads",
-        tabulate(workload_rows(card), headers=["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict", "notes"], tablefmt=table),
+        tabulate(
+            workload_rows(card), headers=["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict", "notes"], tablefmt=table
+        ),
         "",
         f"{h2}Findings",
         *(f"- {finding}" for finding in findings or ["(none)"]),
@@ -131,7 +143,12 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         tabulate(memory_rows(card), headers=["", ""], tablefmt=table),
         "",
         f"{h2}Score explained",
-        *(f"- {name}: Q {score.quality:.1f}, P {score.performance:.1f}" + (f"; {'; '.join(score.notes)}" if score.notes else "") if score.quality is not None else f"- {name}: P {score.performance:.1f}; {'; '.join(score.notes)}" for name, score in scores.items()),
+        *(
+            f"- {name}: Q {score.quality:.1f}, P {score.performance:.1f}" + (f"; {'; '.join(score.notes)}" if score.notes else "")
+            if score.quality is not None
+            else f"- {name}: P {score.performance:.1f}; {'; '.join(score.notes)}"
+            for name, score in scores.items()
+        ),
         "",
         f"{h2}Commands",
     ]

@@ -14,11 +14,7 @@ from arena_core.cli import make_cli
 from arena_core.plugins import ArenaPluginManager, make_plugin_manager
 
 
-def plugin_manager_with(
-    *plugins: object,
-    builtins: Sequence[str] = (),
-    strict: bool = False,
-) -> ArenaPluginManager:
+def plugin_manager_with(*plugins: object, builtins: Sequence[str] = (), strict: bool = False) -> ArenaPluginManager:
     """A fresh manager holding ``builtins`` (dotted names) and ``plugins``, nothing else.
 
     Each plugin is registered under its class name (or module name for a module); pass
@@ -31,9 +27,7 @@ def plugin_manager_with(
         else:
             name = getattr(plugin, "__name__", None) or type(plugin).__name__
             named.append((name, plugin))
-    return make_plugin_manager(
-        builtins=builtins, extra_plugins=named, autoload=False, disabled=(), strict=strict, trace=False
-    )
+    return make_plugin_manager(builtins=builtins, extra_plugins=named, autoload=False, disabled=(), strict=strict, trace=False)
 
 
 def run_cli(pm: ArenaPluginManager, args: Sequence[str]) -> Result:

@@ -189,9 +189,12 @@ class FakeOpenAIServer:
         """A Prometheus page named as vLLM names its samples (labelled with the model)."""
         label = f'{{model_name="{self.config.model}"}}'
         lines = [
-            "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{label} {self._in_flight}",
-            "# TYPE vllm:num_requests_waiting gauge", f"vllm:num_requests_waiting{label} 0",
-            "# TYPE vllm:request_success_total counter", f"vllm:request_success_total{label} {self._chat_count - self._in_flight}",
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{label} {self._in_flight}",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{label} 0",
+            "# TYPE vllm:request_success_total counter",
+            f"vllm:request_success_total{label} {self._chat_count - self._in_flight}",
         ]
         return "\n".join(lines) + "\n"
 
@@ -213,13 +216,7 @@ class FakeOpenAIServer:
         prompt_tokens = self.prompt_tokens(messages) if config.prefill_per_token_s else None
         asked = request.get("max_completion_tokens", request.get("max_tokens", config.default_max_tokens))
         stream = bool(request.get("stream"))
-        entry.update(
-            body_keys=list(request),
-            roles=[m.get("role") for m in messages],
-            max_tokens=asked,
-            stream=stream,
-            ignore_eos=request.get("ignore_eos"),
-        )
+        entry.update(body_keys=list(request), roles=[m.get("role") for m in messages], max_tokens=asked, stream=stream, ignore_eos=request.get("ignore_eos"))
         failing = config.fail_every > 0 and self._chat_count % config.fail_every == 0
         fault = config.fault if failing else "none"
         entry["fault"] = fault
@@ -273,7 +270,13 @@ class FakeOpenAIServer:
     ) -> None:
         config = self.config
         conn.start_stream()
-        role = _sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+        role = _sse(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+            }
+        )
         if config.early_role_chunk:
             conn.write_chunk(role)
             entry["role_ns"] = time.perf_counter_ns()
@@ -326,7 +329,16 @@ class FakeOpenAIServer:
                     await asyncio.sleep(delay)
         options = request.get("stream_options") or {}
         if config.usage and options.get("include_usage") and fault != "no-usage":
-            conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count}}))
+            conn.write_chunk(
+                _sse(
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "choices": [],
+                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count},
+                    }
+                )
+            )
         conn.write_chunk(b"data: [DONE]\n\n")
         conn.end_stream()
         entry["completion_tokens"] = count
@@ -416,8 +428,7 @@ class _Connection(asyncio.Protocol):
     def start_stream(self) -> None:
         assert self.transport is not None
         self.transport.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-            b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
         )
 
     def write_chunk(self, payload: bytes) -> None:

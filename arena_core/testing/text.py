@@ -55,9 +55,7 @@ def write_test_tokenizer(path: Path, vocab_size: int = 800) -> Path:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-    )
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tokenizer.train_from_iterator([english_like_text(20000, seed=s) for s in range(3)], trainer=trainer)
     path.parent.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(path))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from arena_core import BackendSpec, EmbeddedRun, hookimpl
 from arena_backends.llama_cpp import LlamaCppServer
 from arena_backends.openai_endpoint import ExistingEndpoint
 from arena_backends.vllm_server import VllmServer
+from arena_core import BackendSpec, EmbeddedRun, hookimpl
 
 
 @hookimpl
@@ -23,17 +23,8 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
         )
     )
     register(
-        BackendSpec(
-            name="vllm",
-            description="vllm serve for a catalog model on 127.0.0.1, memory share suited to the hardware profile.",
-            create=VllmServer,
-        )
+        BackendSpec(name="vllm", description="vllm serve for a catalog model on 127.0.0.1, memory share suited to the hardware profile.", create=VllmServer)
     )
     register(
-        BackendSpec(
-            name="openai",
-            description="An OpenAI-compatible server that is already running (--base-url).",
-            create=ExistingEndpoint,
-            attaches=True,
-        )
+        BackendSpec(name="openai", description="An OpenAI-compatible server that is already running (--base-url).", create=ExistingEndpoint, attaches=True)
     )

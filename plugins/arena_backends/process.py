@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from arena_core import Endpoint, UsageError
+from arena_core import Endpoint, ToolFailed
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -40,11 +40,15 @@ class ServerProcess:
         with open(self.log_path, "ab") as log:
             try:
                 self._process = subprocess.Popen(
-                    self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=self._env, start_new_session=True,  # its own process group: stop takes its children too
+                    self.command,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=self._env,
+                    start_new_session=True,  # its own process group: stop takes its children too
                 )
             except OSError as exc:
-                raise UsageError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
+                raise ToolFailed(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
 
     @property
     def pid(self) -> int | None:
@@ -55,7 +59,7 @@ class ServerProcess:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
-                raise UsageError(f"the server exited with status {self._process.returncode} while starting: {tail(self.log_path)}")
+                raise ToolFailed(f"the server exited with status {self._process.returncode} while starting: {tail(self.log_path)}")
             try:
                 with urllib.request.urlopen(url, timeout=2) as answer:
                     if answer.status == 200:
@@ -63,7 +67,7 @@ class ServerProcess:
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(0.25)
-        raise UsageError(f"the server did not answer {url} within {timeout_s:.0f} s (log: {self.log_path})")
+        raise ToolFailed(f"the server did not answer {url} within {timeout_s:.0f} s (log: {self.log_path})")
 
     def stop(self, grace_s: float = 10.0) -> None:
         process = self._process

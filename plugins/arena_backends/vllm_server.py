@@ -7,8 +7,8 @@ import re
 import shutil
 from collections.abc import Mapping
 
-from arena_core import BackendRequest, Endpoint, UsageError
 from arena_backends.process import LocalServer
+from arena_core import BackendRequest, Endpoint, UsageError
 
 EXECUTABLE = "vllm"
 START_TIMEOUT_S = 1800  # first starts compile kernels and load tens of GB
@@ -46,9 +46,19 @@ class VllmServer(LocalServer):
         if executable is None:
             raise UsageError("vllm is not installed here: pip install vllm (on a machine with a GPU)")
         command = [
-            executable, "serve", self.model.hf_id, "--host", "127.0.0.1", "--port", str(self.port),
-            "--served-model-name", self.model.name, "--gpu-memory-utilization", f"{self.memory_utilization:.2f}",
-            "--max-model-len", str(self.max_model_len),
+            executable,
+            "serve",
+            self.model.hf_id,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--served-model-name",
+            self.model.name,
+            "--gpu-memory-utilization",
+            f"{self.memory_utilization:.2f}",
+            "--max-model-len",
+            str(self.max_model_len),
         ]
         return self.launch(command, START_TIMEOUT_S)
 

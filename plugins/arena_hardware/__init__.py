@@ -47,7 +47,4 @@ def arena_detect_hardware() -> HardwareDetection | None:
 @hookimpl(trylast=True, specname="arena_detect_hardware")
 def arena_detect_hardware_fallback() -> HardwareDetection:
     profile = cpu_host_profile()
-    return HardwareDetection(
-        profile=profile,
-        reason="no plugin recognised an accelerator on this machine; using the generic CPU host profile",
-    )
+    return HardwareDetection(profile=profile, reason="no plugin recognised an accelerator on this machine; using the generic CPU host profile")

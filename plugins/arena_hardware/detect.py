@@ -69,9 +69,7 @@ def query_gpu() -> str | None:
     return query_nvml() or run_nvidia_smi()
 
 
-def detect_nvidia(
-    profiles: Mapping[str, HardwareProfile], query: Callable[[], str | None] = query_gpu, machine: str | None = None
-) -> HardwareDetection | None:
+def detect_nvidia(profiles: Mapping[str, HardwareProfile], query: Callable[[], str | None] = query_gpu, machine: str | None = None) -> HardwareDetection | None:
     """The profile of the first GPU nvidia-smi names, with the evidence; None if none matches."""
     output = query()
     if not output:

@@ -84,8 +84,12 @@ def _shape(workload: WorkloadSpec) -> ClosedLoopShape:
 
 def _plan(workload: WorkloadSpec, context: RunContext) -> ClosedLoopPlan:
     return ClosedLoopPlan(
-        workload=workload.name, model=context.endpoint.model, shape=_shape(workload), exact_output=context.options.exact_output,
-        check_coherence=context.options.check_coherence, seed=workload.seed,
+        workload=workload.name,
+        model=context.endpoint.model,
+        shape=_shape(workload),
+        exact_output=context.options.exact_output,
+        check_coherence=context.options.check_coherence,
+        seed=workload.seed,
     )
 
 
@@ -111,10 +115,7 @@ class NativeEngine:
 
             async def count_and_store(records: list[Any]) -> list[Any]:
                 if codec.exact:  # the client's own count, the cross-check of the server's usage
-                    records = [
-                        attrs.evolve(r, completion_tokens_client=len(await codec.encode(r.content + r.reasoning))) if r.ok else r
-                        for r in records
-                    ]
+                    records = [attrs.evolve(r, completion_tokens_client=len(await codec.encode(r.content + r.reasoning))) if r.ok else r for r in records]
                 writer.append(records)
                 return records
 
@@ -207,8 +208,14 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
     missing = max(0, (expected_requests or 0) - len(ttfts))
     reasons = (f"only {len(ttfts)} of {expected_requests} requests produced a first token",) if missing else ()
     return WorkloadResult(
-        workload=workload, runner=NAME, engine="external", requests=expected_requests or len(ttfts), failed=missing,
-        tokens_per_second=metrics["decode_tps_per_user"], ttft_p50_s=metrics["ttft_p50_s"], metrics=metrics,
+        workload=workload,
+        runner=NAME,
+        engine="external",
+        requests=expected_requests or len(ttfts),
+        failed=missing,
+        tokens_per_second=metrics["decode_tps_per_user"],
+        ttft_p50_s=metrics["ttft_p50_s"],
+        metrics=metrics,
         verdict=Verdict(valid=not reasons, reasons=reasons),
     )
 
@@ -230,9 +237,6 @@ SPEC = RunnerSpec(
     check_external=check_external,
     command=workload_command,
     report=ReportReader(
-        tool="llama-benchy",
-        recognises=lambda data: "benchmarks" in data,
-        read=read_report,
-        caveat="failed requests are not recorded in its JSON",
+        tool="llama-benchy", recognises=lambda data: "benchmarks" in data, read=read_report, caveat="failed requests are not recorded in its JSON"
     ),
 )

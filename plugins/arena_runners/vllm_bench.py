@@ -64,7 +64,14 @@ def command_line(shape: OpenLoopShape, *, base_url: str, model: str, seed: int, 
     line = [EXECUTABLE, "bench", "serve", "--backend", "openai-chat", "--base-url", base_url.rstrip("/"), "--endpoint", "/v1/chat/completions"]
     line += ["--model", model, "--dataset-name", shape.dataset]
     if shape.dataset == "random":
-        line += ["--random-input-len", str(shape.input_tokens), "--random-output-len", str(shape.output_tokens), "--random-range-ratio", _number(shape.range_ratio)]
+        line += [
+            "--random-input-len",
+            str(shape.input_tokens),
+            "--random-output-len",
+            str(shape.output_tokens),
+            "--random-range-ratio",
+            _number(shape.range_ratio),
+        ]
     line += ["--num-prompts", str(shape.num_prompts), "--request-rate", _number(shape.request_rate), "--burstiness", _number(shape.burstiness)]
     if shape.max_concurrency:
         line += ["--max-concurrency", str(shape.max_concurrency)]
@@ -88,7 +95,13 @@ class NativeEngine:
 
     async def _run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
         shape = _shape(workload)
-        plan = OpenLoopPlan(workload=workload.name, model=context.endpoint.model, shape=shape, seed=workload.seed, ignore_eos=shape.dataset == "random" or context.options.exact_output)
+        plan = OpenLoopPlan(
+            workload=workload.name,
+            model=context.endpoint.model,
+            shape=shape,
+            seed=workload.seed,
+            ignore_eos=shape.dataset == "random" or context.options.exact_output,
+        )
         client = ChatClient(context.endpoint, request_timeout=context.options.request_timeout_s)
         try:
             codec = LocalCodec(context.options.tokenizer) if context.options.tokenizer else ServerCodec(client)
@@ -98,7 +111,12 @@ class NativeEngine:
             if shape.dataset == "random":
                 assert shape.input_tokens is not None and shape.output_tokens is not None
                 requests = await sample_random(
-                    codec, count=shape.num_prompts, input_len=shape.input_tokens, output_len=shape.output_tokens, range_ratio=shape.range_ratio, seed=workload.seed
+                    codec,
+                    count=shape.num_prompts,
+                    input_len=shape.input_tokens,
+                    output_len=shape.output_tokens,
+                    range_ratio=shape.range_ratio,
+                    seed=workload.seed,
                 )
             else:
                 conversations, dataset_note = load_two_turn_conversations(context.options.dataset)
@@ -131,7 +149,16 @@ class ExternalEngine:
         tokenizer_dir = tokenizer if tokenizer.is_dir() else tokenizer.parent
         result_file, log_file = context.path("vllm-bench.json"), context.path("vllm-bench.log")
         with tempfile.TemporaryDirectory(prefix="arena-vllm-bench-") as scratch:
-            extra = ["--tokenizer", str(tokenizer_dir), "--save-result", "--result-dir", str(context.output_dir), "--result-filename", result_file.name, "--disable-tqdm"]
+            extra = [
+                "--tokenizer",
+                str(tokenizer_dir),
+                "--save-result",
+                "--result-dir",
+                str(context.output_dir),
+                "--result-filename",
+                result_file.name,
+                "--disable-tqdm",
+            ]
             if shape.dataset == "sharegpt":
                 conversations, _ = load_two_turn_conversations(context.options.dataset)
                 complete = Path(scratch) / "sharegpt.json"
@@ -177,8 +204,14 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
         "requested_rate": float(rate) if isinstance(rate, (int, float)) else None,
     }
     return WorkloadResult(
-        workload=workload, runner=NAME, engine="external", requests=completed + failed, failed=failed,
-        tokens_per_second=metrics["output_tps"], ttft_p50_s=metrics["ttft_p50_s"], metrics=metrics,
+        workload=workload,
+        runner=NAME,
+        engine="external",
+        requests=completed + failed,
+        failed=failed,
+        tokens_per_second=metrics["output_tps"],
+        ttft_p50_s=metrics["ttft_p50_s"],
+        metrics=metrics,
         verdict=Verdict(valid=not reasons, reasons=tuple(reasons)),
     )
 

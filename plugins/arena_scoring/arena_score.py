@@ -41,9 +41,7 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "aggregate": Profile(quality_weight=0.62, speed_share=0.5),
     "agent": Profile(quality_weight=0.70, speed_share=0.5, workload_weights={"long-output": 2, "multi-turn": 2, "reasoning": 2}),
-    "batch": Profile(
-        quality_weight=0.40, speed_share=0.8, workload_weights={"office-baseline": 2, "monday-peak": 2, "sharegpt": 2, "long-output": 2}
-    ),
+    "batch": Profile(quality_weight=0.40, speed_share=0.8, workload_weights={"office-baseline": 2, "monday-peak": 2, "sharegpt": 2, "long-output": 2}),
 }
 
 
@@ -137,6 +135,15 @@ class ArenaScorer:
             value, low, high = (round(wq * quality + (1 - wq) * p, 1) for p in (p_mid, p_low, p_high))
         invalid = any(n.endswith("scored as not completed") for n in notes)
         return Score(
-            version=VERSION, profile=self.profile_name, value=value, low=low, high=high, quality=quality, performance=p_mid,
-            per_workload=per_workload, missing=missing, publishable=bool(value is not None and not scaled and not invalid), notes=tuple(notes),
+            version=VERSION,
+            profile=self.profile_name,
+            value=value,
+            low=low,
+            high=high,
+            quality=quality,
+            performance=p_mid,
+            per_workload=per_workload,
+            missing=missing,
+            publishable=bool(value is not None and not scaled and not invalid),
+            notes=tuple(notes),
         )

@@ -35,13 +35,7 @@ def _open(name: str, title: str, description: str, **shape: object) -> WorkloadS
 
 
 STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
-    _closed(
-        "chat",
-        "Chat",
-        "Short prompt, long answer: TTFT decides whether chat feels snappy.",
-        prompt_tokens=1024,
-        generated_tokens=1024,
-    ),
+    _closed("chat", "Chat", "Short prompt, long answer: TTFT decides whether chat feels snappy.", prompt_tokens=1024, generated_tokens=1024),
     _closed(
         "rag-8k",
         "RAG · 8k context",

@@ -15,4 +15,6 @@ print("INFO [gpu_worker.py:321] Available KV cache memory: 88.25 GiB", flush=Tru
 print("INFO [kv_cache_utils.py:999] GPU KV cache size: 1,234,567 tokens", flush=True)
 from arena_core.testing.fake_server import main  # noqa: E402
 
-main(["--port", port, "--decode-gap-ms", "2", "--tokenizer", str(Path(__file__).resolve().parent.parent / "fixtures" / "vllm" / "tokenizer" / "tokenizer.json")])
+main(
+    ["--port", port, "--decode-gap-ms", "2", "--tokenizer", str(Path(__file__).resolve().parent.parent / "fixtures" / "vllm" / "tokenizer" / "tokenizer.json")]
+)

@@ -22,10 +22,7 @@ GEMMA_3_270M_IT = ModelSpec(
     params_total_b=0.27,
     params_active_b=0.27,
     context_length=32768,
-    quality=tuple(
-        QualityScore(benchmark=benchmark, value=None, source=f"{CARD} (not published)")
-        for benchmark in ("MMLU-Pro", "GPQA-Diamond", "HumanEval")
-    ),
+    quality=tuple(QualityScore(benchmark=benchmark, value=None, source=f"{CARD} (not published)") for benchmark in ("MMLU-Pro", "GPQA-Diamond", "HumanEval")),
 )
 
 
