@@ -57,6 +57,13 @@ def run(runner, spec, rig, tmp_path: Path, engine: str, tokenizer_path: Path, co
     return result, report
 
 
+def rig_decode_speed(log: list[dict]) -> float:
+    """The per-user decode speed the rig really served (llama-benchy's definition: tokens after
+    the first over the time from the first to the last), mean over requests, from its log."""
+    speeds = [(e["completion_tokens"] - 1) / ((e["last_content_ns"] - e["first_content_ns"]) / 1e9) for e in log]
+    return sum(speeds) / len(speeds)
+
+
 def close(ours: float, theirs: float, relative: float, absolute: float = 0.0) -> bool:
     return abs(ours - theirs) <= max(relative * abs(theirs), absolute)
 
@@ -81,9 +88,17 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
             logs[engine] = [e for e in rig.stop() if e["path"] == "/v1/chat/completions" and e.get("stream")]
     ours, theirs = reports["native"]["benchmarks"][0], reports["external"]["benchmarks"][0]
     assert {k: v is None for k, v in ours.items()} == {k: v is None for k, v in theirs.items()}
-    assert close(ours["tg_req_throughput"]["mean"], theirs["tg_req_throughput"]["mean"], 0.03)
-    assert close(ours["tg_throughput"]["mean"], theirs["tg_throughput"]["mean"], 0.03)
-    assert close(ours["peak_throughput"]["mean"], theirs["peak_throughput"]["mean"], 0.05)
+    # Each engine measured its own run of the rig, and on a busy machine the rig's real decode
+    # speed differs from run to run (a late wake-up of its sleep schedule): so each engine is
+    # held to what the rig did in its run -- its own log, stamped before each write -- and
+    # through that to the other.
+    truth_tps = {engine: rig_decode_speed(log[-concurrency * 2 :]) for engine, log in logs.items()}
+    assert close(ours["tg_req_throughput"]["mean"], truth_tps["native"], 0.03), (ours["tg_req_throughput"]["mean"], truth_tps)
+    assert close(theirs["tg_req_throughput"]["mean"], truth_tps["external"], 0.03), (theirs["tg_req_throughput"]["mean"], truth_tps)
+    agreement = ours["tg_req_throughput"]["mean"] / truth_tps["native"] - theirs["tg_req_throughput"]["mean"] / truth_tps["external"]
+    assert abs(agreement) <= 0.03
+    assert close(ours["tg_throughput"]["mean"] / truth_tps["native"], theirs["tg_throughput"]["mean"] / truth_tps["external"], 0.03)
+    assert close(ours["peak_throughput"]["mean"] / truth_tps["native"], theirs["peak_throughput"]["mean"] / truth_tps["external"], 0.05)
     truth_ms = {
         engine: sum((e["first_content_ns"] - e["received_ns"]) / 1e6 for e in log[-concurrency * 2 :]) / (concurrency * 2) for engine, log in logs.items()
     }
@@ -110,8 +125,10 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
         assert all(set(e["body_keys"]) == {"model", "messages", "max_tokens", "stream", "return_token_ids", "stream_options"} for e in measured)
         assert all(e["roles"] == ["user"] for e in measured)
         assert all(abs(e["prompt_tokens"] - 256) <= 2 for e in measured), [e["prompt_tokens"] for e in measured]
-    # Expected values from the injected timing: 10 ms a token, prefill 20 ms + 0.05 ms a token.
-    assert close(results["native"].tokens_per_second, 1000 / DECODE_GAP_MS, 0.03)
+    # Expected values from the injected timing: 10 ms a token (as the rig really paced it this
+    # run, within 10 % of nominal), prefill 20 ms + 0.05 ms a token.
+    assert close(truth_tps["native"], 1000 / DECODE_GAP_MS, 0.10)
+    assert close(results["native"].tokens_per_second, truth_tps["native"], 0.03)
     assert close(results["native"].ttft_p50_s * 1000, PREFILL_BASE_MS + PREFILL_PER_TOKEN_MS * 256, 0.05, 3.0)
     assert results["native"].verdict.valid and results["external"].verdict.valid
 

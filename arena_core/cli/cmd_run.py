@@ -5,16 +5,18 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
 from arena_core.cli.app import CliApp
-from arena_core.engine import RunRequest, execute, plan_run
+from arena_core.engine import RunPlan, RunRequest, execute, plan_run
 from arena_core.errors import InvalidResults, UnknownNameError
 from arena_core.manifest import read_manifest
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
 from arena_core.store import find_run
+from arena_core.types import WorkloadResult
 
 
 def _workload_names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -62,26 +64,7 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 )
 @click.option("--resume", metavar="RUN_ID", help="Finish an interrupted run: keeps its measured workloads.")
 @click.pass_obj
-def run_command(
-    app: CliApp,
-    model: str | None,
-    backend: str | None,
-    hardware: str | None,
-    base_url: str | None,
-    served_model: str | None,
-    api_key_env: str | None,
-    api_key_file: str | None,
-    workloads: tuple[str, ...],
-    scale: float | None,
-    engine: str | None,
-    output: Path | None,
-    tokenizer: Path | None,
-    dataset: Path | None,
-    corpus: Path | None,
-    exact_output: bool | None,
-    request_timeout: float | None,
-    resume: str | None,
-) -> None:
+def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
     """Measure MODEL (default: the embedded Gemma 3 270M on llama.cpp) on every workload.
 
     Exit status: 0 when every result is valid, 4 when the run finished but some results are
@@ -90,28 +73,12 @@ def run_command(
     (resume with --resume).
     """
     config = app.config
-    if resume:
-        manifest = read_manifest(find_run(output or Path(config.run.output), resume))
-        request = RunRequest.resuming(manifest, output=output, api_key_env=api_key_env, api_key_file=api_key_file, request_timeout=request_timeout)
+    if resume:  # the run's own settings; only what a manifest never holds comes from the flags
+        manifest = read_manifest(find_run(flags["output"] or Path(config.run.output), resume))
+        given = {key: flags[key] for key in ("output", "api_key_env", "api_key_file", "request_timeout")}
+        request = RunRequest.resuming(manifest, **given)
     else:
-        request = RunRequest(
-            model=model,
-            backend=backend,
-            hardware=hardware,
-            base_url=base_url,
-            served_model=served_model,
-            workloads=workloads,
-            scale=scale,
-            engine=engine,
-            output=output,
-            tokenizer=tokenizer,
-            api_key_env=api_key_env,
-            api_key_file=api_key_file,
-            exact_output=exact_output,
-            request_timeout=request_timeout,
-            dataset=dataset,
-            corpus=corpus,
-        )
+        request = RunRequest(**flags)  # the flags are named as RunRequest's fields
     plan = plan_run(request, config, app.hooks)
     started = time.perf_counter()
     # On a terminal a live line shows requests done, tokens/s and time left; elsewhere (a log
@@ -126,12 +93,17 @@ def run_command(
     run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
     if live:
         live.clear()
+    _print_outcome(plan, run_dir, results, time.perf_counter() - started)
+
+
+def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float) -> None:
+    """The card, the model's memory, where the results are; invalid results end in exit 4."""
     title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
     click.echo(render_card(title, results, [w.name for w in plan.workloads]))
     memory = read_manifest(run_dir).model_memory
     if memory:
         click.echo(f"model memory: {memory.gb:.2f} GB (from {memory.source})")
-    click.echo(f"results: {run_dir}  ({time.perf_counter() - started:.0f} s)")
+    click.echo(f"results: {run_dir}  ({seconds:.0f} s)")
     invalid = [r.workload for r in results if not r.verdict.valid]
     if invalid:
         raise InvalidResults(

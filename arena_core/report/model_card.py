@@ -92,26 +92,37 @@ def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
     return rows
 
 
+def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str, str]]:
+    """The card's headline: the score per profile, chat throughput, model memory, benches measured."""
+    measured = sum(1 for name in card.expected if card.workload(name) is not None)
+    return [
+        *((f"Arena score ({name})", fmt_score(score)) for name, score in scores.items()),
+        ("throughput, chat total at c=10", f"{fmt_tps(headline_tps(card))} tok/s"),
+        ("model memory", f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—"),
+        ("benches measured", f"{measured}/{len(card.expected)}"),
+    ]
+
+
+def score_lines(scores: Mapping[str, Score]) -> list[str]:
+    """How each profile's score is made: Q and P, and what was left out."""
+    return [
+        f"- {name}: Q {score.quality:.1f}, P {score.performance:.1f}" + (f"; {'; '.join(score.notes)}" if score.notes else "")
+        if score.quality is not None
+        else f"- {name}: P {score.performance:.1f}; {'; '.join(score.notes)}"
+        for name, score in scores.items()
+    ]
+
+
 def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False) -> str:
     table = "github" if markdown else "simple"
     h1, h2 = ("# ", "## ") if markdown else ("", "")
-    measured = sum(1 for name in card.expected if card.workload(name) is not None)
     scale = f", scaled x{card.scale:g}" if card.scale != 1 else ""
     out = [
         f"{h1}{card.model_title} on {card.hardware_title}",
         "",
         f"{card.backend} · {card.engine} · measured {card.measured_at or 'unknown'} · run {card.run_id} · {card.source}{scale}",
         "",
-        tabulate(
-            [
-                *((f"Arena score ({name})", fmt_score(score)) for name, score in scores.items()),
-                ("throughput, chat total at c=10", f"{fmt_tps(headline_tps(card))} tok/s"),
-                ("model memory", f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—"),
-                ("benches measured", f"{measured}/{len(card.expected)}"),
-            ],
-            headers=["", ""],
-            tablefmt=table,
-        ),
+        tabulate(header_rows(card, scores), headers=["", ""], tablefmt=table),
         "",
         f"{h2}Quality (published, not measured by Arena)",
         tabulate(
@@ -143,12 +154,7 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         tabulate(memory_rows(card), headers=["", ""], tablefmt=table),
         "",
         f"{h2}Score explained",
-        *(
-            f"- {name}: Q {score.quality:.1f}, P {score.performance:.1f}" + (f"; {'; '.join(score.notes)}" if score.notes else "")
-            if score.quality is not None
-            else f"- {name}: P {score.performance:.1f}; {'; '.join(score.notes)}"
-            for name, score in scores.items()
-        ),
+        *score_lines(scores),
         "",
         f"{h2}Commands",
     ]

@@ -268,7 +268,9 @@ class FakeOpenAIServer:
         fault: str,
         coherent: bool,
     ) -> None:
-        config = self.config
+        """One streamed answer: the role chunk, the prefill wait, ``count`` tokens on an absolute
+        schedule, the usage chunk. Every ``*_ns`` in the log is taken *before* the write it names,
+        so the rig's own account never ends later than what a client can see."""
         conn.start_stream()
         role = _sse(
             {
@@ -277,21 +279,35 @@ class FakeOpenAIServer:
                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
             }
         )
-        if config.early_role_chunk:
-            conn.write_chunk(role)
+        if self.config.early_role_chunk:
             entry["role_ns"] = time.perf_counter_ns()
+            conn.write_chunk(role)
         # The prefill is measured from the request's arrival, so the rig's own work before this
         # point does not lengthen it.
         # (timers may fire a little early at millisecond granularity: wait out the remainder)
         while (remaining := prefill - (time.perf_counter_ns() - entry["received_ns"]) / 1e9) > 0:
             await asyncio.sleep(remaining)
         start = time.perf_counter() - prefill
-        if prompt_tokens is None:
-            prompt_tokens = self.prompt_tokens(messages)
-        entry["prompt_tokens"] = prompt_tokens
-        if not config.early_role_chunk:
-            role_only = role.replace(b',"content":""', b"")
-            conn.write_chunk(role_only)
+        entry["prompt_tokens"] = prompt_tokens if prompt_tokens is not None else self.prompt_tokens(messages)
+        if not self.config.early_role_chunk:
+            conn.write_chunk(role.replace(b',"content":""', b""))
+        if not await self._decode(conn, entry, request, count, start + prefill, fault, coherent):
+            return
+        options = request.get("stream_options") or {}
+        if self.config.usage and options.get("include_usage") and fault != "no-usage":
+            usage = {"prompt_tokens": entry["prompt_tokens"], "completion_tokens": count, "total_tokens": entry["prompt_tokens"] + count}
+            conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": usage}))
+        entry["completion_tokens"] = count
+        entry["end_ns"] = time.perf_counter_ns()
+        conn.write_chunk(b"data: [DONE]\n\n")
+        conn.end_stream()
+
+    async def _decode(
+        self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any], count: int, decode_start: float, fault: str, coherent: bool
+    ) -> bool:
+        """Write the tokens, ``tokens_per_chunk`` a chunk, chunk j at ``decode_start + j*k*gap``
+        (an absolute schedule: sleeps never drift). False when a fault cut the stream."""
+        config = self.config
         with_ids = config.token_ids and bool(request.get("return_token_ids"))
         k = max(1, config.tokens_per_chunk)
         sent = 0
@@ -311,38 +327,23 @@ class FakeOpenAIServer:
                 conn.write_chunk(b"".join(pending))
                 entry["completion_tokens_sent"] = sent
                 conn.abort()
-                return
+                return False
             stalling = fault == "stall" and sent >= count // 2
             if config.decode_gap_s > 0 or len(pending) >= config.messages_per_write or last or stalling:
+                now = time.perf_counter_ns()
+                entry.setdefault("first_content_ns", now)
+                entry["last_content_ns"] = now
                 conn.write_chunk(b"".join(pending))
                 pending.clear()
-                entry.setdefault("first_content_ns", time.perf_counter_ns())
                 await conn.drain()
             if stalling:
                 entry["stalled"] = True
                 await asyncio.sleep(3600)
             if config.decode_gap_s > 0 and not last:
-                # Absolute schedule: chunk j leaves at start + prefill + j*k*gap, so sleeps never drift.
-                target = start + prefill + (sent // k) * k * config.decode_gap_s
-                delay = target - time.perf_counter()
+                delay = decode_start + (sent // k) * k * config.decode_gap_s - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-        options = request.get("stream_options") or {}
-        if config.usage and options.get("include_usage") and fault != "no-usage":
-            conn.write_chunk(
-                _sse(
-                    {
-                        "id": "chatcmpl-fake",
-                        "object": "chat.completion.chunk",
-                        "choices": [],
-                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count},
-                    }
-                )
-            )
-        conn.write_chunk(b"data: [DONE]\n\n")
-        conn.end_stream()
-        entry["completion_tokens"] = count
-        entry["end_ns"] = time.perf_counter_ns()
+        return True
 
 
 class _Connection(asyncio.Protocol):
