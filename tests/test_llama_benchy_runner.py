@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import statistics
 import sys
 from pathlib import Path
 
@@ -102,22 +103,21 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
     truth_ms = {
         engine: sum((e["first_content_ns"] - e["received_ns"]) / 1e6 for e in log[-concurrency * 2 :]) / (concurrency * 2) for engine, log in logs.items()
     }
-    # Time to first token: ours is within 3 ms of what the server injected.
-    assert close(ours["e2e_ttft"]["mean"], truth_ms["native"], 0.0, 3.0), (ours["e2e_ttft"]["mean"], truth_ms)
-    if concurrency == 1:
-        for key in ("e2e_ttft", "ttfr"):
-            assert close(ours[key]["mean"], theirs[key]["mean"], 0.05, 3.0), key
-        assert close(ours["pp_throughput"]["mean"], theirs["pp_throughput"]["mean"], 0.10)
-    else:
-        # llama-benchy starts c requests from one coroutine batch, so its later requests' start
-        # times are stamped before they are really sent: its TTFT reads high by a few ms (+10 ms
-        # at c=10 in anchor-overhead.md) and its prefill speed low. Ours must not read higher
-        # than it, and the gap must stay within that known bias.
-        for key in ("e2e_ttft", "ttfr"):
-            gap = theirs[key]["mean"] - ours[key]["mean"]
-            assert -1.0 <= gap <= 10.0, (key, gap)
-            assert theirs[key]["mean"] - truth_ms["external"] >= ours[key]["mean"] - truth_ms["native"] - 1.0
-        assert 0.97 <= ours["pp_throughput"]["mean"] / theirs["pp_throughput"]["mean"] <= 1.25
+    # Time to first token and to first response: ours is within 3 ms of what the rig injected in
+    # its run, and at least as close to it as llama-benchy's (which stamps the starts of a batch
+    # from one coroutine, and on a busy machine its own slower client adds more).
+    for key in ("e2e_ttft", "ttfr"):
+        ours_error, theirs_error = ours[key]["mean"] - truth_ms["native"], theirs[key]["mean"] - truth_ms["external"]
+        assert abs(ours_error) <= 3.0 and theirs_error >= ours_error - 1.0, (key, ours_error, theirs_error)
+    # Prefill speed per request (prompt tokens over the time to first response), against the
+    # rig's own; a TTFT within 3 ms of ~33 ms bounds it to about 10 %.
+    truth_pp = {
+        engine: statistics.fmean(e["prompt_tokens"] / ((e["first_content_ns"] - e["received_ns"]) / 1e9) for e in log[-concurrency * 2 :])
+        for engine, log in logs.items()
+    }
+    ours_pp, theirs_pp = (report["pp_throughput" if concurrency == 1 else "pp_req_throughput"]["mean"] for report in (ours, theirs))
+    assert close(ours_pp, truth_pp["native"], 0.12), (ours_pp, truth_pp)
+    assert theirs_pp / truth_pp["external"] <= ours_pp / truth_pp["native"] * 1.03, (theirs_pp, ours_pp, truth_pp)
     # Both engines sent the same kind of requests, of the same size.
     for engine, log in logs.items():
         measured = [e for e in log if e["max_tokens"] == 32]
