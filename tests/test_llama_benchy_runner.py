@@ -129,7 +129,9 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
     # run, within 10 % of nominal), prefill 20 ms + 0.05 ms a token.
     assert close(truth_tps["native"], 1000 / DECODE_GAP_MS, 0.10)
     assert close(results["native"].tokens_per_second, truth_tps["native"], 0.03)
-    assert close(results["native"].ttft_p50_s * 1000, PREFILL_BASE_MS + PREFILL_PER_TOKEN_MS * 256, 0.05, 3.0)
+    injected = [(e["first_content_ns"] - e["received_ns"]) / 1e6 for e in logs["native"][-concurrency * 2 :]]
+    assert close(statistics.median(injected), PREFILL_BASE_MS + PREFILL_PER_TOKEN_MS * 256, 0.25)  # a late wake on a busy machine
+    assert close(results["native"].ttft_p50_s * 1000, statistics.median(injected), 0.05, 3.0)
     assert results["native"].verdict.valid and results["external"].verdict.valid
 
 

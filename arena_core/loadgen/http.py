@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from collections import deque
 from collections.abc import Mapping
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -69,14 +70,48 @@ class HttpError(Exception):
 
 _HEAD, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(7)
 
+#: The longest stretch of parsing before the loop polls its sockets again. Parsing (SSE events,
+#: JSON) is the client's main work; done in one go for many streams it would hold back the
+#: timestamps of bytes arriving meanwhile. In slices, a new arrival waits at most about this long.
+PARSE_SLICE_NS = 200_000
 
-class _Connection(asyncio.Protocol):
-    """One connection. Arrival times are taken first thing in ``data_received``; parsing is
-    deferred with ``call_soon``, so when many sockets are readable at once every one of them is
-    timestamped before any of them is parsed."""
+
+class ParseQueue:
+    """The connections of one client that have bytes waiting to be parsed, parsed in arrival
+    order in slices of at most :data:`PARSE_SLICE_NS`. Between slices the loop polls its sockets
+    (a callback queued during a slice runs in the next iteration, after the poll), so every
+    arrival is stamped within about one slice, however many streams are busy."""
 
     def __init__(self) -> None:
+        self._waiting: deque[_Connection] = deque()
+        self._scheduled = False
+
+    def add(self, connection: _Connection) -> None:
+        self._waiting.append(connection)
+        if not self._scheduled:
+            self._scheduled = True
+            connection._loop.call_soon(self._parse_slice)
+
+    def _parse_slice(self) -> None:
+        self._scheduled = False
+        deadline = time.perf_counter_ns() + PARSE_SLICE_NS
+        waiting = self._waiting
+        while waiting:
+            waiting.popleft()._parse_reads()
+            if waiting and time.perf_counter_ns() > deadline:
+                self._scheduled = True
+                asyncio.get_running_loop().call_soon(self._parse_slice)
+                return
+
+
+class _Connection(asyncio.Protocol):
+    """One connection. Arrival times are taken first thing in ``data_received``; parsing waits
+    in the client's :class:`ParseQueue`, so when many sockets are readable at once every one of
+    them is timestamped before any of them is parsed."""
+
+    def __init__(self, parse_queue: ParseQueue) -> None:
         self._loop = asyncio.get_running_loop()
+        self._parse_queue = parse_queue
         self.transport: asyncio.Transport | None = None
         self.closed = self._loop.create_future()
         self._reads: list[tuple[int, bytes]] = []
@@ -112,7 +147,7 @@ class _Connection(asyncio.Protocol):
         self._reads.append((time.perf_counter_ns(), data))  # first: the arrival time of these bytes
         if not self._parse_scheduled:
             self._parse_scheduled = True
-            self._loop.call_soon(self._parse_reads)
+            self._parse_queue.add(self)
 
     def _parse_reads(self) -> None:
         self._parse_scheduled = False
@@ -273,6 +308,7 @@ class HttpClient:
         self._connect_timeout = connect_timeout
         self._idle: list[_Connection] = []
         self._all: set[_Connection] = set()
+        self._parse_queue = ParseQueue()
 
     def build_request(self, method: str, path: str, body: bytes | None = None, content_type: str = "application/json") -> bytes:
         """The request bytes, built once so the measured send is a single write."""
@@ -285,7 +321,7 @@ class HttpClient:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout):
-                _, connection = await loop.create_connection(_Connection, self.host, self.port, ssl=self._ssl)
+                _, connection = await loop.create_connection(lambda: _Connection(self._parse_queue), self.host, self.port, ssl=self._ssl)
         except (OSError, TimeoutError) as exc:
             raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc or 'timed out'}") from None
         self._all.add(connection)

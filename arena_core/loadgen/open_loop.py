@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,10 @@ from arena_core.types import OpenLoopShape, RequestRecord
 
 FLUSH_EVERY = 256
 WARM_CONNECTIONS = 16
+#: The metronome waits on an event until this close to a due time, then sleeps the rest.
+COARSE_WAIT_MARGIN_S = 0.002
+#: The schedule starts this long after the metronome is set up, so the first request is not late.
+START_DELAY_NS = 1_000_000
 
 
 @frozen(kw_only=True)
@@ -72,6 +77,43 @@ def chat_body(plan: OpenLoopPlan, request: SampledRequest) -> dict[str, Any]:
     return body
 
 
+class Metronome:
+    """Lets requests go at their due times, to well under a millisecond.
+
+    The event loop's timers have a resolution of a millisecond (uvloop counts in whole ms, the
+    selector's poll too), so a request due at 12.3 ms left at 13 ms or later. A thread sleeps
+    instead (``time.sleep`` is a nanosleep, precise to tens of microseconds, and holds no GIL)
+    and hands each due index to the loop with ``call_soon_threadsafe``, which wakes it at once.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, due_ns: Sequence[int], on_due: Callable[[int, int], None]) -> None:
+        self._loop, self._due_ns, self._on_due = loop, due_ns, on_due
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="arena-metronome", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        for index, due in enumerate(self._due_ns):
+            # Wait on the event until close (so stop() is heard), then sleep the rest precisely.
+            while (remaining := (due - time.perf_counter_ns()) / 1e9) > COARSE_WAIT_MARGIN_S:
+                if self._stop.wait(remaining - COARSE_WAIT_MARGIN_S):
+                    return
+            if remaining > 0:
+                time.sleep(remaining)
+            if self._stop.is_set():
+                return
+            try:
+                self._loop.call_soon_threadsafe(self._on_due, index, due)
+            except RuntimeError:  # the loop closed under us (interrupted)
+                return
+
+
 class OpenLoopDriver:
     def __init__(self, client: ChatClient, plan: OpenLoopPlan, writer: RecordWriter, progress: Callable[[str], None] | None = None) -> None:
         self.client = client
@@ -88,80 +130,24 @@ class OpenLoopDriver:
         self._flushes: list[asyncio.Future[None]] = []
 
     async def run(self, requests: Sequence[SampledRequest], offsets: Sequence[float]) -> OpenLoopOutcome:
+        """Send every request at its offset from the start, whatever the server is doing."""
         plan = self.plan
-        count = self._total = len(requests)
-        prepared = [self.client.http.build_request("POST", "/v1/chat/completions", encode_json(chat_body(plan, r))) for r in requests]
-        prompt_lens = [r.prompt_len for r in requests]
-        asked = [r.expected_output_len for r in requests]
-        await self.client.http.warm(min(count, plan.shape.max_concurrency or WARM_CONNECTIONS))
-        outputs: list[VllmOutput | None] = [None] * count
-        lateness: list[float] = [0.0] * count
-        answers: list[float] = []
-        counts = [0, 0]
-        suspicious: list[RequestRecord] = []
-
-        async def one(index: int, due_ns: int, dispatched_ns: int) -> None:
-            request, prepared[index] = prepared[index], b""  # sent once; keep memory flat
-            exchange, sink = await self.client.stream(request)
-            record = record_from(
-                exchange,
-                sink,
-                workload=plan.workload,
-                run_index=1,
-                request_index=index,
-                scheduled_ns=due_ns,
-                dispatched_ns=dispatched_ns,
-                max_tokens=asked[index],
-            )
-            if record.chunk_tokens and all(n is not None for n in record.chunk_tokens):
-                record = _with_client_count(record)
-            outputs[index] = vllm_output(record, prompt_lens[index])
-            lateness[index] = (dispatched_ns - due_ns) / 1e9
-            if ANSWER in record.chunk_kinds and record.chunk_kinds[0] != ANSWER:
-                answers.append((record.chunk_ns[record.chunk_kinds.index(ANSWER)] - record.sent_ns) / 1e9)
-            counts[0] += record.completion_tokens_server or 0
-            counts[1] += record.completion_tokens_client or 0
-            if record.ok and (record.malformed_events or (record.chunk_ns and record.completion_tokens_server is None)):
-                suspicious.append(record)
-            self._keep(record)
-
+        self._total = len(requests)
+        self._prepared = [self.client.http.build_request("POST", "/v1/chat/completions", encode_json(chat_body(plan, r))) for r in requests]
+        self._requests = requests
+        self._outcome = _Tally(len(requests))
+        await self.client.http.warm(min(len(requests), plan.shape.max_concurrency or WARM_CONNECTIONS))
         # With a concurrency cap, that many workers take due requests in arrival order (what
         # vLLM's semaphore does), so a long queue costs a tuple per request, not a task.
-        queue: asyncio.Queue[tuple[int, int, int] | None] = asyncio.Queue()
-
-        async def worker() -> None:
-            while (item := await queue.get()) is not None:
-                await one(*item)
-
-        workers = [asyncio.ensure_future(worker()) for _ in range(plan.shape.max_concurrency or 0)]
-        tasks = []
+        self._queue: asyncio.Queue[tuple[int, int, int] | None] = asyncio.Queue()
+        self._workers = [asyncio.ensure_future(self._worker()) for _ in range(plan.shape.max_concurrency or 0)]
+        self._tasks: list[asyncio.Future[None]] = []
         gc_was_enabled = gc.isenabled()
         gc.disable()  # no collection pause while requests are in flight (see closed_loop.paused_gc)
         try:
-            start_ns = last_dispatch = time.perf_counter_ns()
-            for index, offset in enumerate(offsets):
-                due_ns = start_ns + round(offset * 1e9)
-                wait = (due_ns - time.perf_counter_ns()) / 1e9
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                last_dispatch = time.perf_counter_ns()
-                if workers:
-                    queue.put_nowait((index, due_ns, last_dispatch))
-                else:
-                    tasks.append(asyncio.ensure_future(one(index, due_ns, last_dispatch)))
-            for _ in workers:
-                queue.put_nowait(None)
-            await asyncio.gather(*tasks, *workers)
-            duration = (time.perf_counter_ns() - start_ns) / 1e9
+            duration, start_ns = await self._dispatch_all(offsets)
         except (asyncio.CancelledError, KeyboardInterrupt):
-            # Ctrl-C: the workers stop (the sentinels end one that is between requests), and what
-            # finished is written now, in this thread, before the loop goes away.
-            for worker_task in workers:
-                worker_task.cancel()
-                queue.put_nowait(None)
-            self._disk.shutdown(wait=True)
-            if self._pending_lines:
-                self.writer.write_lines(self._pending_lines)
+            self._interrupted()
             raise
         finally:
             if gc_was_enabled:
@@ -169,16 +155,61 @@ class OpenLoopDriver:
         self._flush()
         await asyncio.gather(*self._flushes)
         self._disk.shutdown()
-        return OpenLoopOutcome(
-            outputs=tuple(o for o in outputs if o is not None),
-            lateness_s=tuple(lateness),
-            first_answer_s=tuple(answers),
-            duration_s=duration,
-            dispatch_span_s=(last_dispatch - start_ns) / 1e9,
-            completion_tokens_server=counts[0],
-            completion_tokens_client=counts[1],
-            suspicious=tuple(suspicious),
+        return self._outcome.outcome(duration, (self._last_dispatch - start_ns) / 1e9)
+
+    async def _dispatch_all(self, offsets: Sequence[float]) -> tuple[float, int]:
+        """Let each request go when the metronome says it is due; wait for all to finish."""
+        loop = asyncio.get_running_loop()
+        all_sent = loop.create_future()
+        start_ns = self._last_dispatch = time.perf_counter_ns() + START_DELAY_NS
+        due = [start_ns + round(offset * 1e9) for offset in offsets]
+
+        def on_due(index: int, due_ns: int) -> None:
+            self._last_dispatch = time.perf_counter_ns()
+            if self._workers:
+                self._queue.put_nowait((index, due_ns, self._last_dispatch))
+            else:
+                self._tasks.append(loop.create_task(self._one(index, due_ns, self._last_dispatch)))
+            if index == len(due) - 1 and not all_sent.done():
+                all_sent.set_result(None)
+
+        metronome = Metronome(loop, due, on_due)
+        metronome.start()
+        try:
+            if due:
+                await all_sent
+            for _ in self._workers:
+                self._queue.put_nowait(None)
+            await asyncio.gather(*self._tasks, *self._workers)
+        finally:
+            metronome.stop()
+        return (time.perf_counter_ns() - start_ns) / 1e9, start_ns
+
+    async def _worker(self) -> None:
+        while (item := await self._queue.get()) is not None:
+            await self._one(*item)
+
+    async def _one(self, index: int, due_ns: int, dispatched_ns: int) -> None:
+        request, self._prepared[index] = self._prepared[index], b""  # sent once; keep memory flat
+        exchange, sink = await self.client.stream(request)
+        asked = self._requests[index].expected_output_len
+        record = record_from(
+            exchange, sink, workload=self.plan.workload, run_index=1, request_index=index, scheduled_ns=due_ns, dispatched_ns=dispatched_ns, max_tokens=asked
         )
+        if record.chunk_tokens and all(n is not None for n in record.chunk_tokens):
+            record = _with_client_count(record)
+        self._outcome.add(index, record, self._requests[index].prompt_len, (dispatched_ns - due_ns) / 1e9)
+        self._keep(record)
+
+    def _interrupted(self) -> None:
+        """Ctrl-C: the workers stop (the sentinels end one that is between requests), and what
+        finished is written now, in this thread, before the loop goes away."""
+        for worker_task in self._workers:
+            worker_task.cancel()
+            self._queue.put_nowait(None)
+        self._disk.shutdown(wait=True)
+        if self._pending_lines:
+            self.writer.write_lines(self._pending_lines)
 
     def _keep(self, record: RequestRecord) -> None:
         self._pending_lines += self.writer.lines((record,))
@@ -195,6 +226,39 @@ class OpenLoopDriver:
             lines, self._pending_lines = self._pending_lines, []
             self._flushes = [f for f in self._flushes if not f.done()]
             self._flushes.append(asyncio.get_running_loop().run_in_executor(self._disk, self.writer.write_lines, lines))
+
+
+class _Tally:
+    """What the metrics need of each finished request, kept small (see :class:`OpenLoopOutcome`)."""
+
+    def __init__(self, count: int) -> None:
+        self.outputs: list[VllmOutput | None] = [None] * count
+        self.lateness: list[float] = [0.0] * count
+        self.answers: list[float] = []
+        self.server_tokens = self.client_tokens = 0
+        self.suspicious: list[RequestRecord] = []
+
+    def add(self, index: int, record: RequestRecord, prompt_len: int, lateness_s: float) -> None:
+        self.outputs[index] = vllm_output(record, prompt_len)
+        self.lateness[index] = lateness_s
+        if ANSWER in record.chunk_kinds and record.chunk_kinds[0] != ANSWER:
+            self.answers.append((record.chunk_ns[record.chunk_kinds.index(ANSWER)] - record.sent_ns) / 1e9)
+        self.server_tokens += record.completion_tokens_server or 0
+        self.client_tokens += record.completion_tokens_client or 0
+        if record.ok and (record.malformed_events or (record.chunk_ns and record.completion_tokens_server is None)):
+            self.suspicious.append(record)
+
+    def outcome(self, duration_s: float, dispatch_span_s: float) -> OpenLoopOutcome:
+        return OpenLoopOutcome(
+            outputs=tuple(o for o in self.outputs if o is not None),
+            lateness_s=tuple(self.lateness),
+            first_answer_s=tuple(self.answers),
+            duration_s=duration_s,
+            dispatch_span_s=dispatch_span_s,
+            completion_tokens_server=self.server_tokens,
+            completion_tokens_client=self.client_tokens,
+            suspicious=tuple(self.suspicious),
+        )
 
 
 def _with_client_count(record: RequestRecord) -> RequestRecord:
