@@ -50,8 +50,7 @@ BODY_KEYS = {"model": MODEL, "stream": True, "stream_options": {"include_usage":
 
 
 async def _arena(url: str, concurrency: int, tokens: int, workdir: Path) -> dict:
-    from arena_core import Endpoint
-    from arena_core.loadgen import ChatClient, ClosedLoopDriver, ClosedLoopPlan, PromptBuilder, choose_codec
+    from arena_core import ChatClient, ClosedLoopDriver, ClosedLoopPlan, ClosedLoopShape, Endpoint, PromptBuilder, choose_codec
 
     client = ChatClient(Endpoint(base_url=url, model=MODEL))
     codec = await choose_codec(client, None, "")
@@ -60,12 +59,8 @@ async def _arena(url: str, concurrency: int, tokens: int, workdir: Path) -> dict
     plan = ClosedLoopPlan(
         workload="bench",
         model=MODEL,
-        prompt_tokens=PROMPT_TOKENS,
-        generated_tokens=tokens,
-        concurrency=concurrency,
-        runs=1,
+        shape=ClosedLoopShape(prompt_tokens=PROMPT_TOKENS, generated_tokens=tokens, concurrency=concurrency, runs=1, latency_mode="none"),
         warmup=False,
-        latency_mode="none",
         adapt_prompt=False,
     )
 

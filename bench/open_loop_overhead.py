@@ -60,11 +60,17 @@ def arena_child(url: str, rate: float, count: int, input_len: int, output_len: i
     context = RunContext(endpoint=Endpoint(base_url=url, model=MODEL), output_dir=out, options=RunOptions(tokenizer=TOKENIZER))
     started = time.perf_counter()
     result = runner.create("native").run(spec, context)
+    # lateness as the server sees it: from the due time to just before the request's write
+    from arena_core import percentile, read_records
+
+    sent = [(r.sent_ns - r.scheduled_ns) / 1e6 for r in read_records(out / "records.jsonl") if r.scheduled_ns is not None] if not cap else [0.0]
     print(
         json.dumps(
             {
                 "lateness_p50_ms": result.metrics["lateness_p50_s"] * 1000,
                 "lateness_p99_ms": result.metrics["lateness_p99_s"] * 1000,
+                "send_lateness_p50_ms": percentile(sent, 50),
+                "send_lateness_p99_ms": percentile(sent, 99),
                 "tokens": result.metrics["output_tokens"],
                 "failed": result.failed,
                 "wall_s": time.perf_counter() - started,
@@ -154,6 +160,11 @@ def main() -> None:
                 lateness[name, rate] = result
                 print(
                     f"   {rate:4d} req/s  {name:6s} p50 {result['lateness_p50_ms']:6.2f} ms  p99 {result['lateness_p99_ms']:6.2f} ms  failed {result['failed']}"
+                    + (
+                        f"   (to the write: p50 {result['send_lateness_p50_ms']:.2f} ms, p99 {result['send_lateness_p99_ms']:.2f} ms)"
+                        if "send_lateness_p99_ms" in result
+                        else ""
+                    )
                 )
         print("2. client CPU per million tokens (64 requests at once, rig as fast as it can)")
         cpu = {}

@@ -168,3 +168,32 @@ def test_wrong_api_key_is_one_line(tokenizer_path):
             asyncio.run(probe())
     message = str(raised.value)
     assert message == f"{url} rejected the API key (HTTP 401 on /v1/models)" and "wrong-key" not in message
+
+
+def test_the_parse_queue_parses_every_connection_in_arrival_order_across_slices(monkeypatch):
+    """With a slice too short for even one parse, every connection still gets parsed, one per
+    loop iteration, in the order its bytes arrived."""
+    from arena_core.loadgen import http
+
+    monkeypatch.setattr(http, "PARSE_SLICE_NS", 0)
+    parsed: list[str] = []
+
+    class Connection:
+        def __init__(self, name):
+            self.name, self._loop = name, asyncio.get_running_loop()
+
+        def _parse_reads(self):
+            parsed.append(self.name)
+
+    async def go():
+        queue = http.ParseQueue()
+        for name in "abc":
+            queue.add(Connection(name))
+        await asyncio.sleep(0)
+        first = list(parsed)  # after one iteration: one slice
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return first
+
+    first = asyncio.run(go())
+    assert first == ["a"] and parsed == ["a", "b", "c"]

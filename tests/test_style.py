@@ -39,3 +39,40 @@ def test_the_gate_would_catch_a_badly_formatted_file(tmp_path):
     form = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "--no-cache", "."], cwd=tmp_path, capture_output=True, text=True)
     assert lint.returncode == 1 and "F401" in lint.stdout
     assert form.returncode == 1 and "bad.py" in form.stdout
+
+
+#: Import names whose distribution is named differently.
+DISTRIBUTIONS = {"pynvml": "nvidia-ml-py", "yaml": "pyyaml"}
+
+
+def _declared() -> set[str]:
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    return {re.split(r"[<>=!~; \[]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+
+
+def test_what_the_bench_and_script_files_import_is_declared():
+    import ast
+
+    local = {p.stem for p in [*ROOT.glob("bench/*.py"), *ROOT.glob("scripts/*.py")]}
+    first_party = {"arena_core", *(p.name for p in (ROOT / "plugins").iterdir() if p.is_dir())}
+    missing = []
+    for path in [*ROOT.glob("bench/*.py"), *ROOT.glob("scripts/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in local or top in first_party or top == "__future__":
+                    continue
+                if DISTRIBUTIONS.get(top, top).lower().replace("_", "-") not in _declared():
+                    missing.append(f"{path.relative_to(ROOT)}: {top}")
+    assert missing == []

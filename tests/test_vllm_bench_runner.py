@@ -194,3 +194,37 @@ def test_a_saturated_server_is_a_finding_not_an_error():
 def test_on_time_and_keeping_up_is_clean():
     verdict = verdict_of(outcome_of([0.0005] * 100, duration=10.0, span=9.9))
     assert verdict.valid and verdict.labels == () and verdict.reasons == ()
+
+
+def test_the_metronome_hands_over_every_due_index_in_order_and_stops_when_told():
+    import asyncio
+    import time
+
+    from arena_core.loadgen.open_loop import Metronome
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        now = time.perf_counter_ns()
+        seen: list[tuple[int, int, int]] = []
+        done = loop.create_future()
+
+        def on_due(index, due):
+            seen.append((index, due, time.perf_counter_ns()))
+            if index == 4:
+                done.set_result(None)
+
+        metronome = Metronome(loop, [now + k * 2_000_000 for k in range(5)], on_due)
+        metronome.start()
+        await asyncio.wait_for(done, 10)
+        metronome.stop()
+        # a metronome far from its next beat stops at once, without handing anything over
+        late = Metronome(loop, [time.perf_counter_ns() + 60 * 10**9], lambda *a: seen.append(a))
+        late.start()
+        started = time.perf_counter()
+        late.stop()
+        return seen, time.perf_counter() - started
+
+    seen, stopping = asyncio.run(go())
+    assert [index for index, _, _ in seen] == [0, 1, 2, 3, 4]
+    assert all(handed >= due for _, due, handed in seen)  # never early
+    assert stopping < 5 and len(seen) == 5
