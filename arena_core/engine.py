@@ -48,6 +48,8 @@ from arena_core.types import (
 
 #: The model name recorded when a server serves a model that is not in the catalog.
 UNCATALOGUED_MODEL = "served-model"
+#: The files a run was given, recorded by name so that a resumed run reads them again.
+RECORDED_PATHS = ("tokenizer", "dataset", "corpus")
 
 Progress = Callable[[str], None]
 LiveUpdate = Callable[[str, int, int, int], None]
@@ -78,26 +80,11 @@ class RunRequest:
     def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
         """The request that carries on the run ``manifest`` records; ``given`` (the API key's
         source, the output folder, a request timeout) is what a manifest never holds."""
-
-        def path(value: str | None) -> Path | None:
-            return Path(value) if value else None
-
+        kept = {name: getattr(manifest, name) for name in ("backend", "hardware", "base_url", "workloads", "scale", "engine", "exact_output")}
+        paths = {name: Path(value) for name in RECORDED_PATHS if (value := getattr(manifest, name))}
         settings = {key: value for key, value in given.items() if value is not None}
-        return cls(
-            model=manifest.model if manifest.model != UNCATALOGUED_MODEL else None,
-            backend=manifest.backend,
-            hardware=manifest.hardware,
-            base_url=manifest.base_url,
-            workloads=manifest.workloads,
-            scale=manifest.scale,
-            engine=manifest.engine,
-            exact_output=manifest.exact_output,
-            tokenizer=path(manifest.tokenizer),
-            dataset=path(manifest.dataset),
-            corpus=path(manifest.corpus),
-            request_timeout=manifest.request_timeout_s,
-            **settings,  # type: ignore[arg-type]
-        )
+        model = manifest.model if manifest.model != UNCATALOGUED_MODEL else None
+        return cls(model=model, request_timeout=manifest.request_timeout_s, **kept, **paths, **settings)  # type: ignore[arg-type]
 
 
 @frozen(kw_only=True)
@@ -214,6 +201,7 @@ def _now() -> str:
 
 
 def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
+    options = plan.options
     return Manifest(
         run_id=run_id,
         arena_version=__version__,
@@ -230,11 +218,9 @@ def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
         config_source=plan.config.source,
         # the configuration as used, flags applied (names of key variables and files only, never a key)
         config=CONVERTER.unstructure(attrs.evolve(plan.config, endpoint=plan.endpoint)),
-        exact_output=plan.options.exact_output,
-        request_timeout_s=plan.options.request_timeout_s,
-        tokenizer=str(plan.options.tokenizer) if plan.options.tokenizer else None,
-        dataset=str(plan.options.dataset) if plan.options.dataset else None,
-        corpus=str(plan.options.corpus) if plan.options.corpus else None,
+        exact_output=options.exact_output,
+        request_timeout_s=options.request_timeout_s,
+        **{name: str(value) for name in RECORDED_PATHS if (value := getattr(options, name))},
     )
 
 

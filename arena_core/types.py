@@ -201,6 +201,13 @@ class ToolAvailability:
             return cls(available=True, detail=found)
         return cls(available=False, detail=f"{executable} is not installed: {install_hint}")
 
+    def require(self) -> None:
+        """A :class:`UsageError` saying what to install, when the tool is not available."""
+        if not self.available:
+            from arena_core.errors import UsageError
+
+            raise UsageError(self.detail)
+
 
 @frozen(kw_only=True)
 class RunOptions:

@@ -58,11 +58,14 @@ def run(runner, spec, rig, tmp_path: Path, engine: str, tokenizer_path: Path, co
     return result, report
 
 
+def rig_decode_speeds(log: list[dict]) -> list[float]:
+    """The per-user decode speed the rig really served each request (llama-benchy's definition:
+    tokens after the first over the time from the first to the last), from its log."""
+    return [(e["completion_tokens"] - 1) / ((e["last_content_ns"] - e["first_content_ns"]) / 1e9) for e in log]
+
+
 def rig_decode_speed(log: list[dict]) -> float:
-    """The per-user decode speed the rig really served (llama-benchy's definition: tokens after
-    the first over the time from the first to the last), mean over requests, from its log."""
-    speeds = [(e["completion_tokens"] - 1) / ((e["last_content_ns"] - e["first_content_ns"]) / 1e9) for e in log]
-    return sum(speeds) / len(speeds)
+    return statistics.fmean(rig_decode_speeds(log))
 
 
 def close(ours: float, theirs: float, relative: float, absolute: float = 0.0) -> bool:
@@ -125,12 +128,14 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
         assert all(set(e["body_keys"]) == {"model", "messages", "max_tokens", "stream", "return_token_ids", "stream_options"} for e in measured)
         assert all(e["roles"] == ["user"] for e in measured)
         assert all(abs(e["prompt_tokens"] - 256) <= 2 for e in measured), [e["prompt_tokens"] for e in measured]
-    # Expected values from the injected timing: 10 ms a token (as the rig really paced it this
-    # run, within 10 % of nominal), prefill 20 ms + 0.05 ms a token.
-    assert close(truth_tps["native"], 1000 / DECODE_GAP_MS, 0.10)
-    assert close(results["native"].tokens_per_second, truth_tps["native"], 0.03)
+    # The rig did inject what was asked -- 10 ms a token, prefill 20 ms + 0.05 ms a token -- in
+    # its least disturbed request (a busy machine can only make it late, never early) ...
     injected = [(e["first_content_ns"] - e["received_ns"]) / 1e6 for e in logs["native"][-concurrency * 2 :]]
-    assert close(statistics.median(injected), PREFILL_BASE_MS + PREFILL_PER_TOKEN_MS * 256, 0.25)  # a late wake on a busy machine
+    nominal_ms = PREFILL_BASE_MS + PREFILL_PER_TOKEN_MS * 256
+    assert nominal_ms - 1.0 <= min(injected) <= nominal_ms * 1.10, injected
+    assert close(max(rig_decode_speeds(logs["native"][-concurrency * 2 :])), 1000 / DECODE_GAP_MS, 0.10)
+    # ... and the card's figures are what the rig did.
+    assert close(results["native"].tokens_per_second, truth_tps["native"], 0.03)
     assert close(results["native"].ttft_p50_s * 1000, statistics.median(injected), 0.05, 3.0)
     assert results["native"].verdict.valid and results["external"].verdict.valid
 

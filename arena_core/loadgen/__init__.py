@@ -9,7 +9,8 @@ Open loop (``vllm bench serve``'s): :func:`sample_random` / :func:`sample_shareg
 :func:`arrival_offsets` build the traffic, :class:`OpenLoopPlan` + :class:`OpenLoopDriver`
 measure, :func:`open_loop_report` and :func:`open_loop_result` summarise.
 Shared: :class:`ChatClient`, codecs, :class:`RecordWriter`, :func:`verdict_for`, statistics,
-and :func:`run_measurement` to drive a coroutine on the measuring event loop.
+and :func:`run_measurement` to drive a coroutine on the measuring event loop;
+:func:`run_reference_tool` runs a reference tool for an external engine.
 """
 
 from arena_core.loadgen.arrivals import arrival_offsets
@@ -27,6 +28,7 @@ from arena_core.loadgen.prompts import PromptBuilder, chat_messages
 from arena_core.loadgen.records_io import RecordWriter, read_records
 from arena_core.loadgen.sharegpt import DatasetError, load_two_turn_conversations
 from arena_core.loadgen.stats import mean, median, percentile, percentile_interval, population_std
+from arena_core.loadgen.tools import run_reference_tool
 from arena_core.loadgen.verdict import verdict_for
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "record_from",
     "request_metrics",
     "run_measurement",
+    "run_reference_tool",
     "sample_random",
     "sample_sharegpt",
     "token_timeline",

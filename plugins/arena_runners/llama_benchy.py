@@ -9,10 +9,8 @@ JSON. Both write ``llama-benchy.json`` in llama-benchy's schema beside the Arena
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import statistics
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,7 +29,6 @@ from arena_core import (
     RunContext,
     RunnerSpec,
     ToolAvailability,
-    ToolFailed,
     UsageError,
     Verdict,
     WorkloadResult,
@@ -42,6 +39,7 @@ from arena_core import (
     load_corpus,
     median,
     run_measurement,
+    run_reference_tool,
 )
 
 NAME = "llama-benchy"
@@ -136,13 +134,11 @@ class ExternalEngine:
 
     def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
         shape = _shape(workload)
-        availability = check_external()
-        if not availability.available:
-            raise UsageError(availability.detail)
+        check_external().require()
         if context.options.tokenizer is None:
             raise UsageError("the external llama-benchy needs a local tokenizer.json (--tokenizer FILE); offline it cannot use the server's tokenizer")
         corpus = load_corpus(context.options.corpus, _corpus_chars(shape))
-        result_file, log_file = context.path("llama-benchy.json"), context.path("llama-benchy.log")
+        result_file = context.path("llama-benchy.json")
         with tempfile.TemporaryDirectory(prefix="arena-llama-benchy-") as home:
             book_url = "arena-corpus"  # llama-benchy only hashes it to find the cached text
             cache = Path(home) / ".cache" / "llama-benchy" / f"{hashlib.md5(book_url.encode()).hexdigest()}.txt"
@@ -156,15 +152,14 @@ class ExternalEngine:
             line = command_line(shape, base_url=context.endpoint.base_url, model=context.endpoint.model, extra=extra)
             secret = ["--api-key", context.endpoint.api_key] if context.endpoint.api_key else []
             env = {**os.environ, "HOME": home, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"}
-            context.say(f"{workload.name}: running {' '.join(line)}")
-            with open(log_file, "w", encoding="utf-8") as log:
-                completed = subprocess.run(line + secret, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=24 * 3600)
-        if completed.returncode != 0 or not result_file.exists():
-            raise ToolFailed(f"llama-benchy exited with status {completed.returncode}; see {log_file}")
-        report = json.loads(result_file.read_text(encoding="utf-8"))
+            report = run_reference_tool(line, context, env=env, log_name="llama-benchy.log", report_name=result_file.name, hidden=secret)
         context.write_json("session.json", {"engine": "external", "command": line, "corpus": corpus.source})
         result = read_report(report, workload.name, expected_requests=shape.concurrency * shape.runs * max(1, len(_measured(report))))
-        failures = sum(1 for text in log_file.read_text(encoding="utf-8", errors="replace").splitlines() if text.startswith(("HTTP ", "Error during run:")))
+        failures = sum(
+            1
+            for text in context.path("llama-benchy.log").read_text(encoding="utf-8", errors="replace").splitlines()
+            if text.startswith(("HTTP ", "Error during run:"))
+        )
         if failures:
             reason = f"llama-benchy printed {failures} request errors (it drops failed requests from every metric)"
             verdict = attrs.evolve(result.verdict, valid=False, reasons=(reason, *result.verdict.reasons))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,7 +29,6 @@ from arena_core import (
     RunnerSpec,
     ServerCodec,
     ToolAvailability,
-    ToolFailed,
     UsageError,
     Verdict,
     WorkloadResult,
@@ -41,6 +39,7 @@ from arena_core import (
     open_loop_report,
     open_loop_result,
     run_measurement,
+    run_reference_tool,
     sample_random,
     sample_sharegpt,
 )
@@ -140,14 +139,12 @@ class ExternalEngine:
 
     def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
         shape = _shape(workload)
-        availability = check_external()
-        if not availability.available:
-            raise UsageError(availability.detail)
+        check_external().require()
         if context.options.tokenizer is None:
             raise UsageError("the external vllm bench serve needs a local tokenizer directory (--tokenizer)")
         tokenizer = context.options.tokenizer
         tokenizer_dir = tokenizer if tokenizer.is_dir() else tokenizer.parent
-        result_file, log_file = context.path("vllm-bench.json"), context.path("vllm-bench.log")
+        result_file = context.path("vllm-bench.json")
         with tempfile.TemporaryDirectory(prefix="arena-vllm-bench-") as scratch:
             extra = [
                 "--tokenizer",
@@ -168,12 +165,7 @@ class ExternalEngine:
             env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"}
             if context.endpoint.api_key:
                 env["OPENAI_API_KEY"] = context.endpoint.api_key  # vLLM reads the key from here, never argv
-            context.say(f"{workload.name}: running {' '.join(line)}")
-            with open(log_file, "w", encoding="utf-8") as log:
-                completed = subprocess.run(line, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=24 * 3600)
-        if completed.returncode != 0 or not result_file.exists():
-            raise ToolFailed(f"vllm bench serve exited with status {completed.returncode}; see {log_file}")
-        report = json.loads(result_file.read_text(encoding="utf-8"))
+            report = run_reference_tool(line, context, env=env, log_name="vllm-bench.log", report_name=result_file.name)
         context.write_json("session.json", {"engine": "external", "command": line})
         return read_report(report, workload.name, expected_requests=shape.num_prompts)
 

@@ -1,0 +1,27 @@
+"""Running a reference tool (llama-benchy, ``vllm bench serve``) to completion for a runner's
+external engine: its output kept as a log beside the results, its saved JSON read back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from arena_core.errors import ToolFailed
+from arena_core.types import RunContext
+
+#: A reference tool that has not finished in a day is not coming back.
+TOOL_TIMEOUT_S = 24 * 3600
+
+
+def run_reference_tool(line: Sequence[str], context: RunContext, *, env: Mapping[str, str], log_name: str, report_name: str, hidden: Sequence[str] = ()) -> Any:
+    """Run ``line`` (and ``hidden`` arguments, never shown) with its output in ``log_name``; the
+    JSON it saved as ``report_name``. A tool that fails, or saves nothing, is :class:`ToolFailed`."""
+    log_file, report_file = context.path(log_name), context.path(report_name)
+    context.say(f"{context.output_dir.name}: running {' '.join(line)}")
+    with open(log_file, "w", encoding="utf-8") as log:
+        completed = subprocess.run([*line, *hidden], env=dict(env), stdout=log, stderr=subprocess.STDOUT, timeout=TOOL_TIMEOUT_S)
+    if completed.returncode != 0 or not report_file.exists():
+        raise ToolFailed(f"{line[0]} exited with status {completed.returncode}; see {log_file}")
+    return json.loads(report_file.read_text(encoding="utf-8"))
