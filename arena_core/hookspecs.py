@@ -69,7 +69,10 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
 
     Kind: collect. Called once per plugin manager, the first time the registry is needed.
 
-    :param register: call it once per :class:`~arena_core.types.BackendSpec`.
+    :param register: call it once per :class:`~arena_core.types.BackendSpec`. A backend that
+        measures a running server sets ``attaches`` (it is chosen for ``--base-url``); one that
+        can serve a run with no arguments offers an ``embedded`` run (the first registered is
+        ``arena run``'s default).
     :return: nothing; anything returned is ignored.
     """
 
@@ -103,7 +106,8 @@ def arena_register_scorers(register: Callable[[ScorerSpec], None]) -> None:
 
     Kind: collect. Called once per plugin manager, the first time the registry is needed.
 
-    :param register: call it once per :class:`~arena_core.types.ScorerSpec`.
+    :param register: call it once per :class:`~arena_core.types.ScorerSpec`. Cards and the
+        leaderboard rank by the first registered with ``default``.
     :return: nothing; anything returned is ignored.
     """
 

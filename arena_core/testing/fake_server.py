@@ -290,6 +290,7 @@ class FakeOpenAIServer:
         start = time.perf_counter() - prefill
         entry["prompt_tokens"] = prompt_tokens if prompt_tokens is not None else self.prompt_tokens(messages)
         if not self.config.early_role_chunk:
+            entry["role_ns"] = time.perf_counter_ns()
             conn.write_chunk(role.replace(b',"content":""', b""))
         if not await self._decode(conn, entry, request, count, start + prefill, fault, coherent):
             return
