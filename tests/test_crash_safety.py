@@ -16,29 +16,14 @@ from pathlib import Path
 import pytest
 
 from arena_core.loadgen.records_io import RecordWriter, read_records
+from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 
 
 def run_command(url: str, output: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "arena_core",
-        "run",
-        "--base-url",
-        url,
-        "--tokenizer",
-        str(TOKENIZER),
-        "--workloads",
-        "chat,monday-peak",
-        "--scale",
-        "0.03",
-        "--output",
-        str(output),
-        *extra,
-    ]
+    return rig_run_argv(url, output, tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.03", extra=extra)
 
 
 def record_keys(run_dir: Path) -> list[tuple]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from arena_core.loadgen.records_io import read_records
+from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
@@ -37,24 +37,7 @@ CASES = {
 
 
 def arena_run(url: str, output: Path) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "arena_core",
-        "run",
-        "--base-url",
-        url,
-        "--tokenizer",
-        str(TOKENIZER),
-        "--workloads",
-        WORKLOADS,
-        "--scale",
-        "0.02",
-        "--output",
-        str(output),
-        "--request-timeout",
-        "2",
-    ]
+    command = rig_run_argv(url, output, tokenizer=TOKENIZER, workloads=WORKLOADS, scale="0.02", extra=["--request-timeout", "2"])
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from arena_core import make_plugin_manager
 from arena_core.loadgen import read_records
-from arena_core.testing import run_cli
+from arena_core.testing import rig_run_argv, run_cli
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
@@ -96,22 +96,7 @@ def test_wrong_api_key_is_one_line(tmp_path, monkeypatch):
 
 def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
     with rig() as server:
-        command = [
-            sys.executable,
-            "-m",
-            "arena_core",
-            "run",
-            "--base-url",
-            server.url,
-            "--tokenizer",
-            str(TOKENIZER),
-            "--output",
-            str(tmp_path),
-            "--scale",
-            "0.02",
-            "--workloads",
-            "chat,rag-8k,monday-peak",
-        ]
+        command = rig_run_argv(server.url, tmp_path, tokenizer=TOKENIZER, workloads="chat,rag-8k,monday-peak", scale="0.02")
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not list(tmp_path.glob("*/workloads/chat/result.json")):
@@ -202,22 +187,7 @@ def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
 
 def test_ctrl_c_keeps_finished_records_and_says_how_to_resume(tmp_path):
     with rig() as server:
-        command = [
-            sys.executable,
-            "-m",
-            "arena_core",
-            "run",
-            "--base-url",
-            server.url,
-            "--tokenizer",
-            str(TOKENIZER),
-            "--output",
-            str(tmp_path),
-            "--scale",
-            "0.05",
-            "--workloads",
-            "monday-peak",
-        ]
+        command = rig_run_argv(server.url, tmp_path, tokenizer=TOKENIZER, workloads="monday-peak", scale="0.05")
         # A shell runs background jobs with SIGINT ignored and children inherit that; give the
         # child the default disposition, as a terminal would.
         process = subprocess.Popen(

@@ -7,6 +7,7 @@ import time
 
 from arena_core.probes import meminfo_probe
 from arena_core.telemetry import TelemetrySampler, parse_metrics, summarise
+from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
 # Recorded from a DGX Spark (GB10) while vLLM served a model: NVML says "Not Supported" there,
@@ -86,29 +87,13 @@ def test_watchdog_stops_a_run_cleanly_and_says_why(tmp_path):
     way Ctrl-C stops it, records kept, the message names the watchdog."""
     import signal
     import subprocess
-    import sys
     from pathlib import Path
 
     tokenizer = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
     env = {**__import__("os").environ, "ARENA_MEMORY_MARGIN_GB": "1000000"}  # more than any machine has
     with FakeServerProcess(["--tokenizer", str(tokenizer / "tokenizer.json"), "--decode-gap-ms", "20"]) as rig:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "arena_core",
-                "run",
-                "--base-url",
-                rig.url,
-                "--tokenizer",
-                str(tokenizer),
-                "--output",
-                str(tmp_path),
-                "--scale",
-                "0.05",
-                "--workloads",
-                "monday-peak",
-            ],
+            rig_run_argv(rig.url, tmp_path, tokenizer=tokenizer, workloads="monday-peak", scale="0.05"),
             capture_output=True,
             text=True,
             timeout=120,

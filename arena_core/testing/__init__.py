@@ -6,7 +6,9 @@ points, no environment switches), and ``run_cli(pm, [...])`` runs the CLI agains
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from click.testing import CliRunner, Result
 
@@ -33,3 +35,14 @@ def plugin_manager_with(*plugins: object, builtins: Sequence[str] = (), strict: 
 def run_cli(pm: ArenaPluginManager, args: Sequence[str]) -> Result:
     """Invoke the ``arena`` CLI built for ``pm``; the result has ``exit_code``, ``stdout``, ``stderr``."""
     return CliRunner().invoke(make_cli(pm), list(args), catch_exceptions=False)
+
+
+def arena_argv(*args: str) -> list[str]:
+    """``arena ARGS`` as a child process of this interpreter (the console script need not be on PATH)."""
+    return [sys.executable, "-m", "arena_core", *args]
+
+
+def rig_run_argv(url: str, output: Path | str, *, tokenizer: Path | str, workloads: str, scale: str, extra: Sequence[str] = ()) -> list[str]:
+    """``arena run`` against a server at ``url`` with a local tokenizer, as a child process: the
+    command most end-to-end tests start from."""
+    return arena_argv("run", "--base-url", url, "--tokenizer", str(tokenizer), "--workloads", workloads, "--scale", scale, "--output", str(output), *extra)
