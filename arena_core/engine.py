@@ -249,15 +249,8 @@ class RunSession:
                 max_concurrency=max(w.shape.concurrency_needed() for w in plan.workloads),
             )
         )
-        self.info = RunInfo(
-            run_id=self.run_id,
-            model=plan.model.name,
-            hardware=plan.hardware.name,
-            backend=plan.backend.name,
-            workloads=tuple(w.name for w in plan.workloads),
-            engine=plan.engine,
-            scale=plan.scale,
-        )
+        # what observers are told: the run's identity as its manifest records it
+        self.info = RunInfo(**{name: getattr(self.manifest, name) for name in attrs.fields_dict(RunInfo)})
 
     @property
     def run_id(self) -> str:
