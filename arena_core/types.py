@@ -1,7 +1,7 @@
 """Value classes that cross a plugin boundary: frozen, keyword-only, validated on construction.
 
 Plugins build these and hand them to ``register``; the core never accepts dicts in their place.
-Config files are turned into them by the one converter in :mod:`arena_core.config`.
+Config files and stored JSON are turned into them by the one converter in :mod:`arena_core.converter`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from attrs import evolve, field, frozen
 from attrs.validators import and_, ge, in_, instance_of, le, matches_re, optional
+
+from arena_core.errors import UsageError
+from arena_core.files import write_json_atomic
 
 #: Registered names are lowercase words joined by dashes, so they work as CLI arguments and keys.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9.]*(-[a-z0-9.]+)*$"
@@ -204,8 +207,6 @@ class ToolAvailability:
     def require(self) -> None:
         """A :class:`UsageError` saying what to install, when the tool is not available."""
         if not self.available:
-            from arena_core.errors import UsageError
-
             raise UsageError(self.detail)
 
 
@@ -252,8 +253,6 @@ class RunContext:
 
     def write_json(self, name: str, data: Any) -> Path:
         """Write ``data`` as ``output_dir / name`` atomically (a crash never leaves half a file)."""
-        from arena_core.files import write_json_atomic
-
         path = self.path(name)
         write_json_atomic(path, data)
         return path

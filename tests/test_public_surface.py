@@ -30,7 +30,8 @@ def non_public_imports(source: str) -> list[str]:
     return found
 
 
-PLUGIN_FILES = sorted([*ROOT.glob("plugins/**/*.py"), *ROOT.glob("examples/**/*.py")])
+# (pip leaves build/ copies beside an example it installed: those are not sources)
+PLUGIN_FILES = sorted(p for p in [*ROOT.glob("plugins/**/*.py"), *ROOT.glob("examples/**/*.py")] if not {"build", ".venv"} & set(p.relative_to(ROOT).parts))
 
 
 def test_every_plugin_and_example_file_is_walked():
