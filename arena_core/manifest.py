@@ -92,7 +92,7 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     backend's facts; empty profiles and absent memory were written as ``{}`` and ``null``."""
     data = dict(data)
     facts = data.get("backend_facts") or {}
-    if "base_url" not in data and isinstance(facts, dict) and facts.get("backend") == "openai":
+    if "base_url" not in data and isinstance(facts, dict) and facts.get("base_url"):  # only an attaching backend recorded one
         data["base_url"] = facts.get("base_url")
     if not data.get("hardware_profile"):
         data["hardware_profile"] = None

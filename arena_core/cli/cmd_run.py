@@ -34,7 +34,7 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 @click.argument("model", required=False)
 @click.option("--backend", help="Backend name (default: the embedded one, or the one that attaches with --base-url).")
 @click.option("--hardware", help="Hardware profile (default: detected).")
-@click.option("--base-url", help="Measure a server that is already running (implies --backend openai).")
+@click.option("--base-url", help="Measure a server that is already running (chooses the backend that attaches to one).")
 @click.option("--served-model", help="Model name the server expects (default: asked from /v1/models).")
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
 @click.option("--api-key-file", metavar="FILE", help="File holding the API key.")
