@@ -18,6 +18,7 @@ from arena_core.loadgen import *  # noqa: F403 -- the runner kit; its names are 
 from arena_core.loadgen import __all__ as _RUNNER_KIT
 from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, PluginProblem, make_plugin_manager
 from arena_core.registry import Registration, Registry
+from arena_core.secrets import check_key, read_api_key
 from arena_core.types import (
     Backend,
     BackendRequest,
@@ -97,9 +98,11 @@ __all__ = [
     "WorkloadSpec",
     "__version__",
     "hookimpl",
+    "check_key",
     "hookspec",
     "load_card",
     "load_cards",
     "make_plugin_manager",
+    "read_api_key",
     *_RUNNER_KIT,
 ]

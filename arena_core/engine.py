@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import attrs
 from attrs import frozen
@@ -19,12 +20,13 @@ from attrs import frozen
 from arena_core import __version__
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.converter import CONVERTER
-from arena_core.errors import Interrupted, ServerLost, UsageError
+from arena_core.errors import ConfigError, Interrupted, ServerLost, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.integrity import sealed
 from arena_core.loadgen.http import HttpError
 from arena_core.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
 from arena_core.probes import probes_for
+from arena_core.redaction import remember
 from arena_core.registry import Registry
 from arena_core.roofline import apply_ceiling
 from arena_core.store import find_run, index_run, load_result, new_run_dir, store_result, workload_dir
@@ -107,7 +109,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     registry = hooks.registry
     check_config(config, registry)  # a wrong name in the file is an error even where a flag overrides it
     run = config.run
-    endpoint = _endpoint_settings(request, config.endpoint)
+    endpoint = _endpoint_settings(request, config.endpoint, config.source)
     backend, embedded = _choose_backend(request, config, registry, attach=bool(endpoint.base_url))
     model_name = request.model or run.model or (backend.embedded.model if backend.embedded and not backend.attaches else None)
     if model_name is None:
@@ -149,8 +151,19 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     )
 
 
-def _endpoint_settings(request: RunRequest, section: EndpointSettings) -> EndpointSettings:
-    """The command line's endpoint flags over the config file's ``[endpoint]``."""
+def _endpoint_settings(request: RunRequest, section: EndpointSettings, source: str) -> EndpointSettings:
+    """The command line's endpoint flags over the config file's ``[endpoint]``; a base URL is
+    http(s) and carries no credentials (they would be stored with the run and printed)."""
+    url = request.base_url or section.base_url
+    if url:
+        where = {"source": "--base-url", "path": None} if request.base_url else {"source": source, "path": "$.endpoint.base_url"}
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError("expected an http:// or https:// address of a server", **where)
+        if parts.username or parts.password:
+            raise ConfigError(
+                "credentials in the URL are not accepted (they would be stored with the run and printed): use --api-key-env or --api-key-file", **where
+            )
     return EndpointSettings(
         base_url=request.base_url or section.base_url,
         model=request.served_model or section.model,
@@ -273,6 +286,8 @@ class RunSession:
         self.probes, notes = probes_for(plan.hardware.probes, server_pid=lambda: server_pid["pid"])
         before = memory_now(self.probes, unified)
         endpoint = self.backend.start()
+        if endpoint.api_key:
+            remember(endpoint.api_key)  # whatever backend read it, it never leaves Arena but in its header
         facts = dict(self.backend.facts)
         server_pid["pid"] = facts.get("pid")  # type: ignore[assignment]
         for note in notes:

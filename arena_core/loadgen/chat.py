@@ -8,6 +8,7 @@ from typing import Any
 from arena_core.errors import ArenaError
 from arena_core.loadgen.http import BufferSink, Exchange, HttpClient
 from arena_core.loadgen.stream import ChatStreamSink
+from arena_core.redaction import redact
 from arena_core.types import Endpoint, RequestRecord
 
 CHAT_PATH = "/v1/chat/completions"
@@ -86,6 +87,7 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         error = f"HTTP {exchange.status}: {sink.error_body.decode('utf-8', 'replace')[:500]}"
     elif not error and sink.wrong_content_type:
         error = f"HTTP 200 with Content-Type {sink.content_type or 'none'!r}, not an event stream: {sink.error_body.decode('utf-8', 'replace')[:200]}"
+    # what the server sent back is redacted here, before anything derives text from it
     return RequestRecord(
         sent_ns=exchange.sent_ns,
         first_byte_ns=sink.first_byte_ns if sink.first_byte_ns is not None else exchange.head_ns,
@@ -97,9 +99,9 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         prompt_tokens_server=sink.prompt_tokens,
         completion_tokens_server=sink.completion_tokens,
         http_status=exchange.status or None,
-        error=error,
+        error=redact(error),
         malformed_events=sink.malformed_events,
-        content="".join(sink.content),
-        reasoning="".join(sink.reasoning),
+        content=redact("".join(sink.content)),
+        reasoning=redact("".join(sink.reasoning)),
         **labels,
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 
 from arena_core.converter import CONVERTER
+from arena_core.redaction import redact
 from arena_core.types import RequestRecord
 
 
@@ -23,7 +24,7 @@ class RecordWriter:
 
     def lines(self, records: Iterable[RequestRecord]) -> list[str]:
         # A record's fields are plain values and tuples, which json writes as arrays directly.
-        return [json.dumps(attrs.asdict(record, recurse=False), ensure_ascii=False, separators=(",", ":")) + "\n" for record in records]
+        return [redact(json.dumps(attrs.asdict(record, recurse=False), ensure_ascii=False, separators=(",", ":"))) + "\n" for record in records]
 
     def write_lines(self, lines: list[str]) -> None:
         """Append already-serialised lines and sync (safe to call from a worker thread)."""

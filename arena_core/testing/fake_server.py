@@ -34,8 +34,10 @@ COHERENCE_QUESTION = "capital of france"
 #: (500, 429, ...); ``reset`` drops the connection mid-stream; ``malformed`` sends a broken SSE
 #: event first; ``stall`` stops mid-stream and never ends; ``slow-start`` holds the first byte for
 #: ``slow_start_s``; ``content-type`` answers 200 with an HTML page; ``no-usage`` leaves out the
-#: usage chunk; ``exit`` ends the rig's process at once (a server killed mid-workload).
-FAULTS = ("none", "reset", "malformed", "stall", "http", "slow-start", "content-type", "no-usage", "exit")
+#: usage chunk; ``exit`` ends the rig's process at once (a server killed mid-workload);
+#: ``echo-auth`` answers ``fail_status`` with the request's Authorization header in the error
+#: message (what a careless proxy does).
+FAULTS = ("none", "reset", "malformed", "stall", "http", "slow-start", "content-type", "no-usage", "exit", "echo-auth")
 
 
 @frozen(kw_only=True)
@@ -122,6 +124,7 @@ class FakeOpenAIServer:
         self.log: list[dict[str, Any]] = []
         self._server: asyncio.base_events.Server | None = None
         self._chat_count = 0
+        self._authorization = ""
         self._in_flight = 0
         self._piece = " the"  # one token in any English BPE vocabulary
         self._piece_ids = self.tokens.encode(self._piece)[:1] if self.tokens.exact else [0]
@@ -159,6 +162,7 @@ class FakeOpenAIServer:
     async def handle(self, conn: _Connection, method: str, path: str, headers: dict[str, str], body: bytes, received_ns: int) -> None:
         entry: dict[str, Any] = {"method": method, "path": path, "received_ns": received_ns}
         self.log.append(entry)
+        self._authorization = headers.get("authorization", "")  # only for the echo-auth fault
         key = self.config.api_key
         if key is not None and headers.get("authorization") != f"Bearer {key}":
             entry["status"] = 401
@@ -223,6 +227,10 @@ class FakeOpenAIServer:
         if fault == "http":
             entry["status"] = config.fail_status
             conn.respond_json(config.fail_status, {"error": {"message": f"injected HTTP {config.fail_status}"}})
+            return
+        if fault == "echo-auth":
+            entry["status"] = config.fail_status
+            conn.respond_json(config.fail_status, {"error": {"message": f"bad request, headers were: Authorization: {self._authorization}"}})
             return
         if fault == "exit":
             os._exit(17)  # the server dies with requests in flight and does not come back

@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from arena_core import BackendRequest, Endpoint, UsageError
+from arena_core import BackendRequest, Endpoint, UsageError, read_api_key
 
 
-def api_key(env_name: str | None, file_name: str | None) -> str | None:
-    """The API key from an environment variable or a file; never from a config value."""
-    if env_name:
-        value = os.environ.get(env_name)
-        if not value:
-            raise UsageError(f"--api-key-env: the environment variable {env_name} is not set")
-        return value.strip()
-    if file_name:
-        try:
-            value = Path(file_name).expanduser().read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise UsageError(f"--api-key-file: cannot read {file_name}: {exc.strerror or exc}") from None
-        if not value:
-            raise UsageError(f"--api-key-file: {file_name} is empty")
-        return value
-    return None
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is not followed: the API key would go along to wherever it points."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 class ExistingEndpoint:
@@ -37,7 +28,7 @@ class ExistingEndpoint:
             raise UsageError("the openai backend needs a base URL (--base-url or [endpoint] base_url)")
         self.base_url = section.base_url.rstrip("/").removesuffix("/v1")
         self.model = section.model
-        self.key = api_key(section.api_key_env, section.api_key_file)
+        self.key = read_api_key(section)
         self.version = ""
 
     def start(self) -> Endpoint:
@@ -54,11 +45,16 @@ class ExistingEndpoint:
         if self.key:
             request.add_header("Authorization", f"Bearer {self.key}")
         try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
+            with _OPENER.open(request, timeout=10) as answer:
                 return json.loads(answer.read() or b"{}")
         except urllib.error.HTTPError as exc:
             if exc.code == 401:
                 raise UsageError(f"{self.base_url} rejected the API key (HTTP 401)") from None
+            if 300 <= exc.code < 400:
+                raise UsageError(
+                    f"{self.base_url}{path} redirects elsewhere (HTTP {exc.code}); Arena does not follow redirects, which would carry the API key along: "
+                    "give the final address as --base-url"
+                ) from None
             raise UsageError(f"{self.base_url}{path}: HTTP {exc.code}") from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise UsageError(f"--base-url {self.base_url} does not answer: {getattr(exc, 'reason', exc)}") from None

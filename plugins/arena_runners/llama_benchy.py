@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import statistics
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -68,6 +69,26 @@ def command_line(shape: ClosedLoopShape, *, base_url: str, model: str, extra: li
     if shape.turns > 1:
         line.append("--enable-prefix-caching")
     return line + (extra or [])
+
+
+#: Where the key waits for llama-benchy: the environment of its process, never its command line.
+KEY_VARIABLE = "ARENA_LLAMA_BENCHY_API_KEY"
+#: Run the llama-benchy script with ``--api-key`` appended to its own ``sys.argv`` inside the
+#: interpreter, so the key never appears in the process's argv (which every local user can read).
+_KEY_WRAPPER = (
+    "import os, runpy, sys; script = sys.argv[1]; "
+    f"sys.argv = [script, *sys.argv[2:], '--api-key', os.environ.pop('{KEY_VARIABLE}')]; "
+    "runpy.run_path(script, run_name='__main__')"
+)
+
+
+def key_from_environment(executable: str) -> list[str]:
+    """The command that stands in for ``executable`` (llama-benchy's console script): its own
+    interpreter, running the script with the key read from :data:`KEY_VARIABLE`."""
+    with open(executable, "rb") as script:
+        first = script.readline().decode("utf-8", "replace").strip()
+    interpreter = first[2:].split()[0] if first.startswith("#!") else sys.executable
+    return [interpreter, "-c", _KEY_WRAPPER, executable]
 
 
 def check_external() -> ToolAvailability:
@@ -150,9 +171,12 @@ class ExternalEngine:
             if context.options.exact_output:
                 extra.append("--exact-tg")
             line = command_line(shape, base_url=context.endpoint.base_url, model=context.endpoint.model, extra=extra)
-            secret = ["--api-key", context.endpoint.api_key] if context.endpoint.api_key else []
             env = {**os.environ, "HOME": home, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"}
-            report = run_reference_tool(line, context, env=env, log_name="llama-benchy.log", report_name=result_file.name, hidden=secret)
+            launcher: list[str] = []
+            if context.endpoint.api_key:  # llama-benchy takes the key only as --api-key: hand it over inside the process
+                env[KEY_VARIABLE] = context.endpoint.api_key
+                launcher = key_from_environment(check_external().detail)
+            report = run_reference_tool(line, context, env=env, log_name="llama-benchy.log", report_name=result_file.name, launcher=launcher)
         context.write_json("session.json", {"engine": "external", "command": line, "corpus": corpus.source})
         result = read_report(report, workload.name, expected_requests=shape.concurrency * shape.runs * max(1, len(_measured(report))))
         failures = sum(

@@ -1,0 +1,57 @@
+"""API keys: read from the environment or a file, checked on read, and never let out.
+
+A key leaves Arena only in the ``Authorization`` header to the server it is for. Every key read
+here is remembered for the life of the process (:mod:`arena_core.redaction`), and redacted from
+whatever Arena stores or prints.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from arena_core.errors import UsageError
+from arena_core.redaction import remember
+from arena_core.types import EndpointSettings
+
+#: A key Arena will send: visible ASCII without spaces, what a ``Bearer`` header can carry.
+_KEY_CHARACTERS = frozenset(chr(code) for code in range(0x21, 0x7F))
+_MAX_KEY_FILE_BYTES = 16 * 1024
+
+
+def check_key(value: str, where: str) -> str:
+    """``value`` stripped of surrounding whitespace, or a one-line error naming ``where`` -- never
+    the key -- when it is empty, spans lines, or holds characters a header cannot carry."""
+    key = value.strip()
+    if not key:
+        raise UsageError(f"{where}: the key is empty")
+    if "\n" in key or "\r" in key:
+        raise UsageError(f"{where}: the key spans more than one line; give a file with the key alone")
+    if not set(key) <= _KEY_CHARACTERS:
+        raise UsageError(f"{where}: the key holds characters an HTTP header cannot carry (a space, a control or a non-ASCII character)")
+    remember(key)
+    return key
+
+
+def read_api_key(settings: EndpointSettings) -> str | None:
+    """The key named by ``settings`` (an environment variable, else a file), checked, or None."""
+    if settings.api_key_env:
+        value = os.environ.get(settings.api_key_env)
+        if not value:
+            raise UsageError(f"--api-key-env: the environment variable {settings.api_key_env} is not set")
+        return check_key(value, f"--api-key-env {settings.api_key_env}")
+    if settings.api_key_file:
+        path = Path(settings.api_key_file).expanduser()
+        try:
+            if not path.is_file():
+                raise UsageError(f"--api-key-file: {path} is not a regular file")
+            with open(path, encoding="utf-8") as handle:
+                value = handle.read(_MAX_KEY_FILE_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"--api-key-file: cannot read {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--api-key-file: {path} is not text") from None
+        if len(value) > _MAX_KEY_FILE_BYTES:
+            raise UsageError(f"--api-key-file: {path} is larger than a key ({_MAX_KEY_FILE_BYTES} bytes at most)")
+        return check_key(value, f"--api-key-file {path}")
+    return None
