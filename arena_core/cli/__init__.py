@@ -18,9 +18,9 @@ import click
 
 from arena_core import __version__
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.errors import ArenaError
 from arena_core.plugins import ArenaPluginManager, PluginProblem, make_plugin_manager
-from arena_core.redaction import redact
 
 
 class ArenaGroup(click.Group):
@@ -33,7 +33,7 @@ class ArenaGroup(click.Group):
             app = ctx.obj
             if isinstance(app, CliApp) and app.debug:
                 traceback.print_exc()
-            click.echo(redact(f"arena: error: {exc}"), err=True)
+            echo(f"arena: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
@@ -42,13 +42,13 @@ class ArenaGroup(click.Group):
             if isinstance(app, CliApp) and app.debug:
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(redact(f"arena: error: {where}{exc.strerror or exc}; files written before are kept"), err=True)
+            echo(f"arena: error: {where}{exc.strerror or exc}; files written before are kept", err=True)
             ctx.exit(1)
         except Exception as exc:
             app = ctx.obj
             if isinstance(app, CliApp) and app.debug:
                 raise
-            click.echo(redact(f"arena: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)"), err=True)
+            echo(f"arena: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", err=True)
             ctx.exit(1)
 
 
@@ -78,7 +78,7 @@ def make_cli(pm: ArenaPluginManager) -> click.Group:
 
 
 def _print_problem(problem: PluginProblem) -> None:
-    click.echo(f"arena: warning: {problem}", err=True)
+    echo(f"arena: warning: {problem}", err=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -93,6 +93,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ArenaError as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"arena: error: {exc}", err=True)
+        echo(f"arena: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     cli.main(args=args, prog_name="arena")

@@ -8,6 +8,7 @@ import click
 
 from arena_core.cards import card_json, load_card, load_cards, scores_for
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.findings import findings
 from arena_core.report import render_json
@@ -27,6 +28,6 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str) -> Non
     scores = scores_for(card, app.hooks, custom_profiles(app))
     found = findings(card, others)
     if fmt == "json":
-        click.echo(render_json(card_json(card, scores, found)))
+        echo(render_json(card_json(card, scores, found)))
     else:
-        click.echo(render_model_card(card, scores, found, markdown=fmt == "markdown"), nl=False)
+        echo(render_model_card(card, scores, found, markdown=fmt == "markdown"), nl=False)

@@ -8,6 +8,7 @@ import click
 
 from arena_core.cards import load_card, scores_for
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.report import render_table
 from arena_core.report.model_card import fmt_seconds, fmt_tps
@@ -34,5 +35,5 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None) ->
         fa, fb = (line.ttft_p50_s if line else None for line in (la, lb))
         rows.append((f"{name} tok/s", fmt_tps(ta), fmt_tps(tb), ratio(ta, tb)))
         rows.append((f"{name} TTFT p50", fmt_seconds(fa), fmt_seconds(fb), ratio(fa, fb)))
-    click.echo(f"A: {a.model_title} on {a.hardware} ({a.run_id})\nB: {b.model_title} on {b.hardware} ({b.run_id})")
-    click.echo(render_table(["", "A", "B", "A / B"], rows))
+    echo(f"A: {a.model_title} on {a.hardware} ({a.run_id})\nB: {b.model_title} on {b.hardware} ({b.run_id})")
+    echo(render_table(["", "A", "B", "A / B"], rows))

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.config import check_config, load_config
 
 
@@ -23,4 +24,4 @@ def check_command(app: CliApp, file: Path) -> None:
     config = load_config(file)
     check_config(config, app.hooks.registry)
     overridden = ", ".join(config.workloads) or "none"
-    click.echo(f"{file}: ok (workload overrides: {overridden})")
+    echo(f"{file}: ok (workload overrides: {overridden})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.report import render_table
 
 
@@ -30,4 +31,4 @@ def detect_command(app: CliApp) -> None:
         ("memory bandwidth", f"{profile.memory_bandwidth_gbs:g} GB/s" if profile.memory_bandwidth_gbs else "unknown"),
         ("probes", ", ".join(profile.probes) or "none"),
     ]
-    click.echo(render_table(["", ""], rows))
+    echo(render_table(["", ""], rows))

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.errors import UsageError
 from arena_core.imports import import_file, seed_cards_path
 
@@ -31,4 +32,4 @@ def import_command(
     store.mkdir(parents=True, exist_ok=True)
     run_ids = import_file(seed_cards_path() if seeds else file, store, app.hooks.registry, workload=workload, model=model, hardware=hardware, backend=backend)  # type: ignore[arg-type]
     for run_id in run_ids:
-        click.echo(f"imported as run {run_id} (arena card {run_id})")
+        echo(f"imported as run {run_id} (arena card {run_id})")

@@ -8,6 +8,7 @@ import click
 
 from arena_core.cards import default_scorer, load_cards
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.leaderboard import rank, row_dict
@@ -31,7 +32,7 @@ def leaderboard_command(
         raise UnknownNameError("hardware", hardware, registry.names("hardware"), source="--hardware")
     cards, problems = load_cards(results_dir(app, output), registry)
     for problem in problems:
-        click.echo(f"warning: skipped {problem}", err=True)
+        echo(f"warning: skipped {problem}", err=True)
     spec = default_scorer(registry)
     custom = custom_profiles(app)
     if profile not in (*spec.profiles, *custom):
@@ -39,10 +40,10 @@ def leaderboard_command(
     scorer = spec.create(profile, custom)
     rows = rank(cards, {c.run_id: scorer.score(c) for c in cards}, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
     if as_json:
-        click.echo(render_json([row_dict(r) for r in rows]))
+        echo(render_json([row_dict(r) for r in rows]))
         return
     if not rows:
-        click.echo("No runs to rank (arena run measures one; arena import --seeds adds the published cards).")
+        echo("No runs to rank (arena run measures one; arena import --seeds adds the published cards).")
         if problems:
             raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
         return
@@ -52,6 +53,6 @@ def leaderboard_command(
         place = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
         score = "—" if data["score"] is None else f"{data['score']:.1f}" + (f" [{data['low']:.1f}–{data['high']:.1f}]" if data["low"] != data["high"] else "")
         table.append((place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], row.card.run_id, ", ".join(row.labels)))
-    click.echo(render_table(["rank", "model", "hardware", "backend", f"score ({profile})", "benches", "run", "labels"], table))
+    echo(render_table(["rank", "model", "hardware", "backend", f"score ({profile})", "benches", "run", "labels"], table))
     if problems:  # the table above is whole for what could be read; say plainly what could not
         raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.cli.params import KindType
 from arena_core.registry import Kind
 from arena_core.report import render_json, render_table
@@ -24,8 +25,8 @@ def list_command(app: CliApp, kind: Kind, as_json: bool) -> None:
         for reg in app.hooks.registry.registrations(kind.plural)
     ]
     if as_json:
-        click.echo(render_json([{"name": n, "description": d, "plugin": p} for n, d, p in rows]))
+        echo(render_json([{"name": n, "description": d, "plugin": p} for n, d, p in rows]))
     elif rows:
-        click.echo(render_table(["name", "description", "plugin"], rows))
+        echo(render_table(["name", "description", "plugin"], rows))
     else:
-        click.echo(f"No {kind.plural} registered.")
+        echo(f"No {kind.plural} registered.")

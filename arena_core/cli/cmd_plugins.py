@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.report import render_json, render_table
 from arena_core.report.describe import describe
 
@@ -17,10 +18,10 @@ def plugins_command(app: CliApp, show_all: bool, as_json: bool) -> None:
     """List installed plugins (third-party only, unless --all)."""
     infos = [info for info in app.pm.plugin_infos() if show_all or not info.builtin]
     if as_json:
-        click.echo(render_json([describe(info) for info in infos]))
+        echo(render_json([describe(info) for info in infos]))
         return
     if not infos:
-        click.echo("No third-party plugins installed (arena plugins --all shows the built-in ones).")
+        echo("No third-party plugins installed (arena plugins --all shows the built-in ones).")
         return
     rows = [(info.name, info.version, info.source, "\n".join(info.hooks)) for info in infos]
-    click.echo(render_table(["name", "version", "source", "hooks"], rows))
+    echo(render_table(["name", "version", "source", "hooks"], rows))

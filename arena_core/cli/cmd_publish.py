@@ -8,6 +8,7 @@ import click
 
 from arena_core.cards import load_cards, scores_for
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.findings import findings
@@ -25,7 +26,7 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
 
     cards, problems = load_cards(results_dir(app, output), app.hooks.registry)
     for problem in problems:
-        click.echo(f"warning: skipped {problem}", err=True)
+        echo(f"warning: skipped {problem}", err=True)
     if not cards:
         raise UsageError("arena publish: no stored runs to publish (arena run measures one; arena import --seeds adds the published cards)")
     custom = custom_profiles(app)
@@ -39,4 +40,4 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
         index = publish(directory, cards, all_scores, found, profile=profile, integrity=integrity)
     except OSError as exc:
         raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None
-    click.echo(f"site written: {index} ({len(cards)} cards)")
+    echo(f"site written: {index} ({len(cards)} cards)")

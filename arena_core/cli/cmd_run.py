@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.engine import RunPlan, RunRequest, execute, plan_run
 from arena_core.errors import InvalidResults, UnknownNameError
 from arena_core.manifest import read_manifest
@@ -88,7 +89,7 @@ def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
     def progress(line: str) -> None:
         if live:
             live.clear()
-        click.echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
+        echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
 
     run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
     if live:
@@ -99,11 +100,11 @@ def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
 def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float) -> None:
     """The card, the model's memory, where the results are; invalid results end in exit 4."""
     title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
-    click.echo(render_card(title, results, [w.name for w in plan.workloads]))
+    echo(render_card(title, results, [w.name for w in plan.workloads]))
     memory = read_manifest(run_dir).model_memory
     if memory:
-        click.echo(f"model memory: {memory.gb:.2f} GB (from {memory.source})")
-    click.echo(f"results: {run_dir}  ({seconds:.0f} s)")
+        echo(f"model memory: {memory.gb:.2f} GB (from {memory.source})")
+    echo(f"results: {run_dir}  ({seconds:.0f} s)")
     invalid = [r.workload for r in results if not r.verdict.valid]
     if invalid:
         raise InvalidResults(

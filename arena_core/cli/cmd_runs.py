@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.report import render_json, render_table
 from arena_core.store import list_runs
 
@@ -19,9 +20,9 @@ def runs_command(app: CliApp, output: Path | None, as_json: bool) -> None:
     """List stored runs, oldest first (from OUTPUT/index.sqlite, rebuilt from the run folders if missing)."""
     runs = list_runs(output or Path(app.config.run.output))
     if as_json:
-        click.echo(render_json(runs))
+        echo(render_json(runs))
     elif not runs:
-        click.echo("No runs stored yet (arena run measures one).")
+        echo("No runs stored yet (arena run measures one).")
     else:
         columns = ("run_id", "started_at", "status", "model", "backend", "hardware", "engine", "scale")
-        click.echo(render_table(columns, [[run[c] for c in columns] for run in runs]))
+        echo(render_table(columns, [[run[c] for c in columns] for run in runs]))

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, KindType, registered_name, results_dir
 from arena_core.imports import PLACEHOLDER_URL
 from arena_core.manifest import manifest_data, read_manifest
@@ -52,9 +53,9 @@ def show_command(app: CliApp, kind: Kind, name: str, as_json: bool, output: Path
             if command:
                 data["command"] = command
     if as_json:
-        click.echo(render_json(data))
+        echo(render_json(data))
     else:
-        click.echo(render_table(["field", "value"], flatten(data)))
+        echo(render_table(["field", "value"], flatten(data)))
 
 
 def _show_run(store: Path, run_id: str, as_json: bool) -> None:
@@ -62,8 +63,8 @@ def _show_run(store: Path, run_id: str, as_json: bool) -> None:
     manifest = read_manifest(run_dir)
     results = [r for r in (load_result(run_dir, name) for name in manifest.workloads) if r is not None]
     if as_json:
-        click.echo(render_json({"manifest": manifest_data(manifest), "results": [describe(r) for r in results]}))
+        echo(render_json({"manifest": manifest_data(manifest), "results": [describe(r) for r in results]}))
         return
     title = f"{manifest.model} on {manifest.hardware} ({manifest.backend}, {manifest.engine}), scale {manifest.scale}, {manifest.status}"
-    click.echo(render_card(title, results, list(manifest.workloads)))
-    click.echo(f"results: {run_dir}")
+    echo(render_card(title, results, list(manifest.workloads)))
+    echo(f"results: {run_dir}")

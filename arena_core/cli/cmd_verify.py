@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.errors import ArenaError
 from arena_core.integrity import verify
@@ -28,7 +29,7 @@ def verify_command(app: CliApp, run_id: str, output: Path | None) -> None:
     if not checked:
         raise VerifyFailed(f"run {run_id} cannot be verified: {problems[0]}")
     for problem in problems:
-        click.echo(f"  {problem}", err=True)
+        echo(f"  {problem}", err=True)
     if problems:
         raise VerifyFailed(f"run {run_id}: {len(problems)} of {checked} files do not match the manifest")
-    click.echo(f"run {run_id}: verified, {checked} files match their SHA-256 in the manifest")
+    echo(f"run {run_id}: verified, {checked} files match their SHA-256 in the manifest")

@@ -501,6 +501,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-status", type=int, default=500)
     parser.add_argument("--messages-per-write", type=int, default=64, help="with no decode gap: SSE messages per socket write")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
+    parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
     args = parser.parse_args(argv)
     config = FakeServerConfig(
         tokenizer_path=args.tokenizer,
@@ -517,6 +518,7 @@ def main(argv: list[str] | None = None) -> None:
         slow_start_s=args.slow_start_ms / 1000,
         messages_per_write=args.messages_per_write,
         api_key=args.api_key,
+        model=args.model,
     )
 
     async def serve() -> None:

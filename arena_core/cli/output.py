@@ -1,0 +1,29 @@
+"""What the CLI prints, made safe for a terminal: the one way Arena's commands write.
+
+Text a server or a file supplied (a model id, an error body, a card figure's label) can carry
+control characters and terminal escapes -- an OSC 52 sequence writes the user's clipboard, others
+move the cursor or retitle the window. Every line goes through :func:`terminal_safe` and the
+secret redaction before it is written; a control character is shown as its ``\\u00XX`` escape
+(which is also what JSON output expects), newlines and tabs pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from arena_core.redaction import redact
+
+#: C0 controls but tab and newline, DEL, and the C1 controls (ESC-less CSI and OSC among them).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character a terminal would act on shown as ``\\u00XX``."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """``click.echo`` of ``message`` made terminal-safe, with every known secret redacted."""
+    click.echo(terminal_safe(redact(str(message))), err=err, nl=nl)
