@@ -23,6 +23,7 @@ from arena_core.registry import Registry
 from arena_core.types import ClosedLoopShape, EndpointSettings, OpenLoopShape, WorkloadSpec
 
 DEFAULT_CONFIG_FILE = "arena.toml"
+MAX_CONFIG_BYTES = 2**20
 
 
 @frozen(kw_only=True)
@@ -124,6 +125,10 @@ def load_config(path: Path | str | None = None) -> ArenaConfig:
             return ArenaConfig()
         path = default
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO would block for ever, a device never end
+        raise ConfigError("not a regular file", source=str(path), path=None)
+    if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a configuration file", source=str(path), path=None)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

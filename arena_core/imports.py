@@ -35,7 +35,15 @@ def seed_cards_path() -> Path:
     return Path(str(resources.files("arena_core") / "data" / SEEDS))
 
 
+#: The largest file ``arena import`` reads (a detailed vllm bench serve result is tens of MB).
+MAX_IMPORT_BYTES = 512 * 2**20
+
+
 def read_json(path: Path) -> Any:
+    if path.exists() and not path.is_file():  # a FIFO would block for ever, /dev/zero fill memory
+        raise UsageError(f"{path}: not a regular file")
+    if path.is_file() and path.stat().st_size > MAX_IMPORT_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_IMPORT_BYTES // 2**20} MiB, more than any result Arena imports")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

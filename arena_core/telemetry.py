@@ -86,10 +86,23 @@ def parse_metrics(text: str) -> dict[str, float]:
     return found
 
 
+#: A /metrics page is read within this long and up to this size, or not at all: a server that
+#: trickles bytes, or sends without end, must not stall the sampler (and with it the watchdog).
+METRICS_DEADLINE_S = 2.0
+METRICS_MAX_BYTES = 8 * 2**20
+
+
 def read_metrics(url: str) -> dict[str, float] | None:
+    started = time.monotonic()
     try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return parse_metrics(answer.read().decode("utf-8", "replace"))
+        with urllib.request.urlopen(url, timeout=METRICS_DEADLINE_S) as answer:
+            chunks, size = [], 0
+            while chunk := answer.read1(1 << 16):
+                size += len(chunk)
+                if size > METRICS_MAX_BYTES or time.monotonic() - started > METRICS_DEADLINE_S:
+                    return None
+                chunks.append(chunk)
+            return parse_metrics(b"".join(chunks).decode("utf-8", "replace"))
     except (urllib.error.URLError, OSError, ValueError):
         return None
 

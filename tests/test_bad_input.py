@@ -132,3 +132,22 @@ def test_a_corrupt_results_directory(tmp_path):
     (tmp_path / "store" / "index.sqlite").write_bytes(b"not a database at all" * 100)
     broken = arena("runs", "--output", "store", cwd=tmp_path)
     assert broken.returncode == 2 and "index.sqlite" in error_line(broken)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["config", "check", "{fifo}"], "{fifo}: not a regular file"),
+        (["--config", "{fifo}", "run", "--workloads", "chat"], "{fifo}: not a regular file"),
+        (["import", "{fifo}", "--workload", "chat", "--model", "qwen3.5-0.8b", "--hardware", "gb10"], "{fifo}: not a regular file"),
+        (["import", "/dev/zero", "--workload", "chat", "--model", "qwen3.5-0.8b", "--hardware", "gb10"], "/dev/zero: not a regular file"),
+        (["run", "--dataset", "{fifo}"], "is not a regular file"),
+        (["run", "--corpus", "{fifo}"], "is not a regular file"),
+        (["run", "--base-url", "http://127.0.0.1:9", "--api-key-file", "{fifo}"], "--api-key-file: {fifo} is not a regular file"),
+    ],
+)
+def test_a_fifo_or_a_device_is_refused_not_read_for_ever(tmp_path, args, needle):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    done = arena(*(a.format(fifo=fifo) for a in args), cwd=tmp_path)  # arena() has a timeout: a hang fails the test
+    assert done.returncode == 2 and needle.format(fifo=fifo) in error_line(done)

@@ -96,3 +96,67 @@ def test_server_killed_mid_workload_and_not_coming_back(tmp_path):
 def test_zz_print_the_table():
     for fault, line in SEEN.items():
         print(f"| {fault} | {line} |")
+
+
+def test_a_server_that_dies_between_workloads_is_lost_not_bad_input(tmp_path):
+    """The rig dies on the first request of the second workload (a set-up probe, before any
+    measured request): exit 5 with the resume command, as when it dies mid-workload."""
+    tokenizer = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]
+    with FakeServerProcess(tokenizer) as rig:  # how many chat requests the first workload makes
+        assert (
+            subprocess.run(
+                rig_run_argv(rig.url, tmp_path / "count", tokenizer=TOKENIZER, workloads="chat", scale="0.02"), capture_output=True, timeout=300
+            ).returncode
+            == 0
+        )
+        first = sum(1 for e in rig.stop() if e["path"] == "/v1/chat/completions")
+    with FakeServerProcess([*tokenizer, "--fault", "exit", "--fail-every", str(first + 1)]) as rig:
+        done = subprocess.run(
+            rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,rag-8k", scale="0.02"), capture_output=True, text=True, timeout=300
+        )
+    assert done.returncode == 5, done.stderr[-2000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert "the server stopped answering" in line and "resume with: arena run --resume" in line and "Traceback" not in done.stderr
+
+
+def test_a_server_that_accepts_and_never_answers_does_not_hang_the_run(tmp_path):
+    """It answers /v1/models once (so the run starts) and then accepts connections and says
+    nothing: the run ends on its own with exit 5 and the resume command, never hangs."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        first = True
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            if first:
+                connection.recv(65536)
+                body = b'{"data": [{"id": "silent-model"}]}'
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+                )
+                connection.close()
+                first = False
+            else:
+                held.append(connection)  # accepted, never answered
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        done = subprocess.run(
+            rig_run_argv(url, tmp_path, tokenizer=TOKENIZER, workloads="monday-peak", scale="0.02"), capture_output=True, text=True, timeout=120
+        )
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+    assert done.returncode == 5, done.stderr[-2000:]
+    assert "did not answer" in done.stderr and "resume with: arena run --resume" in done.stderr.strip().splitlines()[-1]

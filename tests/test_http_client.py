@@ -197,3 +197,26 @@ def test_the_parse_queue_parses_every_connection_in_arrival_order_across_slices(
 
     first = asyncio.run(go())
     assert first == ["a"] and parsed == ["a", "b", "c"]
+
+
+def test_a_malformed_content_length_is_one_failed_request_not_a_traceback(caplog):
+    async def serve(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 12abc\r\n\r\nhello")
+        await writer.drain()
+        writer.close()
+
+    async def go():
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        client = ChatClient(Endpoint(base_url=url, model="m"))
+        try:
+            exchange, _ = await client.stream(client.prepare(BODY))
+        finally:
+            await client.close()
+            server.close()
+        return exchange
+
+    exchange = asyncio.run(go())
+    assert exchange.error == "malformed Content-Length '12abc'"
+    assert not [r for r in caplog.records if "Exception in callback" in r.getMessage()]

