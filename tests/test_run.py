@@ -216,3 +216,23 @@ def test_model_memory_prefers_the_servers_own_figure():
     probed = model_memory({}, 10 * 10**9, 10_300_000_000)
     assert probed.gb == pytest.approx(0.3) and "before and after" in probed.source
     assert model_memory({}, None, None) is None
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_stop_a_run_like_ctrl_c(tmp_path, signal_number):
+    """What `timeout`, `docker stop` or a closed terminal send: the run stops as on Ctrl-C --
+    finished records kept, the manifest "interrupted", the resume command printed, exit 130."""
+    with rig() as server:
+        command = rig_run_argv(server.url, tmp_path, tokenizer=TOKENIZER, workloads="monday-peak", scale="0.05")
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(tmp_path.glob("*/workloads/monday-peak")):
+            time.sleep(0.05)
+        time.sleep(3)  # as in the Ctrl-C test: a few requests have finished
+        process.send_signal(signal_number)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "resume with: arena run --resume" in stderr and "Traceback" not in stderr
+    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"
+    assert read_records(next(run_dir.glob("workloads/monday-peak/records.jsonl")))  # what finished is kept

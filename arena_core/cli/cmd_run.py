@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,10 +99,27 @@ def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
             live.clear()
         echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
 
-    run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
+    with stopped_like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
+        run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
     if live:
         live.clear()
     _print_outcome(plan, run_dir, results, time.perf_counter() - started)
+
+
+@contextmanager
+def stopped_like_ctrl_c(*signals: signal.Signals) -> Iterator[None]:
+    """While a run measures, SIGTERM (what ``timeout``, ``docker stop`` and a cancelled CI job
+    send) and SIGHUP (a closed terminal) stop it the way Ctrl-C does: every finished record kept,
+    the server stopped, the manifest "interrupted", a resume command printed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, lambda *_: os.kill(os.getpid(), signal.SIGINT)) for number in signals}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float) -> None:
