@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,41 +61,67 @@ def load_result(run_dir: Path, name: str) -> WorkloadResult | None:
 
 INDEX = "index.sqlite"
 _COLUMNS = ("run_id", "started_at", "finished_at", "status", "model", "backend", "hardware", "engine", "scale", "workloads")
+#: How long to wait for another process's transaction on the index before giving up on it.
+LOCK_WAIT_S = 10.0
 
 
-def index_run(output: Path, manifest: Manifest) -> None:
-    """Record (or update) a run in ``OUTPUT/index.sqlite``; the run directory stays the source
-    of truth, so a lost index is rebuilt by :func:`rebuild_index`."""
+def _row(manifest: Manifest) -> list[Any]:
+    return [getattr(manifest, column) for column in _COLUMNS[:-1]] + [",".join(manifest.workloads)]
+
+
+def index_run(output: Path, manifest: Manifest) -> bool:
+    """Record (or update) a run in ``OUTPUT/index.sqlite``. The run directory stays the source of
+    truth: when another process holds the index too long, this returns False and
+    :func:`list_runs` indexes the run the next time it looks."""
     import sqlite3
 
-    row = [getattr(manifest, column) for column in _COLUMNS[:-1]] + [",".join(manifest.workloads)]
-    with sqlite3.connect(output / INDEX) as db:
-        db.execute(f"CREATE TABLE IF NOT EXISTS runs ({', '.join(_COLUMNS)}, PRIMARY KEY (run_id))")
-        db.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(_COLUMNS))})", row)
+    try:
+        with sqlite3.connect(output / INDEX, timeout=LOCK_WAIT_S) as db:
+            db.execute(f"CREATE TABLE IF NOT EXISTS runs ({', '.join(_COLUMNS)}, PRIMARY KEY (run_id))")
+            db.execute(f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * len(_COLUMNS))})", _row(manifest))
+    except sqlite3.OperationalError:  # locked, or busy past the wait: the run folder has it all
+        return False
+    return True
 
 
-def rebuild_index(output: Path) -> None:
+def _stored(output: Path) -> Iterator[Manifest]:
     from arena_core.manifest import read_manifest
 
     for manifest_path in sorted(output.glob(f"*/{MANIFEST}")):
         try:
-            index_run(output, read_manifest(manifest_path.parent))
+            yield read_manifest(manifest_path.parent)
         except UsageError:
-            continue  # a corrupt run directory is skipped, not fatal
+            continue  # a corrupt run directory is skipped here; the commands that read it name it
+
+
+def rebuild_index(output: Path) -> None:
+    for manifest in _stored(output):
+        index_run(output, manifest)
 
 
 def list_runs(output: Path) -> list[dict[str, Any]]:
+    """Every stored run, from the index, with runs the index missed (it was locked when they
+    were stored, or lost) added from their folders."""
     import sqlite3
 
     if not output.is_dir():
         return []
     if not (output / INDEX).is_file():
         rebuild_index(output)
-    if not (output / INDEX).is_file():
-        return []
-    try:
-        with sqlite3.connect(output / INDEX) as db:
-            rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs ORDER BY started_at").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise UsageError(f"{output / INDEX}: not a usable index ({exc}); delete it to rebuild it") from None
-    return [dict(zip(_COLUMNS, row)) for row in rows]
+    rows: list[dict[str, Any]] = []
+    if (output / INDEX).is_file():
+        try:
+            with sqlite3.connect(output / INDEX, timeout=LOCK_WAIT_S) as db:
+                rows = [dict(zip(_COLUMNS, row)) for row in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs ORDER BY started_at")]
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise UsageError(f"{output / INDEX}: locked by another Arena process for over {LOCK_WAIT_S:g} s; try again when it is done") from None
+            raise UsageError(f"{output / INDEX}: not a usable index ({exc}); delete it to rebuild it") from None
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"{output / INDEX}: not a usable index ({exc}); delete it to rebuild it") from None
+    listed = {row["run_id"] for row in rows}
+    missed = [manifest for manifest in _stored(output) if manifest.run_id not in listed] if len(listed) < sum(1 for _ in output.glob(f"*/{MANIFEST}")) else []
+    for manifest in missed:
+        index_run(output, manifest)
+        rows.append(dict(zip(_COLUMNS, _row(manifest))))
+    return sorted(rows, key=lambda row: str(row["started_at"] or ""))

@@ -113,3 +113,31 @@ def test_an_atomic_write_that_fails_keeps_the_old_file_and_leaves_no_temporary(t
         store.write_json_atomic(target, {"tokens_per_second": 99.0})
     assert json.loads(target.read_text()) == {"tokens_per_second": 14.9}  # the old file, whole
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temporary left behind
+
+
+def test_a_locked_index_neither_loses_a_run_nor_blames_the_index(tmp_path, monkeypatch):
+    """Another process holds index.sqlite in a long transaction: a run still completes (the run
+    folder is the truth), `arena runs` says the index is busy (not "delete it"), and once the lock
+    is gone the run is listed."""
+    import sqlite3
+
+    from arena_core import make_plugin_manager, store
+    from arena_core.testing import run_cli
+
+    monkeypatch.setattr(store, "LOCK_WAIT_S", 0.2)
+    store_dir = tmp_path / "store"
+    store_dir.mkdir()
+    holder = sqlite3.connect(store_dir / store.INDEX, isolation_level=None)
+    holder.execute(f"CREATE TABLE runs ({', '.join(store._COLUMNS)}, PRIMARY KEY (run_id))")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]) as rig:
+            run = run_cli(make_plugin_manager(autoload=False), rig_run_argv(rig.url, store_dir, tokenizer=TOKENIZER, workloads="chat", scale="0.02")[3:])
+        assert run.exit_code == 0, run.stderr
+        busy = run_cli(make_plugin_manager(autoload=False), ["runs", "--output", str(store_dir)])
+        assert busy.exit_code == 2 and "locked by another Arena process" in busy.stderr and "delete" not in busy.stderr
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    listed = run_cli(make_plugin_manager(autoload=False), ["runs", "--output", str(store_dir), "--json"])
+    assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == 1
