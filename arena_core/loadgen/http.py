@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 from attrs import frozen
 
+from arena_core.errors import ServerLost
+
 
 class BodySink(Protocol):
     """Receives one response as it arrives; every call carries the arrival time in ns."""
@@ -64,8 +66,9 @@ class Exchange:
     error: str = ""
 
 
-class HttpError(Exception):
-    """The connection failed (refused, reset, closed early, timed out)."""
+class HttpError(ServerLost):
+    """The connection failed (refused, reset, closed early, timed out): the server is gone, which
+    is no fault of the user's input (exit 5; the engine adds the resume command)."""
 
 
 _HEAD, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(7)
