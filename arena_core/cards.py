@@ -84,7 +84,7 @@ def load_cards(output: Path, registry: Registry) -> tuple[list[ModelCard], list[
 
 
 def load_card(output: Path, run_id: str, registry: Registry) -> ModelCard:
-    return card_from_run(find_run(output, run_id), registry)
+    return card_from_run(find_run(output, run_id, "arena card"), registry)
 
 
 def default_scorer(registry: Registry) -> ScorerSpec:

@@ -29,7 +29,7 @@ from arena_core.probes import probes_for
 from arena_core.redaction import remember
 from arena_core.registry import Registry
 from arena_core.roofline import apply_ceiling
-from arena_core.store import find_run, index_run, load_result, new_run_dir, store_result, workload_dir
+from arena_core.store import find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
 from arena_core.telemetry import TelemetrySampler, memory_now, model_memory, stop_like_ctrl_c, summarise, watchdog_margin_bytes
 from arena_core.types import (
     Backend,
@@ -250,6 +250,7 @@ class RunSession:
             self.manifest = new_manifest(plan, run_id)
             self._record()
         self.results: list[WorkloadResult] = []
+        self.server_started = False
         self.sampler: TelemetrySampler | None = None
         self.margin = watchdog_margin_bytes()
         self.backend: Backend = plan.backend.create(
@@ -286,6 +287,7 @@ class RunSession:
         self.probes, notes = probes_for(plan.hardware.probes, server_pid=lambda: server_pid["pid"])
         before = memory_now(self.probes, unified)
         endpoint = self.backend.start()
+        self.server_started = True
         if endpoint.api_key:
             remember(endpoint.api_key)  # whatever backend read it, it never leaves Arena but in its header
         facts = dict(self.backend.facts)
@@ -336,8 +338,12 @@ class RunSession:
         return result
 
     def finish(self, status: str) -> None:
-        """Stop the server, seal every results file into the manifest, tell the observers."""
+        """Stop the server, seal every results file into the manifest, tell the observers. A new
+        run whose server never started measured nothing: it leaves no run behind."""
         self.backend.stop()
+        if status == "failed" and not self.server_started and not self.resuming:
+            remove_run(self.plan.output, self.run_dir)
+            return
         self.manifest = sealed(self.run_dir, attrs.evolve(self.manifest, status=status, finished_at=_now()))
         self._record()
         self.hooks.run_finished(self.info, RunResult(run_id=self.run_id, completed=status == "completed", results=tuple(self.results)))

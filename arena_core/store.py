@@ -27,8 +27,24 @@ RESULT = "result.json"
 def new_run_dir(output: Path) -> tuple[str, Path]:
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
     path = output / run_id
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:  # under a file, on a read-only or virtual file system
+        raise UsageError(f"--output {output}: cannot keep results there ({exc.strerror or exc})") from None
     return run_id, path
+
+
+def remove_run(output: Path, run_dir: Path) -> None:
+    """Forget a run that never measured anything: its folder and its index row."""
+    import shutil
+    import sqlite3
+
+    shutil.rmtree(run_dir, ignore_errors=True)
+    try:
+        with sqlite3.connect(output / INDEX, timeout=LOCK_WAIT_S) as db:
+            db.execute("DELETE FROM runs WHERE run_id = ?", (run_dir.name,))
+    except sqlite3.Error:
+        pass  # list_runs skips rows whose folder is gone
 
 
 def find_run(output: Path, run_id: str, what: str = "--resume") -> Path:

@@ -84,6 +84,9 @@ def free_port() -> int:
 def test_a_base_url_that_does_not_answer(tmp_path):
     done = arena("run", "--base-url", f"http://127.0.0.1:{free_port()}", "--workloads", "chat", cwd=tmp_path)
     assert done.returncode == 2 and "127.0.0.1" in error_line(done)
+    # nothing was measured, so nothing is left in the store: no "failed" run to list
+    assert not list((tmp_path / "arena-results").glob("*/manifest.json"))
+    assert json.loads(arena("runs", "--json", cwd=tmp_path).stdout) == []
 
 
 def test_a_401_from_the_server(tmp_path):
@@ -151,3 +154,22 @@ def test_a_fifo_or_a_device_is_refused_not_read_for_ever(tmp_path, args, needle)
     os.mkfifo(fifo)
     done = arena(*(a.format(fifo=fifo) for a in args), cwd=tmp_path)  # arena() has a timeout: a hang fails the test
     assert done.returncode == 2 and needle.format(fifo=fifo) in error_line(done)
+
+
+SMALLER_CASES = {
+    "a comma and no name": (["run", "--workloads", ","], "names no workload"),
+    "a workload twice": (["run", "--workloads", "chat,chat"], "'chat' is named twice"),
+    "a card of no run": (["card", "nosuch"], "arena card: no run 'nosuch'"),
+    "an empty resume id": (["run", "--resume", ""], "--resume"),
+    "resume with other settings": (["run", "--resume", "RUN", "--scale", "0.5", "--workloads", "chat"], "--workloads, --scale would change what it measures"),
+    "resume with another server": (["run", "--resume", "RUN", "--base-url", "http://127.0.0.1:9"], "--base-url would change what it measures"),
+    "output under a file": (["run", "--base-url", "http://127.0.0.1:9", "--output", "afile/results"], "--output afile/results: cannot keep results there"),
+}
+
+
+@pytest.mark.parametrize("case", list(SMALLER_CASES))
+def test_smaller_mistakes_are_named_not_guessed(tmp_path, case):
+    args, needle = SMALLER_CASES[case]
+    (tmp_path / "afile").write_text("not a folder")
+    done = arena(*args, cwd=tmp_path)
+    assert done.returncode == 2 and needle in error_line(done)

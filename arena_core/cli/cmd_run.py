@@ -18,7 +18,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import regular_file
 from arena_core.engine import RunPlan, RunRequest, execute, plan_run
-from arena_core.errors import InvalidResults, UnknownNameError
+from arena_core.errors import InvalidResults, UnknownNameError, UsageError
 from arena_core.manifest import read_manifest
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
@@ -27,14 +27,23 @@ from arena_core.types import WorkloadResult
 
 
 def _workload_names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
-    if not value:
+    if value is None:
         return ()
     registry = ctx.find_object(CliApp).hooks.registry  # type: ignore[union-attr]
     names = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not names:
+        raise click.BadParameter("names no workload (give names separated by commas, or leave the flag out for all)", ctx=ctx, param=param)
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise click.BadParameter(f"{twice[0]!r} is named twice", ctx=ctx, param=param)
     unknown = [name for name in names if name not in registry.workloads]
     if unknown:
         raise click.BadParameter(UnknownNameError("workload", unknown[0], registry.names("workloads")).problem, ctx=ctx, param=param)
     return names
+
+
+#: What a resumed run keeps from its start: a flag that would change it is refused, not ignored.
+RESUME_FIXES = ("model", "backend", "hardware", "base_url", "served_model", "workloads", "scale", "engine")
 
 
 @click.command("run")
@@ -82,7 +91,12 @@ def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
     (resume with --resume).
     """
     config = app.config
+    if resume is not None and not resume.strip():
+        raise click.BadParameter("is empty: give the id of the run to finish (arena runs lists them)", param_hint="--resume")
     if resume:  # the run's own settings; only what a manifest never holds comes from the flags
+        changed = [f"--{name.replace('_', '-')}" for name in RESUME_FIXES if flags[name] not in (None, ())]
+        if changed:
+            raise UsageError(f"--resume finishes the run as it was started; {', '.join(changed)} would change what it measures (start a new run instead)")
         manifest = read_manifest(find_run(flags["output"] or Path(config.run.output), resume))
         given = {key: flags[key] for key in ("output", "api_key_env", "api_key_file", "request_timeout")}
         request = RunRequest.resuming(manifest, **given)
