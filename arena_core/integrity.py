@@ -5,11 +5,12 @@ disappeared or appeared since."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import attrs
 
-from arena_core.manifest import MANIFEST, Manifest, read_manifest
+from arena_core.manifest import MANIFEST, Manifest, content_seal, read_manifest
 
 
 #: Not sealed: the manifest itself (it holds the hashes) and temporary files of atomic writes.
@@ -40,7 +41,9 @@ def verify(run_dir: Path) -> tuple[int, list[str]]:
     if recorded is None:
         return 0, [f"{run_dir / MANIFEST}: no file hashes recorded (a run stored before Arena sealed runs, or still running)"]
     current = file_hashes(run_dir)
-    problems = [f"{name}: changed (SHA-256 differs)" for name, digest in recorded.items() if name in current and current[name] != digest]
+    stored = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    problems = [] if stored.get("seal") in (None, content_seal(stored)) else [f"{MANIFEST}: changed (its content no longer matches its seal)"]
+    problems += [f"{name}: changed (SHA-256 differs)" for name, digest in recorded.items() if name in current and current[name] != digest]
     problems += [f"{name}: missing" for name in recorded if name not in current]
     problems += [f"{name}: not part of the run (added afterwards)" for name in current if name not in recorded]
     return len(recorded), problems

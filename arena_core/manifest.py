@@ -9,6 +9,7 @@ Nothing secret is in it: the endpoint's key never is, a base URL carries no cred
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from attrs import field, frozen
 from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.files import write_json_atomic
+from arena_core.redaction import redact
 from arena_core.types import HardwareProfile
 
 MANIFEST = "manifest.json"
@@ -78,6 +80,9 @@ class Manifest:
     commands: Mapping[str, str] = field(factory=dict)
     #: SHA-256 of every results file, recorded when the run ends (``arena verify``).
     files: Mapping[str, str] | None = None
+    #: SHA-256 of the manifest's own content (all but this field), written with ``files``: an
+    #: edit of the manifest itself -- a figure, a hash -- is caught by ``arena verify`` too.
+    seal: str | None = None
     source: str = MEASURED_BY_ARENA
     imported_at: str | None = None
     engine_description: str | None = None
@@ -118,8 +123,19 @@ def read_manifest(run_dir: Path) -> Manifest:
 
 
 def write_manifest(run_dir: Path, manifest: Manifest) -> None:
-    """The one writer of ``manifest.json`` (atomic: a crash leaves the old one whole)."""
-    write_json_atomic(run_dir / MANIFEST, manifest_data(manifest))
+    """The one writer of ``manifest.json`` (atomic: a crash leaves the old one whole); once the
+    run's files are sealed, the manifest's own content is sealed with them."""
+    data = manifest_data(manifest)
+    if manifest.files is not None:
+        data = json.loads(redact(json.dumps(data, default=str)))  # exactly what will be on disk
+        data["seal"] = content_seal(data)
+    write_json_atomic(run_dir / MANIFEST, data)
+
+
+def content_seal(data: Mapping[str, Any]) -> str:
+    """SHA-256 of a manifest's content as stored, its ``seal`` left out, in a canonical form."""
+    body = {key: value for key, value in data.items() if key != "seal"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
 def manifest_data(manifest: Manifest) -> dict[str, Any]:

@@ -9,6 +9,7 @@ name and renamed, so a crash never leaves half a file.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from arena_core.manifest import MANIFEST, Manifest
 from arena_core.types import WorkloadResult
 
 RESULT = "result.json"
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 def new_run_dir(output: Path) -> tuple[str, Path]:
@@ -48,6 +50,9 @@ def remove_run(output: Path, run_dir: Path) -> None:
 
 
 def find_run(output: Path, run_id: str, what: str = "--resume") -> Path:
+    """The folder of run ``run_id``, inside ``output`` only (an id is a name, not a path)."""
+    if not RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise UsageError(f"{what}: {run_id!r} is not a run id (a name such as 20261130-120000-ab12, not a path)")
     path = output / run_id
     if not (path / MANIFEST).is_file():
         known = sorted(p.name for p in output.glob("*") if (p / MANIFEST).is_file()) if output.is_dir() else []

@@ -141,3 +141,25 @@ def test_a_locked_index_neither_loses_a_run_nor_blames_the_index(tmp_path, monke
         holder.close()
     listed = run_cli(make_plugin_manager(autoload=False), ["runs", "--output", str(store_dir), "--json"])
     assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == 1
+
+
+def test_open_loop_records_reach_the_disk_while_the_run_goes_on(tmp_path):
+    """A SIGKILL loses at most the last quarter second of answers: well before the workload
+    ends (15 requests over about ten seconds), the first answers are already on disk."""
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]) as rig:
+        process = subprocess.Popen(
+            rig_run_argv(rig.url, tmp_path, tokenizer=TOKENIZER, workloads="monday-peak", scale="0.05"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            deadline = time.monotonic() + 60
+            records: list[Path] = []
+            while time.monotonic() < deadline and process.poll() is None:
+                records = list(tmp_path.glob("*/workloads/monday-peak/records.jsonl"))
+                if records and records[0].read_text().count("\n") >= 2:
+                    break
+                time.sleep(0.1)
+            still_running = process.poll() is None
+        finally:
+            process.kill()
+            process.wait(30)
+    assert still_running and records and len(read_records(records[0])) >= 2

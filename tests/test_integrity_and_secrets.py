@@ -38,10 +38,34 @@ def test_verify_names_changed_missing_and_added_files(tmp_path):
     assert bad.stderr.strip().splitlines()[-1] == f"arena: error: run {run_a}: 3 of {len(manifest['files'])} files do not match the manifest"
     unknown = arena("verify", "no-such-run", "--output", "store", cwd=tmp_path)
     assert unknown.returncode == 2 and "arena verify: no run 'no-such-run'" in unknown.stderr
+    outside = arena("verify", f"../store/{run_a}", "--output", "elsewhere", cwd=tmp_path)
+    assert outside.returncode == 2 and "is not a run id" in outside.stderr  # an id never reaches outside --output
     # the site shows it
     assert arena("publish", "site", "--output", "store", cwd=tmp_path).returncode == 0
     index = (tmp_path / "site" / "index.html").read_text()
     assert index.count("files changed since the run") == 1 and index.count("<td>verified</td>") == 1
+
+
+def test_an_edit_of_the_manifest_itself_is_caught(tmp_path):
+    """The manifest holds the file hashes and figures of its own (model memory, commands): an edit
+    of it -- here the model memory, then a file hash made to match an edited file -- fails verify."""
+    assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
+    run_dir = next(p.parent for p in (tmp_path / "store").glob("*/manifest.json"))
+    path = run_dir / "manifest.json"
+    original = path.read_text()
+    manifest = json.loads(original)
+    assert len(manifest["seal"]) == 64 and arena("verify", run_dir.name, "--output", "store", cwd=tmp_path).returncode == 0
+    path.write_text(json.dumps({**manifest, "model_memory": {"gb": 1.0, "source": "edited"}}, indent=2))
+    edited = arena("verify", run_dir.name, "--output", "store", cwd=tmp_path)
+    assert edited.returncode == 1 and "manifest.json: changed (its content no longer matches its seal)" in edited.stderr
+    chat = run_dir / "workloads" / "chat" / "result.json"
+    chat.write_text(chat.read_text().replace("14.9", "41.9"))
+    import hashlib
+
+    rehashed = {**manifest, "files": {**manifest["files"], "workloads/chat/result.json": hashlib.sha256(chat.read_bytes()).hexdigest()}}
+    path.write_text(json.dumps(rehashed, indent=2))
+    covered = arena("verify", run_dir.name, "--output", "store", cwd=tmp_path)
+    assert covered.returncode == 1 and "manifest.json: changed" in covered.stderr
 
 
 def _every_text(*roots: Path) -> dict[Path, str]:

@@ -27,7 +27,11 @@ from arena_core.loadgen.records_io import RecordWriter
 from arena_core.loadgen.stream import ANSWER
 from arena_core.types import OpenLoopShape, RequestRecord
 
+#: Finished records reach the disk (written and fsynced by a worker thread) in batches of this
+#: many, or within this long after a request finishes, whichever comes first: a SIGKILL loses
+#: at most the last quarter second of answers.
 FLUSH_EVERY = 256
+FLUSH_INTERVAL_S = 0.25
 WARM_CONNECTIONS = 16
 #: The metronome waits on an event until this close to a due time, then sleeps the rest.
 COARSE_WAIT_MARGIN_S = 0.002
@@ -128,6 +132,7 @@ class OpenLoopDriver:
         # One writer thread: batches reach the file in order, and the disk never blocks the loop.
         self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-records")
         self._flushes: list[asyncio.Future[None]] = []
+        self._flush_timer: asyncio.TimerHandle | None = None
 
     async def run(self, requests: Sequence[SampledRequest], offsets: Sequence[float]) -> OpenLoopOutcome:
         """Send every request at its offset from the start, whatever the server is doing."""
@@ -207,6 +212,8 @@ class OpenLoopDriver:
         for worker_task in self._workers:
             worker_task.cancel()
             self._queue.put_nowait(None)
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
         self._disk.shutdown(wait=True)
         if self._pending_lines:
             self.writer.write_lines(self._pending_lines)
@@ -220,8 +227,13 @@ class OpenLoopDriver:
         if len(self._pending_lines) >= FLUSH_EVERY:
             self._flush()
             self.progress(f"{self.plan.workload}: {self._finished} requests done")
+        elif self._flush_timer is None:  # the rest go to disk within FLUSH_INTERVAL_S however quiet it gets
+            self._flush_timer = asyncio.get_running_loop().call_later(FLUSH_INTERVAL_S, self._flush)
 
     def _flush(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
         if self._pending_lines:
             lines, self._pending_lines = self._pending_lines, []
             self._flushes = [f for f in self._flushes if not f.done()]
