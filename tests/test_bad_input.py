@@ -161,8 +161,8 @@ SMALLER_CASES = {
     "a workload twice": (["run", "--workloads", "chat,chat"], "'chat' is named twice"),
     "a card of no run": (["card", "nosuch"], "arena card: no run 'nosuch'"),
     "an empty resume id": (["run", "--resume", ""], "--resume"),
-    "resume with other settings": (["run", "--resume", "RUN", "--scale", "0.5", "--workloads", "chat"], "--workloads, --scale would change what it measures"),
-    "resume with another server": (["run", "--resume", "RUN", "--base-url", "http://127.0.0.1:9"], "--base-url would change what it measures"),
+    "resume with other settings": (["run", "--resume", "{run}", "--scale", "0.5", "--workloads", "chat"], "--workloads, --scale would change what it measures"),
+    "resume with another server": (["run", "--resume", "{run}", "--base-url", "http://127.0.0.1:9"], "--base-url would change what it measures"),
     "output under a file": (["run", "--base-url", "http://127.0.0.1:9", "--output", "afile/results"], "--output afile/results: cannot keep results there"),
 }
 
@@ -171,5 +171,9 @@ SMALLER_CASES = {
 def test_smaller_mistakes_are_named_not_guessed(tmp_path, case):
     args, needle = SMALLER_CASES[case]
     (tmp_path / "afile").write_text("not a folder")
-    done = arena(*args, cwd=tmp_path)
+    run = ""
+    if any("{run}" in arg for arg in args):  # a stored run to resume: a seed card (scale 1, no server)
+        assert arena("import", "--seeds", cwd=tmp_path).returncode == 0
+        run = next((tmp_path / "arena-results").glob("*/manifest.json")).parent.name
+    done = arena(*(arg.format(run=run) for arg in args), cwd=tmp_path)
     assert done.returncode == 2 and needle in error_line(done)

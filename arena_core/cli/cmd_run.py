@@ -43,7 +43,8 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 
 
 #: What a resumed run keeps from its start: a flag that would change it is refused, not ignored.
-RESUME_FIXES = ("model", "backend", "hardware", "base_url", "served_model", "workloads", "scale", "engine")
+#: (Given the same as the run had, a flag is fine: a resume command may repeat the original.)
+RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "engine")
 
 
 @click.command("run")
@@ -94,10 +95,10 @@ def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
     if resume is not None and not resume.strip():
         raise click.BadParameter("is empty: give the id of the run to finish (arena runs lists them)", param_hint="--resume")
     if resume:  # the run's own settings; only what a manifest never holds comes from the flags
-        changed = [f"--{name.replace('_', '-')}" for name in RESUME_FIXES if flags[name] not in (None, ())]
+        manifest = read_manifest(find_run(flags["output"] or Path(config.run.output), resume))
+        changed = [f"--{name.replace('_', '-')}" for name in RESUME_FIXES if flags[name] not in (None, ()) and flags[name] != getattr(manifest, name)]
         if changed:
             raise UsageError(f"--resume finishes the run as it was started; {', '.join(changed)} would change what it measures (start a new run instead)")
-        manifest = read_manifest(find_run(flags["output"] or Path(config.run.output), resume))
         given = {key: flags[key] for key in ("output", "api_key_env", "api_key_file", "request_timeout")}
         request = RunRequest.resuming(manifest, **given)
     else:
