@@ -50,7 +50,7 @@ def test_an_edit_of_the_manifest_itself_is_caught(tmp_path):
     """The manifest holds the file hashes and figures of its own (model memory, commands): an edit
     of it -- here the model memory, then a file hash made to match an edited file -- fails verify."""
     assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
-    run_dir = next(p.parent for p in (tmp_path / "store").glob("*/manifest.json"))
+    run_dir = next(p.parent for p in sorted((tmp_path / "store").glob("*/manifest.json")) if json.loads(p.read_text())["model"] == "qwen3.6-35b-a3b")
     path = run_dir / "manifest.json"
     original = path.read_text()
     manifest = json.loads(original)
@@ -59,7 +59,8 @@ def test_an_edit_of_the_manifest_itself_is_caught(tmp_path):
     edited = arena("verify", run_dir.name, "--output", "store", cwd=tmp_path)
     assert edited.returncode == 1 and "manifest.json: changed (its content no longer matches its seal)" in edited.stderr
     chat = run_dir / "workloads" / "chat" / "result.json"
-    chat.write_text(chat.read_text().replace("14.9", "41.9"))
+    chat.write_text(chat.read_text().replace("14.9", "41.9"))  # a "better" number
+    assert "41.9" in chat.read_text()
     import hashlib
 
     rehashed = {**manifest, "files": {**manifest["files"], "workloads/chat/result.json": hashlib.sha256(chat.read_bytes()).hexdigest()}}
