@@ -7,13 +7,14 @@ count=$1; shift
 python=${PYTHON:-.venv/bin/python}
 hogs=()
 for _ in $(seq "${HOGS:-1}"); do "$python" -c 'while True: pass' & hogs+=($!); done
-trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
+log=$(mktemp)
+trap 'kill "${hogs[@]}" 2>/dev/null; rm -f "$log"' EXIT
 passed=0
 for i in $(seq "$count"); do
-    if "$python" -m pytest -q -p no:cacheprovider "$@" >/tmp/repeat_under_load.$$.log 2>&1; then
+    if "$python" -m pytest -q -p no:cacheprovider "$@" >"$log" 2>&1; then
         passed=$((passed + 1))
     else
-        echo "run $i of $count FAILED under load:"; tail -30 /tmp/repeat_under_load.$$.log; exit 1
+        echo "run $i of $count FAILED under load:"; tail -30 "$log"; exit 1
     fi
 done
 echo "$passed of $count runs passed with ${HOGS:-1} CPU hog(s) beside them on $(nproc) cores: $*"
