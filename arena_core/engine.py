@@ -29,7 +29,7 @@ from arena_core.probes import probes_for
 from arena_core.redaction import remember
 from arena_core.registry import Registry
 from arena_core.roofline import apply_ceiling
-from arena_core.store import find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
+from arena_core.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
 from arena_core.telemetry import TelemetrySampler, memory_now, model_memory, stop_like_ctrl_c, summarise, watchdog_margin_bytes
 from arena_core.types import (
     Backend,
@@ -244,9 +244,11 @@ class RunSession:
         self.plan, self.hooks, self.progress, self.live, self.resuming = plan, hooks, progress, live, resume is not None
         if resume:
             self.run_dir = find_run(plan.output, resume)
+            self.lock = RunLock(plan.output, resume)  # before reading: a second resumer stops here
             self.manifest = read_manifest(self.run_dir)
         else:
             run_id, self.run_dir = new_run_dir(plan.output)
+            self.lock = RunLock(plan.output, run_id)
             self.manifest = new_manifest(plan, run_id)
             self._record()
         self.results: list[WorkloadResult] = []
@@ -341,9 +343,15 @@ class RunSession:
         """Stop the server, seal every results file into the manifest, tell the observers. A new
         run whose server never started measured nothing: it leaves no run behind."""
         self.backend.stop()
-        if status == "failed" and not self.server_started and not self.resuming:
-            remove_run(self.plan.output, self.run_dir)
-            return
+        try:
+            if status == "failed" and not self.server_started and not self.resuming:
+                remove_run(self.plan.output, self.run_dir)
+                return
+            self._seal_and_tell(status)
+        finally:
+            self.lock.release()
+
+    def _seal_and_tell(self, status: str) -> None:
         self.manifest = sealed(self.run_dir, attrs.evolve(self.manifest, status=status, finished_at=_now()))
         self._record()
         self.hooks.run_finished(self.info, RunResult(run_id=self.run_id, completed=status == "completed", results=tuple(self.results)))

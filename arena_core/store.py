@@ -9,6 +9,7 @@ name and renamed, so a crash never leaves half a file.
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import time
@@ -146,3 +147,36 @@ def list_runs(output: Path) -> list[dict[str, Any]]:
         index_run(output, manifest)
         rows.append(dict(zip(_COLUMNS, _row(manifest))))
     return sorted(rows, key=lambda row: str(row["started_at"] or ""))
+
+
+class RunLock:
+    """The one writer of a run: an exclusive lock held while a process measures into it, so two
+    ``arena run --resume`` of one run cannot both write it. The lock file (``OUTPUT/.locks/RUN``,
+    outside the sealed run folder) holds the writer's process id, for the message."""
+
+    def __init__(self, output: Path, run_id: str) -> None:
+        self._handle: Any = None
+        try:
+            import fcntl
+        except ImportError:  # no POSIX locks (Windows): one writer is the user's to ensure
+            return
+        path = output / ".locks" / run_id
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise UsageError(f"run {run_id} is being written by another Arena process (pid {holder}); wait for it to finish, or stop it") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing the file lets the lock go
+            self._handle = None

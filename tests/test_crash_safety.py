@@ -163,3 +163,27 @@ def test_open_loop_records_reach_the_disk_while_the_run_goes_on(tmp_path):
             process.kill()
             process.wait(30)
     assert still_running and records and len(read_records(records[0])) >= 2
+
+
+def test_two_resumes_of_one_run_cannot_both_write_it(tmp_path):
+    """While one `arena run --resume RUN` measures, a second one is refused, naming the first."""
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "20"]) as rig:
+        first = subprocess.Popen(run_command(rig.url, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("*/workloads/chat")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first.kill()
+        first.wait(30)
+        (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
+        resumer = subprocess.Popen(run_command(rig.url, tmp_path, "--resume", run_dir.name), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            lock = tmp_path / ".locks" / run_dir.name
+            while not lock.is_file() or lock.read_text().strip() != str(resumer.pid):  # the resumer holds it
+                assert time.monotonic() < deadline and resumer.poll() is None
+                time.sleep(0.05)
+            second = subprocess.run(run_command(rig.url, tmp_path, "--resume", run_dir.name), capture_output=True, text=True, timeout=120)
+        finally:
+            resumer.kill()
+            resumer.wait(30)
+    assert second.returncode == 2, second.stderr
+    assert f"run {run_dir.name} is being written by another Arena process (pid {resumer.pid})" in second.stderr.strip().splitlines()[-1]
