@@ -244,11 +244,11 @@ class RunSession:
         self.plan, self.hooks, self.progress, self.live, self.resuming = plan, hooks, progress, live, resume is not None
         if resume:
             self.run_dir = find_run(plan.output, resume)
-            self.lock = RunLock(plan.output, resume)  # before reading: a second resumer stops here
+            self.lock = RunLock(self.run_dir)  # before reading: a second resumer stops here
             self.manifest = read_manifest(self.run_dir)
         else:
             run_id, self.run_dir = new_run_dir(plan.output)
-            self.lock = RunLock(plan.output, run_id)
+            self.lock = RunLock(self.run_dir)
             self.manifest = new_manifest(plan, run_id)
             self._record()
         self.results: list[WorkloadResult] = []

@@ -11,11 +11,13 @@ from pathlib import Path
 import attrs
 
 from arena_core.manifest import MANIFEST, Manifest, content_seal, read_manifest
+from arena_core.store import WRITER_LOCK
 
 
-#: Not sealed: the manifest itself (it holds the hashes) and temporary files of atomic writes.
+#: Not sealed: the manifest itself (it holds the hashes, and seals itself), the writer's lock,
+#: and temporary files of atomic writes.
 def _sealed_files(run_dir: Path) -> list[Path]:
-    return sorted(p for p in run_dir.rglob("*") if p.is_file() and p.name != MANIFEST and not p.name.endswith(".tmp"))
+    return sorted(p for p in run_dir.rglob("*") if p.is_file() and p.name not in (MANIFEST, WRITER_LOCK) and not p.name.endswith(".tmp"))
 
 
 def sha256_of(path: Path) -> str:

@@ -24,6 +24,8 @@ from arena_core.manifest import MANIFEST, Manifest
 from arena_core.types import WorkloadResult
 
 RESULT = "result.json"
+#: The lock file of a run's one writer (:class:`RunLock`): not a result, not sealed.
+WRITER_LOCK = ".writer"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -151,18 +153,17 @@ def list_runs(output: Path) -> list[dict[str, Any]]:
 
 class RunLock:
     """The one writer of a run: an exclusive lock held while a process measures into it, so two
-    ``arena run --resume`` of one run cannot both write it. The lock file (``OUTPUT/.locks/RUN``,
-    outside the sealed run folder) holds the writer's process id, for the message."""
+    ``arena run --resume`` of one run cannot both write it. The lock file (``RUN/.writer``, left
+    out of the run's seal) holds the writer's process id, for the message."""
 
-    def __init__(self, output: Path, run_id: str) -> None:
+    def __init__(self, run_dir: Path) -> None:
         self._handle: Any = None
         try:
             import fcntl
         except ImportError:  # no POSIX locks (Windows): one writer is the user's to ensure
             return
-        path = output / ".locks" / run_id
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+", encoding="utf-8")
+        run_id = run_dir.name
+        handle = open(run_dir / WRITER_LOCK, "a+", encoding="utf-8")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

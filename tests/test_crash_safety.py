@@ -177,7 +177,7 @@ def test_two_resumes_of_one_run_cannot_both_write_it(tmp_path):
         (run_dir,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
         resumer = subprocess.Popen(run_command(rig.url, tmp_path, "--resume", run_dir.name), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            lock = tmp_path / ".locks" / run_dir.name
+            lock = run_dir / ".writer"
             while not lock.is_file() or lock.read_text().strip() != str(resumer.pid):  # the resumer holds it
                 assert time.monotonic() < deadline and resumer.poll() is None
                 time.sleep(0.05)
