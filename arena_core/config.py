@@ -19,6 +19,7 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from arena_core.converter import CONVERTER, Fraction, NonNegativeFloat, PositiveFloat
 from arena_core.errors import ConfigError, UnknownNameError
+from arena_core.files import unreadable
 from arena_core.registry import Registry
 from arena_core.types import ClosedLoopShape, EndpointSettings, OpenLoopShape, WorkloadSpec
 
@@ -125,10 +126,8 @@ def load_config(path: Path | str | None = None) -> ArenaConfig:
             return ArenaConfig()
         path = default
     path = Path(path)
-    if path.exists() and not path.is_file():  # a FIFO would block for ever, a device never end
-        raise ConfigError("not a regular file", source=str(path), path=None)
-    if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a configuration file", source=str(path), path=None)
+    if problem := unreadable(path, MAX_CONFIG_BYTES):
+        raise ConfigError(problem, source=str(path), path=None)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -25,19 +25,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
-def read_text_file(path: Path, what: str, max_bytes: int) -> str:
-    """The text of ``path``, or a :class:`UsageError` naming ``what`` and the file when it is not
-    a regular file (a FIFO would block for ever, ``/dev/zero`` fill memory), is larger than
-    ``max_bytes``, or is not UTF-8."""
-    from arena_core.errors import UsageError
-
+def unreadable(path: Path, max_bytes: int) -> str | None:
+    """Why ``path``, when it exists, must not be read -- not a regular file (a FIFO would block for
+    ever, ``/dev/zero`` never end) or larger than ``max_bytes`` -- or None. The callers say it in
+    their own words (a config key path, a flag)."""
     try:
-        if not path.is_file():
-            raise UsageError(f"{what}: {path} is not a regular file" if path.exists() else f"{what}: {path}: no such file")
-        if path.stat().st_size > max_bytes:
-            raise UsageError(f"{what}: {path} is larger than {max_bytes // 2**20} MiB, more than Arena reads as {what.lstrip('-')}")
-        return path.read_text(encoding="utf-8")
+        if path.exists() and not path.is_file():
+            return "not a regular file"
+        if path.is_file() and path.stat().st_size > max_bytes:
+            return f"larger than {max_bytes // 2**20 or 1} MiB"
     except OSError as exc:
-        raise UsageError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{what}: {path} is not UTF-8 text") from None
+        return exc.strerror or str(exc)
+    return None

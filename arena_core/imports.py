@@ -20,6 +20,7 @@ import attrs
 
 from arena_core import __version__
 from arena_core.errors import UnknownNameError, UsageError
+from arena_core.files import unreadable
 from arena_core.integrity import sealed
 from arena_core.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.registry import KINDS, Registry
@@ -40,10 +41,8 @@ MAX_IMPORT_BYTES = 512 * 2**20
 
 
 def read_json(path: Path) -> Any:
-    if path.exists() and not path.is_file():  # a FIFO would block for ever, /dev/zero fill memory
-        raise UsageError(f"{path}: not a regular file")
-    if path.is_file() and path.stat().st_size > MAX_IMPORT_BYTES:
-        raise UsageError(f"{path}: larger than {MAX_IMPORT_BYTES // 2**20} MiB, more than any result Arena imports")
+    if problem := unreadable(path, MAX_IMPORT_BYTES):
+        raise UsageError(f"{path}: {problem}")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from arena_core.errors import UsageError
+from arena_core.files import unreadable
 from arena_core.redaction import remember
 from arena_core.types import EndpointSettings
 
@@ -42,9 +43,11 @@ def read_api_key(settings: EndpointSettings) -> str | None:
         return check_key(value, f"--api-key-env {settings.api_key_env}")
     if settings.api_key_file:
         path = Path(settings.api_key_file).expanduser()
+        if not path.exists():
+            raise UsageError(f"--api-key-file: cannot read {path}: No such file or directory")
+        if problem := unreadable(path, _MAX_KEY_FILE_BYTES):
+            raise UsageError(f"--api-key-file: {path} is {problem}")
         try:
-            if not path.is_file():
-                raise UsageError(f"--api-key-file: {path} is not a regular file")
             with open(path, encoding="utf-8") as handle:
                 value = handle.read(_MAX_KEY_FILE_BYTES + 1)
         except OSError as exc:

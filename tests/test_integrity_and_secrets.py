@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
@@ -88,41 +89,11 @@ def test_an_api_key_appears_nowhere(tmp_path):
     printed = []
     with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "2", "--api-key", KEY]) as rig:
         for how in (["--api-key-env", "ARENA_TEST_KEY"], ["--api-key-file", str(key_file)]):
-            done = arena(
-                "run",
-                "--base-url",
-                rig.url,
-                "--tokenizer",
-                str(TOKENIZER),
-                "--workloads",
-                "chat,monday-peak",
-                "--scale",
-                "0.02",
-                "--output",
-                "store",
-                *how,
-                cwd=tmp_path,
-                env=env,
-            )
+            done = arena(*rig_run_argv(rig.url, "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02", extra=how)[3:], cwd=tmp_path, env=env)
             assert done.returncode == 0, done.stderr[-2000:]  # the key was used: the server let every request in
             printed += [done.stdout, done.stderr]
-        wrong = arena(
-            "run",
-            "--base-url",
-            rig.url,
-            "--tokenizer",
-            str(TOKENIZER),
-            "--workloads",
-            "chat",
-            "--scale",
-            "0.02",
-            "--output",
-            "store",
-            "--api-key-env",
-            "NOT_SET_ANYWHERE",
-            cwd=tmp_path,
-            env=env,
-        )
+        wrong_key = ["--api-key-env", "NOT_SET_ANYWHERE"]
+        wrong = arena(*rig_run_argv(rig.url, "store", tokenizer=TOKENIZER, workloads="chat", scale="0.02", extra=wrong_key)[3:], cwd=tmp_path, env=env)
         assert wrong.returncode == 2 and "NOT_SET_ANYWHERE" in wrong.stderr
         printed += [wrong.stdout, wrong.stderr]
     runs = sorted(p.name for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file())

