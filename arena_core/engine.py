@@ -113,9 +113,8 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     backend, embedded = _choose_backend(request, config, registry, attach=bool(endpoint.base_url))
     model_name = request.model or run.model or (backend.embedded.model if backend.embedded and not backend.attaches else None)
     if model_name is None:
-        model = ModelSpec(
-            name=UNCATALOGUED_MODEL, title=request.served_model or "the served model", description="not in the catalog", hf_id="", precision="unknown"
-        )
+        title = request.served_model or "the served model"
+        model = ModelSpec(name=UNCATALOGUED_MODEL, title=title, description="not in the catalog", hf_id="", precision="unknown")
     else:
         model = registry.get("models", model_name)
     hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks)
@@ -129,13 +128,8 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     engine = request.engine or run.engine
     _check_engine(engine, workloads, registry)
     exact = request.exact_output if request.exact_output is not None else bool(embedded and embedded.exact_output)
-    options = RunOptions(
-        tokenizer=request.tokenizer,
-        exact_output=exact,
-        request_timeout_s=request.request_timeout or RunOptions().request_timeout_s,
-        dataset=request.dataset,
-        corpus=request.corpus,
-    )
+    timeout = request.request_timeout or RunOptions().request_timeout_s
+    options = RunOptions(tokenizer=request.tokenizer, exact_output=exact, request_timeout_s=timeout, dataset=request.dataset, corpus=request.corpus)
     return RunPlan(
         model=model,
         backend=backend,

@@ -53,46 +53,31 @@ def read_json(path: Path) -> Any:
         raise UsageError(f"{path}: not JSON ({exc})") from None
 
 
-@attrs.frozen(kw_only=True)
-class _Origin:
-    """What an imported run says about itself."""
-
-    model: str
-    hardware: str
-    backend: str
-    source: str
-    engine: str
-    measured_at: str
-    memory_gb: float | None = None
-
-
-def _store(output: Path, origin: _Origin, results: list[WorkloadResult], registry: Registry) -> str:
+def _store(output: Path, results: list[WorkloadResult], registry: Registry, **origin: Any) -> str:
+    """Store ``results`` as a run of their own; ``origin`` is what the imported file says about
+    itself, as the manifest's fields (model, hardware, backend, source, engine_description,
+    started_at, model_memory)."""
     run_id, run_dir = new_run_dir(output)
-    profile = registry.hardware.get(origin.hardware)
+    profile = registry.hardware.get(origin["hardware"])
     commands = {}
     for result in results:
         runner, workload = registry.runners.get(result.runner), registry.workloads.get(result.workload)
-        if runner is not None and workload is not None and (line := runner.item.command_for(workload.item, PLACEHOLDER_URL, origin.model)):
+        if runner is not None and workload is not None and (line := runner.item.command_for(workload.item, PLACEHOLDER_URL, origin["model"])):
             commands[result.workload] = line
         store_result(run_dir, result)
+    imported_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     manifest = Manifest(
         run_id=run_id,
         arena_version=__version__,
         status="completed",
-        started_at=origin.measured_at,
-        finished_at=origin.measured_at,
-        imported_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        source=origin.source,
-        model=origin.model,
-        backend=origin.backend,
-        hardware=origin.hardware,
+        finished_at=origin["started_at"],
+        imported_at=imported_at,
         hardware_profile=profile.item if profile else None,
         hardware_reason="named at import",
         engine="imported",
-        engine_description=origin.engine,
         workloads=tuple(r.workload for r in results),
         commands=commands,
-        model_memory=ModelMemory(gb=origin.memory_gb, source=origin.source) if origin.memory_gb is not None else None,
+        **origin,
     )
     write_manifest(run_dir, sealed(run_dir, manifest))
     index_run(output, manifest)
@@ -131,20 +116,15 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
                         verdict=Verdict(valid=True, labels=(f"imported: {card['source']}",)),
                     )
                 )
-            origin = _Origin(
-                model=card["model"],
-                hardware=card["hardware"],
-                backend=card["backend"],
-                engine=card.get("engine", ""),
-                source=card["source"],
-                measured_at=card.get("measured_at", ""),
-                memory_gb=card.get("model_memory_gb"),
-            )
+            memory = card.get("model_memory_gb")
+            origin = {"model": card["model"], "hardware": card["hardware"], "backend": card["backend"], "source": card["source"]}
+            origin |= {"engine_description": card.get("engine", ""), "started_at": card.get("measured_at", "")}
+            origin["model_memory"] = ModelMemory(gb=float(memory), source=card["source"]) if memory is not None else None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, UsageError):
                 raise
             raise UsageError(f"{where}: malformed card ({type(exc).__name__}: {exc})") from None
-        run_ids.append(_store(output, origin, results, registry))
+        run_ids.append(_store(output, results, registry, **origin))
     return run_ids
 
 
@@ -180,12 +160,5 @@ def import_file(path: Path, output: Path, registry: Registry, *, workload: str |
     label = f"imported from {reader.tool}" + (f" ({reader.caveat})" if reader.caveat else "")
     result = attrs.evolve(result, engine="imported", verdict=attrs.evolve(result.verdict, labels=(*result.verdict.labels, label)))
     measured = str(data.get("timestamp") or data.get("date") or "")[:10]
-    origin = _Origin(
-        model=model,
-        hardware=hardware,
-        backend=backend,
-        engine=f"{reader.tool} (imported)",
-        source=f"imported from {path.name} ({reader.tool})",
-        measured_at=measured,
-    )
-    return [_store(output, origin, [result], registry)]
+    origin = {"model": model, "hardware": hardware, "backend": backend, "source": f"imported from {path.name} ({reader.tool})"}
+    return [_store(output, [result], registry, **origin, engine_description=f"{reader.tool} (imported)", started_at=measured)]

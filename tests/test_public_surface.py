@@ -17,8 +17,8 @@ PUBLIC = set(arena_core.__all__)
 
 def non_public_imports(source: str) -> list[str]:
     """Each import from ``arena_core`` in ``source`` that reaches past its public names."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
+    found, tree = [], ast.parse(source)
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "arena_core":
             names = [alias.name for alias in node.names]
             if node.module != "arena_core":
@@ -27,6 +27,11 @@ def non_public_imports(source: str) -> list[str]:
                 found += [f"line {node.lineno}: from arena_core import {name} (not public)" for name in names if name not in PUBLIC]
         elif isinstance(node, ast.Import):
             found += [f"line {node.lineno}: import {alias.name}" for alias in node.names if alias.name.startswith("arena_core.")]
+    # ``import arena_core as arena``: every ``arena.X`` must be public too
+    aliases = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names if alias.name == "arena_core"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases and node.attr not in PUBLIC:
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr} (not public)")
     return found
 
 
@@ -45,9 +50,13 @@ def test_plugins_import_only_public_names(path):
 
 
 def test_the_walk_catches_each_way_past_the_public_names():
-    source = "from arena_core.store import write_json_atomic\nimport arena_core.loadgen.http\nfrom arena_core import RunContext, CONVERTER\n"
+    source = (
+        "from arena_core.store import write_json_atomic\nimport arena_core.loadgen.http\nfrom arena_core import RunContext, CONVERTER\n"
+        "import arena_core as arena\narena.RunContext\narena.store.new_run_dir\n"
+    )
     assert non_public_imports(source) == [
         "line 1: from arena_core.store import write_json_atomic",
         "line 2: import arena_core.loadgen.http",
         "line 3: from arena_core import CONVERTER (not public)",
+        "line 6: arena.store (not public)",
     ]

@@ -19,29 +19,7 @@ from typing import Any
 
 import attrs
 
-from arena_core import (
-    ChatClient,
-    ClosedLoopDriver,
-    ClosedLoopPlan,
-    ClosedLoopShape,
-    PromptBuilder,
-    RecordWriter,
-    ReportReader,
-    RunContext,
-    RunnerSpec,
-    ToolAvailability,
-    UsageError,
-    Verdict,
-    WorkloadResult,
-    WorkloadSpec,
-    choose_codec,
-    closed_loop_result,
-    llama_benchy_report,
-    load_corpus,
-    median,
-    run_measurement,
-    run_reference_tool,
-)
+import arena_core as arena
 
 NAME = "llama-benchy"
 EXECUTABLE = "llama-benchy"
@@ -49,14 +27,14 @@ INSTALL_HINT = "pip install llama-benchy==0.4.0"
 CHARS_PER_TOKEN_GUESS = 5  # generous: the corpus must hold every slice several times over
 
 
-def depths(shape: ClosedLoopShape) -> list[int]:
+def depths(shape: arena.ClosedLoopShape) -> list[int]:
     """The ``--depth`` values: one per conversation turn, or the workload's single depth."""
     if shape.turns > 1:
         return [turn * (shape.prompt_tokens + shape.generated_tokens) for turn in range(shape.turns)]
     return [shape.depth]
 
 
-def command_line(shape: ClosedLoopShape, *, base_url: str, model: str, extra: list[str] | None = None) -> list[str]:
+def command_line(shape: arena.ClosedLoopShape, *, base_url: str, model: str, extra: list[str] | None = None) -> list[str]:
     """The llama-benchy command that measures ``shape`` (numbers in the C locale).
 
     A conversation of several turns becomes llama-benchy's nearest equivalent: one depth per
@@ -91,18 +69,18 @@ def key_from_environment(executable: str) -> list[str]:
     return [interpreter, "-c", _KEY_WRAPPER, executable]
 
 
-def check_external() -> ToolAvailability:
-    return ToolAvailability.of_executable(EXECUTABLE, INSTALL_HINT)
+def check_external() -> arena.ToolAvailability:
+    return arena.ToolAvailability.of_executable(EXECUTABLE, INSTALL_HINT)
 
 
-def _shape(workload: WorkloadSpec) -> ClosedLoopShape:
-    if not isinstance(workload.shape, ClosedLoopShape):
-        raise UsageError(f"workload {workload.name!r} is open-loop; the {NAME} runner drives closed-loop workloads")
+def _shape(workload: arena.WorkloadSpec) -> arena.ClosedLoopShape:
+    if not isinstance(workload.shape, arena.ClosedLoopShape):
+        raise arena.UsageError(f"workload {workload.name!r} is open-loop; the {NAME} runner drives closed-loop workloads")
     return workload.shape
 
 
-def _plan(workload: WorkloadSpec, context: RunContext) -> ClosedLoopPlan:
-    return ClosedLoopPlan(
+def _plan(workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.ClosedLoopPlan:
+    return arena.ClosedLoopPlan(
         workload=workload.name,
         model=context.endpoint.model,
         shape=_shape(workload),
@@ -112,25 +90,25 @@ def _plan(workload: WorkloadSpec, context: RunContext) -> ClosedLoopPlan:
     )
 
 
-def _corpus_chars(shape: ClosedLoopShape) -> int:
+def _corpus_chars(shape: arena.ClosedLoopShape) -> int:
     return max(4 * (shape.prompt_tokens + shape.depth), 20_000) * CHARS_PER_TOKEN_GUESS
 
 
 class NativeEngine:
     """Arena's own closed-loop engine."""
 
-    def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
-        return run_measurement(self._run(workload, context))
+    def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
+        return arena.run_measurement(self._run(workload, context))
 
-    async def _run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
+    async def _run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         plan = _plan(workload, context)
         options = context.options
-        corpus = load_corpus(options.corpus, _corpus_chars(plan.shape))
-        client = ChatClient(context.endpoint, request_timeout=options.request_timeout_s)
+        corpus = arena.load_corpus(options.corpus, _corpus_chars(plan.shape))
+        client = arena.ChatClient(context.endpoint, request_timeout=options.request_timeout_s)
         try:
-            codec = await choose_codec(client, options.tokenizer, corpus.text)
-            prompts = PromptBuilder(await codec.encode(corpus.text), codec, workload.seed)
-            writer = RecordWriter(context.path("records.jsonl"))
+            codec = await arena.choose_codec(client, options.tokenizer, corpus.text)
+            prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed)
+            writer = arena.RecordWriter(context.path("records.jsonl"))
 
             async def count_and_store(records: list[Any]) -> list[Any]:
                 if codec.exact:  # the client's own count, the cross-check of the server's usage
@@ -138,27 +116,27 @@ class NativeEngine:
                 writer.append(records)
                 return records
 
-            driver = ClosedLoopDriver(client, plan, prompts, codec, count_and_store, context.progress)
+            driver = arena.ClosedLoopDriver(client, plan, prompts, codec, count_and_store, context.progress)
             driver.on_request = context.on_request
             driver.on_interrupt = writer.append
             facts, records = await driver.run()
         finally:
             await client.close()
-        report = llama_benchy_report(records, plan, facts, context.endpoint.model)
+        report = arena.llama_benchy_report(records, plan, facts, context.endpoint.model)
         context.write_json("llama-benchy.json", report)
         context.write_json("session.json", {**attrs.asdict(facts), "tokenizer": codec.description, "corpus": corpus.source, "engine": "native"})
-        return closed_loop_result(records, plan, facts, report, runner=NAME, engine="native")
+        return arena.closed_loop_result(records, plan, facts, report, runner=NAME, engine="native")
 
 
 class ExternalEngine:
     """The real ``llama-benchy``, run offline: local tokenizer, corpus pre-seeded in its cache."""
 
-    def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
+    def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         shape = _shape(workload)
         check_external().require()
         if context.options.tokenizer is None:
-            raise UsageError("the external llama-benchy needs a local tokenizer.json (--tokenizer FILE); offline it cannot use the server's tokenizer")
-        corpus = load_corpus(context.options.corpus, _corpus_chars(shape))
+            raise arena.UsageError("the external llama-benchy needs a local tokenizer.json (--tokenizer FILE); offline it cannot use the server's tokenizer")
+        corpus = arena.load_corpus(context.options.corpus, _corpus_chars(shape))
         result_file = context.path("llama-benchy.json")
         with tempfile.TemporaryDirectory(prefix="arena-llama-benchy-") as home:
             book_url = "arena-corpus"  # llama-benchy only hashes it to find the cached text
@@ -176,7 +154,7 @@ class ExternalEngine:
             if context.endpoint.api_key:  # llama-benchy takes the key only as --api-key: hand it over inside the process
                 env[KEY_VARIABLE] = context.endpoint.api_key
                 launcher = key_from_environment(check_external().detail)
-            report = run_reference_tool(line, context, env=env, log_name="llama-benchy.log", report_name=result_file.name, launcher=launcher)
+            report = arena.run_reference_tool(line, context, env=env, log_name="llama-benchy.log", report_name=result_file.name, launcher=launcher)
         context.write_json("session.json", {"engine": "external", "command": line, "corpus": corpus.source})
         result = read_report(report, workload.name, expected_requests=shape.concurrency * shape.runs * max(1, len(_measured(report))))
         failures = sum(
@@ -207,26 +185,26 @@ def _values(entry: dict[str, Any], key: str) -> list[float]:
     return [float(v) for v in block.get("values") or []] if isinstance(block, dict) else []
 
 
-def read_report(report: Mapping[str, Any], workload: str, expected_requests: int | None = None) -> WorkloadResult:
+def read_report(report: Mapping[str, Any], workload: str, expected_requests: int | None = None) -> arena.WorkloadResult:
     """The Arena result of a llama-benchy JSON report: per-user and total decode (the tool's own
     means, over its tests), TTFT p50 from the per-request TTFTs. The JSON holds no failed requests;
     ``expected_requests`` (when known) makes missing first tokens an invalid result."""
     entries = _measured(report)
     if not entries:
-        raise UsageError("$.benchmarks: no measured (non-prefill) entry")
+        raise arena.UsageError("$.benchmarks: no measured (non-prefill) entry")
     per_user = [v for e in entries if (v := _mean(e, "tg_req_throughput")) is not None]
     totals = [v for e in entries if (v := _mean(e, "tg_throughput")) is not None]
     ttfts = [v / 1000 for e in entries for v in _values(e, "e2e_ttft")]
     metrics = {
         "decode_tps_per_user": statistics.fmean(per_user) if per_user else None,
         "decode_tps_total": statistics.fmean(totals) if totals else None,
-        "ttft_p50_s": median(ttfts) if ttfts else None,
+        "ttft_p50_s": arena.median(ttfts) if ttfts else None,
         "latency_s": float(report.get("latency_ms") or 0) / 1000,
         "concurrency": float(entries[0].get("concurrency", 1)),
     }
     missing = max(0, (expected_requests or 0) - len(ttfts))
     reasons = (f"only {len(ttfts)} of {expected_requests} requests produced a first token",) if missing else ()
-    return WorkloadResult(
+    return arena.WorkloadResult(
         workload=workload,
         runner=NAME,
         engine="external",
@@ -235,7 +213,7 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
         tokens_per_second=metrics["decode_tps_per_user"],
         ttft_p50_s=metrics["ttft_p50_s"],
         metrics=metrics,
-        verdict=Verdict(valid=not reasons, reasons=reasons),
+        verdict=arena.Verdict(valid=not reasons, reasons=reasons),
     )
 
 
@@ -243,11 +221,11 @@ def _create(engine: str) -> NativeEngine | ExternalEngine:
     return {"native": NativeEngine, "external": ExternalEngine}[engine]()
 
 
-def workload_command(workload: WorkloadSpec, base_url: str, model: str) -> list[str]:
+def workload_command(workload: arena.WorkloadSpec, base_url: str, model: str) -> list[str]:
     return command_line(_shape(workload), base_url=base_url, model=model)
 
 
-SPEC = RunnerSpec(
+SPEC = arena.RunnerSpec(
     name=NAME,
     description="Closed-loop load in llama-benchy 0.4.0's style: runs of c simultaneous requests.",
     loop="closed",
@@ -255,7 +233,7 @@ SPEC = RunnerSpec(
     create=_create,
     check_external=check_external,
     command=workload_command,
-    report=ReportReader(
+    report=arena.ReportReader(
         tool="llama-benchy", recognises=lambda data: "benchmarks" in data, read=read_report, caveat="failed requests are not recorded in its JSON"
     ),
 )

@@ -16,33 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena_core import (
-    PERCENTILES,
-    ChatClient,
-    LocalCodec,
-    OpenLoopDriver,
-    OpenLoopPlan,
-    OpenLoopShape,
-    RecordWriter,
-    ReportReader,
-    RunContext,
-    RunnerSpec,
-    ServerCodec,
-    ToolAvailability,
-    UsageError,
-    Verdict,
-    WorkloadResult,
-    WorkloadSpec,
-    arrival_offsets,
-    load_two_turn_conversations,
-    median,
-    open_loop_report,
-    open_loop_result,
-    run_measurement,
-    run_reference_tool,
-    sample_random,
-    sample_sharegpt,
-)
+import arena_core as arena
 
 NAME = "vllm-bench"
 EXECUTABLE = "vllm"
@@ -58,58 +32,52 @@ def _number(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def command_line(shape: OpenLoopShape, *, base_url: str, model: str, seed: int, extra: list[str] | None = None) -> list[str]:
+def command_line(shape: arena.OpenLoopShape, *, base_url: str, model: str, seed: int, extra: list[str] | None = None) -> list[str]:
     """The ``vllm bench serve`` command for ``shape`` (numbers in the C locale)."""
     line = [EXECUTABLE, "bench", "serve", "--backend", "openai-chat", "--base-url", base_url.rstrip("/"), "--endpoint", "/v1/chat/completions"]
     line += ["--model", model, "--dataset-name", shape.dataset]
     if shape.dataset == "random":
-        line += [
-            "--random-input-len",
-            str(shape.input_tokens),
-            "--random-output-len",
-            str(shape.output_tokens),
-            "--random-range-ratio",
-            _number(shape.range_ratio),
-        ]
+        line += ["--random-input-len", str(shape.input_tokens), "--random-output-len", str(shape.output_tokens)]
+        line += ["--random-range-ratio", _number(shape.range_ratio)]
     line += ["--num-prompts", str(shape.num_prompts), "--request-rate", _number(shape.request_rate), "--burstiness", _number(shape.burstiness)]
     if shape.max_concurrency:
         line += ["--max-concurrency", str(shape.max_concurrency)]
-    line += ["--seed", str(seed), "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", ",".join(str(p) for p in PERCENTILES)]
+    line += ["--seed", str(seed), "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", ",".join(str(p) for p in arena.PERCENTILES)]
     return line + (extra or [])
 
 
-def check_external() -> ToolAvailability:
-    return ToolAvailability.of_executable(EXECUTABLE, INSTALL_HINT)
+def check_external() -> arena.ToolAvailability:
+    return arena.ToolAvailability.of_executable(EXECUTABLE, INSTALL_HINT)
 
 
-def _shape(workload: WorkloadSpec) -> OpenLoopShape:
-    if not isinstance(workload.shape, OpenLoopShape):
-        raise UsageError(f"workload {workload.name!r} is closed-loop; the {NAME} runner drives open-loop workloads")
+def _shape(workload: arena.WorkloadSpec) -> arena.OpenLoopShape:
+    if not isinstance(workload.shape, arena.OpenLoopShape):
+        raise arena.UsageError(f"workload {workload.name!r} is closed-loop; the {NAME} runner drives open-loop workloads")
     return workload.shape
 
 
 class NativeEngine:
-    def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
-        return run_measurement(self._run(workload, context))
+    def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
+        return arena.run_measurement(self._run(workload, context))
 
-    async def _run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
+    async def _run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         shape = _shape(workload)
-        plan = OpenLoopPlan(
+        plan = arena.OpenLoopPlan(
             workload=workload.name,
             model=context.endpoint.model,
             shape=shape,
             seed=workload.seed,
             ignore_eos=shape.dataset == "random" or context.options.exact_output,
         )
-        client = ChatClient(context.endpoint, request_timeout=context.options.request_timeout_s)
+        client = arena.ChatClient(context.endpoint, request_timeout=context.options.request_timeout_s)
         try:
-            codec = LocalCodec(context.options.tokenizer) if context.options.tokenizer else ServerCodec(client)
-            if not context.options.tokenizer and not await ServerCodec.probe(client):
-                raise UsageError(f"{context.endpoint.base_url} has no /tokenize: give the model's tokenizer.json (--tokenizer)")
+            codec = arena.LocalCodec(context.options.tokenizer) if context.options.tokenizer else arena.ServerCodec(client)
+            if not context.options.tokenizer and not await arena.ServerCodec.probe(client):
+                raise arena.UsageError(f"{context.endpoint.base_url} has no /tokenize: give the model's tokenizer.json (--tokenizer)")
             dataset_note = "random token ids"
             if shape.dataset == "random":
                 assert shape.input_tokens is not None and shape.output_tokens is not None
-                requests = await sample_random(
+                requests = await arena.sample_random(
                     codec,
                     count=shape.num_prompts,
                     input_len=shape.input_tokens,
@@ -118,46 +86,38 @@ class NativeEngine:
                     seed=workload.seed,
                 )
             else:
-                conversations, dataset_note = load_two_turn_conversations(context.options.dataset)
+                conversations, dataset_note = arena.load_two_turn_conversations(context.options.dataset)
                 context.say(f"{workload.name}: {dataset_note}")
-                requests = await sample_sharegpt(codec, conversations, count=shape.num_prompts, seed=workload.seed)
-            offsets = arrival_offsets(len(requests), shape.request_rate, shape.burstiness, workload.seed)
-            driver = OpenLoopDriver(client, plan, RecordWriter(context.path("records.jsonl")), context.progress)
+                requests = await arena.sample_sharegpt(codec, conversations, count=shape.num_prompts, seed=workload.seed)
+            offsets = arena.arrival_offsets(len(requests), shape.request_rate, shape.burstiness, workload.seed)
+            driver = arena.OpenLoopDriver(client, plan, arena.RecordWriter(context.path("records.jsonl")), context.progress)
             driver.on_request = context.on_request
             outcome = await driver.run(requests, offsets)
         finally:
             await client.close()
-        metrics, report = open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=shape.num_prompts)
+        metrics, report = arena.open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=shape.num_prompts)
         context.write_json("vllm-bench.json", report)
         context.write_json("session.json", {"engine": "native", "tokenizer": codec.description, "dataset": dataset_note})
-        return open_loop_result(outcome, plan, metrics, runner=NAME, engine="native", requested=len(requests))
+        return arena.open_loop_result(outcome, plan, metrics, runner=NAME, engine="native", requested=len(requests))
 
 
 class ExternalEngine:
     """The real ``vllm bench serve``, offline: local tokenizer, the ShareGPT conversations copied
     whole into a temporary file (vLLM's loader cannot read the package's cut-off file)."""
 
-    def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
+    def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         shape = _shape(workload)
         check_external().require()
         if context.options.tokenizer is None:
-            raise UsageError("the external vllm bench serve needs a local tokenizer directory (--tokenizer)")
+            raise arena.UsageError("the external vllm bench serve needs a local tokenizer directory (--tokenizer)")
         tokenizer = context.options.tokenizer
         tokenizer_dir = tokenizer if tokenizer.is_dir() else tokenizer.parent
         result_file = context.path("vllm-bench.json")
         with tempfile.TemporaryDirectory(prefix="arena-vllm-bench-") as scratch:
-            extra = [
-                "--tokenizer",
-                str(tokenizer_dir),
-                "--save-result",
-                "--result-dir",
-                str(context.output_dir),
-                "--result-filename",
-                result_file.name,
-                "--disable-tqdm",
-            ]
+            extra = ["--tokenizer", str(tokenizer_dir), "--disable-tqdm"]
+            extra += ["--save-result", "--result-dir", str(context.output_dir), "--result-filename", result_file.name]
             if shape.dataset == "sharegpt":
-                conversations, _ = load_two_turn_conversations(context.options.dataset)
+                conversations, _ = arena.load_two_turn_conversations(context.options.dataset)
                 complete = Path(scratch) / "sharegpt.json"
                 complete.write_text(json.dumps(conversations), encoding="utf-8")
                 extra += ["--dataset-path", str(complete)]
@@ -165,7 +125,7 @@ class ExternalEngine:
             env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"}
             if context.endpoint.api_key:
                 env["OPENAI_API_KEY"] = context.endpoint.api_key  # vLLM reads the key from here, never argv
-            report = run_reference_tool(line, context, env=env, log_name="vllm-bench.log", report_name=result_file.name)
+            report = arena.run_reference_tool(line, context, env=env, log_name="vllm-bench.log", report_name=result_file.name)
         context.write_json("session.json", {"engine": "external", "command": line})
         return read_report(report, workload.name, expected_requests=shape.num_prompts)
 
@@ -175,7 +135,7 @@ def _ms_to_s(report: Mapping[str, Any], key: str) -> float | None:
     return float(value) / 1000 if isinstance(value, (int, float)) else None
 
 
-def read_report(report: Mapping[str, Any], workload: str, expected_requests: int | None = None) -> WorkloadResult:
+def read_report(report: Mapping[str, Any], workload: str, expected_requests: int | None = None) -> arena.WorkloadResult:
     """The Arena result of a ``vllm bench serve`` JSON. It checks ``completed`` and ``failed``
     (vLLM exits 0 even when every request failed) and, when ``expected_requests`` is known,
     that every request was sent."""
@@ -192,10 +152,10 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
         "ttft_p50_s": _ms_to_s(report, "median_ttft_ms") if completed else None,
         "tpot_median_s": _ms_to_s(report, "median_tpot_ms"),
         "itl_median_s": _ms_to_s(report, "median_itl_ms"),
-        "e2el_median_s": median(report["latencies"]) if report.get("latencies") else None,
+        "e2el_median_s": arena.median(report["latencies"]) if report.get("latencies") else None,
         "requested_rate": float(rate) if isinstance(rate, (int, float)) else None,
     }
-    return WorkloadResult(
+    return arena.WorkloadResult(
         workload=workload,
         runner=NAME,
         engine="external",
@@ -204,7 +164,7 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
         tokens_per_second=metrics["output_tps"],
         ttft_p50_s=metrics["ttft_p50_s"],
         metrics=metrics,
-        verdict=Verdict(valid=not reasons, reasons=tuple(reasons)),
+        verdict=arena.Verdict(valid=not reasons, reasons=tuple(reasons)),
     )
 
 
@@ -212,11 +172,11 @@ def _create(engine: str) -> NativeEngine | ExternalEngine:
     return {"native": NativeEngine, "external": ExternalEngine}[engine]()
 
 
-def workload_command(workload: WorkloadSpec, base_url: str, model: str) -> list[str]:
+def workload_command(workload: arena.WorkloadSpec, base_url: str, model: str) -> list[str]:
     return command_line(_shape(workload), base_url=base_url, model=model, seed=workload.seed)
 
 
-SPEC = RunnerSpec(
+SPEC = arena.RunnerSpec(
     name=NAME,
     description="Open-loop load in vllm bench serve 0.33's style: seeded gamma arrivals at a request rate.",
     loop="open",
@@ -224,5 +184,5 @@ SPEC = RunnerSpec(
     create=_create,
     check_external=check_external,
     command=workload_command,
-    report=ReportReader(tool="vllm bench serve", recognises=lambda data: "output_throughput" in data, read=read_report),
+    report=arena.ReportReader(tool="vllm bench serve", recognises=lambda data: "output_throughput" in data, read=read_report),
 )
