@@ -17,7 +17,7 @@ from attrs import field, frozen
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, override
 
-from arena_core.converter import CONVERTER, Fraction, NonNegativeFloat, PositiveFloat
+from arena_core.converter import CONVERTER, Fraction, Scale, Weight
 from arena_core.errors import ConfigError, UnknownNameError
 from arena_core.files import unreadable
 from arena_core.registry import Registry
@@ -36,7 +36,7 @@ class RunSection:
     hardware: str | None = None  # None: detect
     workloads: tuple[str, ...] = ()  # empty: all registered workloads
     engine: Literal["native", "external"] = "native"
-    scale: PositiveFloat = PositiveFloat(1.0)
+    scale: Scale = Scale(1.0)
     output: str = "arena-results"
 
 
@@ -74,7 +74,7 @@ class ScoringProfileConfig:
 
     quality_weight: Fraction
     speed_share: Fraction
-    workload_weights: dict[str, NonNegativeFloat] = field(factory=dict)
+    workload_weights: dict[str, Weight] = field(factory=dict)
 
 
 @frozen(kw_only=True)
@@ -222,6 +222,7 @@ def _structure_override() -> Callable[[Any, type], WorkloadOverride]:
         for name, shape_field in attrs.fields_dict(shape).items():
             if shape_field.validator is not None and name in attrs.fields_dict(WorkloadOverride):
                 rules[name] = override(struct_hook=_checked(shape_field))
+    rules["seed"] = override(struct_hook=_checked(attrs.fields_dict(WorkloadSpec)["seed"]))
     return make_dict_structure_fn(WorkloadOverride, CONVERTER, _cattrs_forbid_extra_keys=True, **rules)
 
 

@@ -14,10 +14,13 @@ import cattrs
 from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from arena_core import bounds
+from arena_core.bounds import Bound
 from arena_core.types import Endpoint, HardwareProfile
 
-PositiveFloat = NewType("PositiveFloat", float)
-NonNegativeFloat = NewType("NonNegativeFloat", float)
+#: Config numbers whose range is a :class:`~arena_core.bounds.Bound` of their own.
+Scale = NewType("Scale", float)
+Weight = NewType("Weight", float)
 Fraction = NewType("Fraction", float)  # 0 <= x <= 1
 
 
@@ -45,11 +48,10 @@ def _strict_bool(value: Any, _: type) -> bool:
     return value
 
 
-def _bounded(base: Any, check: Any, wording: str) -> Any:
+def _within(bound: Bound) -> Any:
     def structure(value: Any, type_: type) -> Any:
-        number = base(value, type_)
-        if not check(number):
-            raise ValueError(f"must be {wording}, got {value!r}")
+        number = _strict_float(value, type_)
+        bound(None, None, number)
         return number
 
     return structure
@@ -80,9 +82,9 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _strict_float)
     converter.register_structure_hook(str, _strict_str)
     converter.register_structure_hook(bool, _strict_bool)
-    converter.register_structure_hook(PositiveFloat, _bounded(_strict_float, lambda n: n > 0, "greater than 0"))
-    converter.register_structure_hook(NonNegativeFloat, _bounded(_strict_float, lambda n: n >= 0, "0 or more"))
-    converter.register_structure_hook(Fraction, _bounded(_strict_float, lambda n: 0 <= n <= 1, "between 0 and 1"))
+    converter.register_structure_hook(Scale, _within(bounds.SCALE))
+    converter.register_structure_hook(Weight, _within(bounds.WEIGHT))
+    converter.register_structure_hook(Fraction, _within(bounds.FRACTION))
     # Secrets never leave the process: an endpoint is stored without its key.
     converter.register_unstructure_hook(Endpoint, make_dict_unstructure_fn(Endpoint, converter, api_key=override(omit=True)))
     # A profile's run-time measurement is code, not a figure: it is not stored.

@@ -124,7 +124,10 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         spec = registry.get("workloads", name)
         if name in config.workloads:
             spec = apply_override(spec, config.workloads[name], source=config.source)
-        workloads.append(spec.scaled(scale))
+        try:
+            workloads.append(spec.scaled(scale))
+        except ValueError as exc:  # a shape at its bounds, grown past them
+            raise UsageError(f"--scale {scale:g}: workload {name!r} would be out of range ({exc})") from None
     engine = request.engine or run.engine
     _check_engine(engine, workloads, registry)
     exact = request.exact_output if request.exact_output is not None else bool(embedded and embedded.exact_output)

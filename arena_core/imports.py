@@ -10,6 +10,7 @@ where it came from, so it is ranked and rendered beside native runs.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Mapping
 from importlib import resources
@@ -24,6 +25,7 @@ from arena_core.files import unreadable
 from arena_core.integrity import sealed
 from arena_core.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.registry import KINDS, Registry
+from arena_core.roofline import apply_ceiling
 from arena_core.store import index_run, new_run_dir, store_result
 from arena_core.types import ReportReader, Verdict, WorkloadResult
 
@@ -40,11 +42,24 @@ def seed_cards_path() -> Path:
 MAX_IMPORT_BYTES = 512 * 2**20
 
 
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is not a finite number")
+    return number
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
 def read_json(path: Path) -> Any:
+    """The JSON in ``path``; NaN, Infinity and numbers too large for a float are refused where
+    they stand, so no figure of an imported file is one."""
     if problem := unreadable(path, MAX_IMPORT_BYTES):
         raise UsageError(f"{path}: {problem}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"), parse_float=_finite, parse_constant=_no_constant)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -58,12 +73,14 @@ def _store(output: Path, results: list[WorkloadResult], registry: Registry, **or
     itself, as the manifest's fields (model, hardware, backend, source, engine_description,
     started_at, model_memory)."""
     run_id, run_dir = new_run_dir(output)
-    profile = registry.hardware.get(origin["hardware"])
+    profile, model = registry.hardware.get(origin["hardware"]), registry.models.get(origin["model"])
     commands = {}
     for result in results:
         runner, workload = registry.runners.get(result.runner), registry.workloads.get(result.workload)
         if runner is not None and workload is not None and (line := runner.item.command_for(workload.item, PLACEHOLDER_URL, origin["model"])):
             commands[result.workload] = line
+        if model is not None and profile is not None:  # an imported figure meets physics like a measured one
+            result = apply_ceiling(result, model.item, profile.item, workload.item if workload else None)
         store_result(run_dir, result)
     imported_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     manifest = Manifest(
@@ -90,42 +107,56 @@ def _check_names(registry: Registry, source: str, **names: str) -> None:
             raise UnknownNameError(KINDS[kind].singular, name, registry.names(kind), source=source)
 
 
+def _figure(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UsageError(f"{where}: expected a finite number, got {type(value).__name__} {str(value)[:40]!r}")
+    return float(value)
+
+
+def _card(card: Any, where: str, registry: Registry) -> tuple[list[WorkloadResult], dict[str, Any]]:
+    """One card of an ``arena-cards/1`` file as results and the manifest fields of its origin."""
+    _check_names(registry, where, models=card["model"], hardware=card["hardware"], backends=card["backend"])
+    results = []
+    for name, figures in card["workloads"].items():
+        _check_names(registry, f"{where}.workloads", workloads=name)
+        if figures is None:
+            continue  # did not complete: shown "—"
+        metrics = {key: _figure(value, f"{where}.workloads.{name}.{key}") for key, value in figures.items()}
+        result = WorkloadResult(
+            workload=name,
+            runner=registry.workloads[name].item.runner,
+            engine="imported",
+            requests=0,
+            failed=0,
+            tokens_per_second=metrics.get("tokens_per_second"),
+            ttft_p50_s=metrics.get("ttft_p50_s"),
+            metrics=metrics,
+            verdict=Verdict(valid=True, labels=(f"imported: {card['source']}",)),
+        )
+        results.append(result)
+    memory = card.get("model_memory_gb")
+    origin = {"model": card["model"], "hardware": card["hardware"], "backend": card["backend"], "source": card["source"]}
+    origin |= {"engine_description": card.get("engine", ""), "started_at": card.get("measured_at", "")}
+    origin["model_memory"] = ModelMemory(gb=_figure(memory, f"{where}.model_memory_gb"), source=card["source"]) if memory is not None else None
+    return results, origin
+
+
 def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
+    """Every card of an ``arena-cards/1`` file, each a run; all are checked before any is stored."""
     data = read_json(path)
-    run_ids = []
-    for index, card in enumerate(data.get("cards", [])):
+    cards = data.get("cards", [])
+    if not isinstance(cards, list):
+        raise UsageError(f"{path}: $.cards: expected a list of cards")
+    checked = []
+    for index, card in enumerate(cards):
         where = f"{path}: $.cards[{index}]"
         try:
-            _check_names(registry, where, models=card["model"], hardware=card["hardware"], backends=card["backend"])
-            results = []
-            for name, figures in card["workloads"].items():
-                _check_names(registry, f"{where}.workloads", workloads=name)
-                if figures is None:
-                    continue  # did not complete: shown "—"
-                metrics = {k: float(v) for k, v in figures.items()}
-                results.append(
-                    WorkloadResult(
-                        workload=name,
-                        runner=registry.workloads[name].item.runner,
-                        engine="imported",
-                        requests=0,
-                        failed=0,
-                        tokens_per_second=metrics.get("tokens_per_second"),
-                        ttft_p50_s=metrics.get("ttft_p50_s"),
-                        metrics=metrics,
-                        verdict=Verdict(valid=True, labels=(f"imported: {card['source']}",)),
-                    )
-                )
-            memory = card.get("model_memory_gb")
-            origin = {"model": card["model"], "hardware": card["hardware"], "backend": card["backend"], "source": card["source"]}
-            origin |= {"engine_description": card.get("engine", ""), "started_at": card.get("measured_at", "")}
-            origin["model_memory"] = ModelMemory(gb=float(memory), source=card["source"]) if memory is not None else None
+            checked.append(_card(card, where, registry))
+        except UsageError:
+            raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            if isinstance(exc, UsageError):
-                raise
             raise UsageError(f"{where}: malformed card ({type(exc).__name__}: {exc})") from None
-        run_ids.append(_store(output, results, registry, **origin))
-    return run_ids
+    return [_store(output, results, registry, **origin) for results, origin in checked]
 
 
 def _reader_for(data: Mapping[str, Any], registry: Registry) -> ReportReader | None:

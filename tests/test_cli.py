@@ -110,7 +110,7 @@ def test_console_script_bad_input_is_one_line_exit_2_no_traceback(tmp_path: Path
     bad.write_text("[workloads.chat]\nconcurrency = -1\n")
     result = arena("config", "check", str(bad))
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [f"arena: error: {bad}: $.workloads.chat.concurrency: must be greater than 0, got -1"]
+    assert result.stderr.strip().splitlines() == [f"arena: error: {bad}: $.workloads.chat.concurrency: must be greater than 0 and at most 10,000, got -1"]
     debug = arena("--debug", "config", "check", str(bad))
     assert debug.returncode == 2 and "Traceback" in debug.stderr
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import click
 
+from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
-from arena_core.cli.params import regular_file
+from arena_core.cli.params import Within, regular_file
 from arena_core.engine import RunPlan, RunRequest, execute, plan_run
 from arena_core.errors import InvalidResults, UnknownNameError, UsageError
 from arena_core.manifest import read_manifest
@@ -56,9 +57,7 @@ RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale"
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
 @click.option("--api-key-file", metavar="FILE", help="File holding the API key.")
 @click.option("--workloads", callback=_workload_names, help="Comma-separated workload names (default: all).")
-@click.option(
-    "--scale", type=click.FloatRange(min=0, min_open=True), help="Multiply token lengths and request counts (default: 0.1 for the embedded server, else 1)."
-)
+@click.option("--scale", type=Within(bounds.SCALE), help="Multiply token lengths and request counts, up to 100 (default: 0.1 for the embedded server, else 1).")
 @click.option("--engine", type=click.Choice(["native", "external"]), help="Arena's own instrument, or the reference tools.")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 @click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize).")
@@ -77,7 +76,7 @@ RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale"
 @click.option("--exact-output/--natural-output", default=None, help="Ask for exactly each workload's output length (default: on for the embedded server).")
 @click.option(
     "--request-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Within(bounds.TIMEOUT_S),
     metavar="SECONDS",
     help="Give up on one request after this long (default: 3600); it is recorded as failed.",
 )

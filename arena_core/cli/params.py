@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from arena_core.bounds import Bound
 from arena_core.cli.app import CliApp
 from arena_core.errors import UnknownNameError
 from arena_core.registry import KINDS, Kind, find_kind
@@ -57,3 +58,21 @@ def regular_file(ctx: click.Context, param: click.Parameter, value: Path | None)
     if value is not None and not value.is_file():
         raise click.BadParameter(f"{value} is not a regular file", ctx=ctx, param=param)
     return value
+
+
+class Within(click.ParamType):
+    """A number inside a :class:`~arena_core.bounds.Bound` (``nan``, ``inf`` and 1e9 are not scales)."""
+
+    name = "number"
+
+    def __init__(self, bound: Bound) -> None:
+        self.bound = bound
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if problem := self.bound.problem(number):
+            self.fail(problem, param, ctx)
+        return number

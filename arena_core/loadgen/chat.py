@@ -7,6 +7,7 @@ from typing import Any
 
 from arena_core.errors import ArenaError
 from arena_core.loadgen.http import BufferSink, Exchange, HttpClient, HttpError
+from arena_core.loadgen.plausible import checked_usage
 from arena_core.loadgen.stream import ChatStreamSink
 from arena_core.redaction import redact
 from arena_core.types import Endpoint, RequestRecord
@@ -15,7 +16,8 @@ CHAT_PATH = "/v1/chat/completions"
 
 
 class ServerRefused(ArenaError):
-    """The server answered a set-up call with an error (wrong API key, unknown model, ...)."""
+    """The server answered a set-up call with an error (wrong API key, unknown model, ...) or
+    with figures that cannot be true (a vocabulary of 10^12 tokens)."""
 
     exit_code = 2
 
@@ -42,6 +44,7 @@ class ChatClient:
 
     async def stream(self, request: bytes) -> tuple[Exchange, ChatStreamSink]:
         sink = ChatStreamSink()
+        sink.request_bytes = len(request)
         exchange = await self.http.exchange(request, sink, timeout=self.request_timeout)
         return exchange, sink
 
@@ -87,6 +90,8 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         error = f"HTTP {exchange.status}: {sink.error_body.decode('utf-8', 'replace')[:500]}"
     elif not error and sink.wrong_content_type:
         error = f"HTTP 200 with Content-Type {sink.content_type or 'none'!r}, not an event stream: {sink.error_body.decode('utf-8', 'replace')[:200]}"
+    # the server's usage is held against what the stream carried before any figure derives from it
+    prompt_tokens, completion_tokens, rejected = checked_usage(sink, request_bytes=sink.request_bytes, max_tokens=labels.get("max_tokens"))
     # what the server sent back is redacted here, before anything derives text from it
     return RequestRecord(
         sent_ns=exchange.sent_ns,
@@ -96,8 +101,9 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         chunk_tokens=tuple(sink.chunk_tokens),
         chunk_kinds="".join(sink.chunk_kinds),
         end_ns=exchange.end_ns,
-        prompt_tokens_server=sink.prompt_tokens,
-        completion_tokens_server=sink.completion_tokens,
+        prompt_tokens_server=prompt_tokens,
+        completion_tokens_server=completion_tokens,
+        usage_rejected=redact(rejected),
         http_status=exchange.status or None,
         error=redact(error),
         malformed_events=sink.malformed_events,

@@ -20,8 +20,9 @@ from typing import Any
 
 from attrs import field, frozen
 
-from arena_core.loadgen.chat import ChatClient, record_from
+from arena_core.loadgen.chat import ChatClient, ServerRefused, record_from
 from arena_core.loadgen.codec import Codec
+from arena_core.loadgen.plausible import template_tokens_problem
 from arena_core.loadgen.prompts import CONTEXT_PROBE, PromptBuilder, chat_messages
 from arena_core.types import ClosedLoopShape, RequestRecord
 
@@ -114,6 +115,8 @@ class ClosedLoopDriver:
         server_context = await self._probe_usage([{"role": "system", "content": WARMUP_TEXT}, {"role": "user", "content": CONTEXT_PROBE}])
         probe = len(await self.codec.encode(CONTEXT_PROBE))
         delta_context = server_context - local - probe if server_context is not None else delta_user
+        if problem := template_tokens_problem(delta_user, "a user message") or template_tokens_problem(delta_context, "a system message"):
+            raise ServerRefused(f"{self.client.endpoint.base_url}: {problem}")
         return delta_user, delta_context
 
     async def coherence(self) -> str:

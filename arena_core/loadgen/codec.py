@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from arena_core.errors import UsageError
-from arena_core.loadgen.chat import ChatClient
+from arena_core.loadgen.chat import ChatClient, ServerRefused
+from arena_core.loadgen.plausible import TEMPLATE_TOKENS, vocabulary_problem
 
 PROBE_TEXT_CHARS = 4000
 
@@ -114,6 +115,8 @@ class ServerCodec:
         for entry in (models or {}).get("data", []) if isinstance(models, dict) else []:
             size = (entry.get("meta") or {}).get("n_vocab") if isinstance(entry, dict) else None
             if isinstance(size, int) and size > 0:
+                if problem := vocabulary_problem(size):  # it sizes the ids the random dataset draws from
+                    raise ServerRefused(f"{self._client.endpoint.base_url}/v1/models: {problem}")
                 return size, frozenset(), 0
         raise UsageError(
             f"{self._client.endpoint.base_url} does not report its vocabulary size; give the model's tokenizer.json (--tokenizer) for the random dataset"
@@ -177,7 +180,12 @@ class ApproximateCodec:
                 raise UsageError(
                     f"{client.endpoint.base_url} has no /tokenize and reports no usage: give a tokenizer.json (--tokenizer) to build token-exact prompts"
                 )
-            return usage["prompt_tokens"]
+            count = usage["prompt_tokens"]
+            if not 0 < count <= len(content.encode()) + TEMPLATE_TOKENS:  # a token is at least one byte
+                raise ServerRefused(
+                    f"{client.endpoint.base_url}: the server's usage says {count} prompt tokens for {len(content)} characters, which cannot be true"
+                )
+            return count
 
         long_count, short_count = await prompt_tokens(text), await prompt_tokens(".")
         tokens = max(1, long_count - short_count)

@@ -72,6 +72,11 @@ class HttpError(ServerLost):
 
 
 _HEAD, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(7)
+#: What one response may be, or it is a failed request: a server that sends without end must not
+#: fill the client's memory (a streamed answer of 100,000 tokens is about 30 MB of events).
+MAX_RESPONSE_BYTES = 256 * 2**20
+MAX_HEAD_BYTES = 64 * 2**10
+MAX_CHUNK_SIZE_LINE = 64  # a hexadecimal size and an extension, in chunked transfer encoding
 
 #: The longest stretch of parsing before the loop polls its sockets again. Parsing (SSE events,
 #: JSON) is the client's main work; done in one go for many streams it would hold back the
@@ -129,6 +134,7 @@ class _Connection(asyncio.Protocol):
         self._head_ns: int | None = None
         self._status = 0
         self._keep_alive = True
+        self._received = 0
 
     # --- asyncio.Protocol ----------------------------------------------------------------
 
@@ -161,12 +167,19 @@ class _Connection(asyncio.Protocol):
     def _parse(self, t: int, data: bytes) -> None:
         if self._state == _DONE:
             return  # bytes after a finished response on a connection we no longer trust
+        self._received += len(data)
+        if self._received > MAX_RESPONSE_BYTES:
+            self._fail(t, f"response larger than {MAX_RESPONSE_BYTES // 2**20} MiB")
+            return
         if self._buffer:
             data = self._buffer + data
             self._buffer = b""
         if self._state == _HEAD:
             end = data.find(b"\r\n\r\n")
             if end < 0:
+                if len(data) > MAX_HEAD_BYTES:
+                    self._fail(t, f"response head longer than {MAX_HEAD_BYTES // 2**10} KiB")
+                    return
                 self._buffer = data
                 return
             self._head_ns = t
@@ -182,7 +195,7 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None and self._state == _DONE
         self._sink = sink
         self._done = asyncio.get_running_loop().create_future()
-        self._state, self._buffer, self._head_ns, self._status = _HEAD, b"", None, 0
+        self._state, self._buffer, self._head_ns, self._status, self._received = _HEAD, b"", None, 0, 0
         self._sent_ns = time.perf_counter_ns()
         self.transport.write(request)
         return self._done
@@ -263,7 +276,10 @@ class _Connection(asyncio.Protocol):
                 self._state = _CHUNK_SIZE
             else:  # _CHUNK_SIZE
                 line_end = data.find(b"\r\n", position)
-                if line_end < 0:
+                if line_end < 0 or line_end - position > MAX_CHUNK_SIZE_LINE:
+                    if size - position > MAX_CHUNK_SIZE_LINE:
+                        self._fail(t, "malformed chunked encoding (a chunk size line without end)")
+                        return
                     self._buffer = data[position:]
                     break
                 try:

@@ -257,7 +257,7 @@ class _Tally:
             self.answers.append((record.chunk_ns[record.chunk_kinds.index(ANSWER)] - record.sent_ns) / 1e9)
         self.server_tokens += record.completion_tokens_server or 0
         self.client_tokens += record.completion_tokens_client or 0
-        if record.ok and (record.malformed_events or (record.chunk_ns and record.completion_tokens_server is None)):
+        if record.ok and (record.malformed_events or record.usage_rejected or (record.chunk_ns and record.completion_tokens_server is None)):
             self.suspicious.append(record)
 
     def outcome(self, duration_s: float, dispatch_span_s: float) -> OpenLoopOutcome:

@@ -56,7 +56,8 @@ def vllm_output(record: RequestRecord, prompt_len: int) -> VllmOutput:
         itl=tuple((b - a) / 1e9 for a, b in zip(times, times[1:])),
         latency=(times[-1] - record.sent_ns) / 1e9,
         output_tokens=record.completion_tokens_server or 0,
-        counted_tokens=record.completion_tokens_client,
+        # without usage (absent, or not believed) vLLM counts the text; the token chunks are that count
+        counted_tokens=record.completion_tokens_client if record.completion_tokens_client is not None or record.completion_tokens_server else len(times),
         prompt_len=prompt_len,
         queue_time=queue,
         generated_text=record.content,

@@ -52,6 +52,7 @@ class ChatStreamSink:
         "error_body",
         "content_type",
         "wrong_content_type",
+        "request_bytes",
         "_partial",
     )
 
@@ -72,6 +73,8 @@ class ChatStreamSink:
         #: a 200 that is not an event stream (a proxy's HTML page, a JSON body): kept as the
         #: error body, not parsed. Decided once in ``on_head``, not on every read.
         self.wrong_content_type = False
+        #: the size of the request this answers, set by the client: what bounds ``prompt_tokens``
+        self.request_bytes = 0
         self._partial = b""
 
     def on_head(self, t_ns: int, status: int, headers: Mapping[str, str]) -> None:

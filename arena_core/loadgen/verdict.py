@@ -10,13 +10,16 @@ TOKEN_COUNT_TOLERANCE = 0.02
 
 
 def stream_problems(ok: Sequence[RequestRecord]) -> list[str]:
-    """Answers that completed but cannot be trusted: broken SSE events, no usage to check
-    the token count against (Arena always asks for it with ``include_usage``)."""
+    """Answers that completed but cannot be trusted: broken SSE events, usage that cannot be
+    true, no usage to check the token count against (Arena always asks for it)."""
     problems = []
     malformed = [r for r in ok if r.malformed_events]
     if malformed:
         problems.append(f"{len(malformed)} streams carried malformed SSE events ({sum(r.malformed_events for r in malformed)} events skipped)")
-    unchecked = [r for r in ok if r.chunk_ns and r.completion_tokens_server is None]
+    rejected = [r for r in ok if r.usage_rejected]
+    if rejected:
+        problems.append(f"{len(rejected)} responses reported usage that cannot be true, not used (first: {rejected[0].usage_rejected[:160]})")
+    unchecked = [r for r in ok if r.chunk_ns and r.completion_tokens_server is None and not r.usage_rejected]
     if unchecked:
         problems.append(f"{len(unchecked)} responses carried no usage: their token counts cannot be checked")
     return problems

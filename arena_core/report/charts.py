@@ -20,6 +20,7 @@ def _svg(height: int, body: list[str], title: str) -> Markup:
 
 def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *, log: bool = False) -> Markup:
     """Horizontal bars, one per row; a missing value is drawn as "—". ``log`` for latencies."""
+    rows = [(name, v if v is not None and 0 < v < math.inf else None) for name, v in rows]  # a bar has a positive length
     values = [v for _, v in rows if v]
     top = max(values, default=1.0)
     low = min(values, default=1.0)
@@ -48,6 +49,7 @@ def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *
 def scatter(title: str, points: Sequence[tuple[str, float, float]], x_unit: str, y_unit: str) -> Markup:
     """Throughput (y) against TTFT (x, log scale) across models; each point labelled."""
     height, left, bottom = 320, 60, 40
+    points = [p for p in points if 0 < p[1] < math.inf and 0 <= p[2] < math.inf]  # on a log axis, x > 0
     if not points:
         return _svg(40, ['<text x="10" y="24" class="missing">no data</text>'], title)
     xs, ys = [math.log10(x) for _, x, _ in points], [y for _, _, y in points]

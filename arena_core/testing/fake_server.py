@@ -60,6 +60,11 @@ class FakeServerConfig:
     fail_status: int = 500
     slow_start_s: float = 5.0
     messages_per_write: int = 64  # with no decode gap: SSE messages joined into one socket write
+    #: Numbers the rig claims instead of the true ones (a server whose figures cannot be true):
+    #: ``usage.prompt_tokens``, ``usage.completion_tokens``, ``/v1/models`` ``meta.n_vocab``.
+    claim_prompt_tokens: int | None = None
+    claim_completion_tokens: int | None = None
+    claim_n_vocab: int | None = None
 
     @fault.validator
     def _known_fault(self, _: object, value: str) -> None:
@@ -155,6 +160,13 @@ class FakeOpenAIServer:
             self._frame_cache[key] = frame
         return frame
 
+    def _usage(self, prompt: int, completion: int) -> dict[str, int]:
+        """The usage block: the true counts, or what the rig is told to claim."""
+        config = self.config
+        prompt = config.claim_prompt_tokens if config.claim_prompt_tokens is not None else prompt
+        completion = config.claim_completion_tokens if config.claim_completion_tokens is not None else completion
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
     def prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
         # A chat template of 1 token, 3 per message and 2 at the end, like a small real one.
         return 1 + sum(3 + len(self.tokens.encode(_message_text(m.get("content")))) for m in messages) + 2
@@ -172,8 +184,8 @@ class FakeOpenAIServer:
             conn.respond_json(200, {"status": "ok"})
         elif method == "GET" and path == "/v1/models":
             model: dict[str, Any] = {"id": self.config.model, "object": "model", "root": self.config.model}
-            if self.tokens.exact:  # llama.cpp reports its vocabulary like this
-                model["meta"] = {"n_vocab": self.tokens.vocab_size}
+            if self.tokens.exact or self.config.claim_n_vocab is not None:  # llama.cpp reports its vocabulary like this
+                model["meta"] = {"n_vocab": self.config.claim_n_vocab if self.config.claim_n_vocab is not None else self.tokens.vocab_size}
             conn.respond_json(200, {"object": "list", "data": [model]})
         elif method == "POST" and path in ("/tokenize", "/detokenize") and self.tokens.exact:
             self._tokenize(conn, path, json.loads(body or b"{}"))
@@ -257,7 +269,7 @@ class FakeOpenAIServer:
                     "object": "chat.completion",
                     "model": config.model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": count, "total_tokens": prompt_tokens + count},
+                    "usage": self._usage(prompt_tokens, count),
                 },
             )
             entry["completion_tokens"] = count
@@ -304,7 +316,7 @@ class FakeOpenAIServer:
             return
         options = request.get("stream_options") or {}
         if self.config.usage and options.get("include_usage") and fault != "no-usage":
-            usage = {"prompt_tokens": entry["prompt_tokens"], "completion_tokens": count, "total_tokens": entry["prompt_tokens"] + count}
+            usage = self._usage(entry["prompt_tokens"], count)
             conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": usage}))
         entry["completion_tokens"] = count
         entry["end_ns"] = time.perf_counter_ns()
@@ -500,6 +512,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--fail-status", type=int, default=500)
     parser.add_argument("--messages-per-write", type=int, default=64, help="with no decode gap: SSE messages per socket write")
+    parser.add_argument("--claim-prompt-tokens", type=int, help="report this usage.prompt_tokens, whatever was sent")
+    parser.add_argument("--claim-completion-tokens", type=int, help="report this usage.completion_tokens, whatever was streamed")
+    parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
     parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
     args = parser.parse_args(argv)
@@ -519,6 +534,9 @@ def main(argv: list[str] | None = None) -> None:
         messages_per_write=args.messages_per_write,
         api_key=args.api_key,
         model=args.model,
+        claim_prompt_tokens=args.claim_prompt_tokens,
+        claim_completion_tokens=args.claim_completion_tokens,
+        claim_n_vocab=args.claim_n_vocab,
     )
 
     async def serve() -> None:

@@ -9,6 +9,7 @@ JSON. Both write ``llama-benchy.json`` in llama-benchy's schema beside the Arena
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import statistics
 import sys
@@ -176,13 +177,14 @@ def _measured(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _mean(entry: dict[str, Any], key: str) -> float | None:
     """A stats block's mean, as the tool computed it."""
     block = entry.get(key)
-    return float(block["mean"]) if isinstance(block, dict) and block.get("mean") is not None else None
+    mean = float(block["mean"]) if isinstance(block, dict) and block.get("mean") is not None else None
+    return mean if mean is not None and math.isfinite(mean) else None  # NaN: the tool had nothing to average
 
 
 def _values(entry: dict[str, Any], key: str) -> list[float]:
     """A stats block's per-request values."""
     block = entry.get(key)
-    return [float(v) for v in block.get("values") or []] if isinstance(block, dict) else []
+    return [float(v) for v in block.get("values") or [] if math.isfinite(float(v))] if isinstance(block, dict) else []
 
 
 def read_report(report: Mapping[str, Any], workload: str, expected_requests: int | None = None) -> arena.WorkloadResult:

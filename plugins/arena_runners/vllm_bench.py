@@ -130,9 +130,15 @@ class ExternalEngine:
         return read_report(report, workload.name, expected_requests=shape.num_prompts)
 
 
+def _finite(value: Any) -> float | None:
+    """A figure of the tool's JSON; NaN and infinity (the tool could not compute it) are None."""
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
 def _ms_to_s(report: Mapping[str, Any], key: str) -> float | None:
     value = report.get(key)
-    return float(value) / 1000 if isinstance(value, (int, float)) else None
+    return _finite(value) / 1000 if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def read_report(report: Mapping[str, Any], workload: str, expected_requests: int | None = None) -> arena.WorkloadResult:
@@ -140,14 +146,19 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
     (vLLM exits 0 even when every request failed) and, when ``expected_requests`` is known,
     that every request was sent."""
     completed, failed = int(report.get("completed", 0)), int(report.get("failed", 0))
+    output_tps = _finite(report["output_throughput"])
+    if completed < 0 or failed < 0:
+        raise arena.UsageError(f"$.completed, $.failed: {completed} and {failed} are not request counts")
+    if not completed and output_tps:
+        raise arena.UsageError(f"$.output_throughput: {output_tps:g} tokens/s from 0 completed requests cannot be true")
     reasons = [f"{failed} of {completed + failed} requests failed"] if failed else []
     if expected_requests is not None and completed + failed < expected_requests:
         reasons.append(f"only {completed + failed} of {expected_requests} requests were sent")
     rate = report.get("request_rate")
     metrics = {
-        "output_tps": float(report["output_throughput"]),
-        "total_tps": float(report.get("total_token_throughput", 0.0)),
-        "request_throughput": float(report.get("request_throughput", 0.0)),
+        "output_tps": output_tps,
+        "total_tps": _finite(report.get("total_token_throughput", 0.0)),
+        "request_throughput": _finite(report.get("request_throughput", 0.0)),
         "duration_s": report.get("duration"),
         "ttft_p50_s": _ms_to_s(report, "median_ttft_ms") if completed else None,
         "tpot_median_s": _ms_to_s(report, "median_tpot_ms"),
