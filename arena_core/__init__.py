@@ -11,6 +11,7 @@ Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``p
 __version__ = "0.1.0"
 
 from arena_core.cards import load_card, load_cards
+from arena_core.cli.output import echo
 from arena_core.errors import ArenaError, ConfigError, PluginError, ToolFailed, UnknownNameError, UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.hookspecs import hookimpl, hookspec
@@ -99,6 +100,7 @@ __all__ = [
     "__version__",
     "hookimpl",
     "check_key",
+    "echo",
     "hookspec",
     "load_card",
     "load_cards",

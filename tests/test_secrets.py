@@ -182,3 +182,15 @@ def test_terminal_escapes_from_a_server_never_reach_the_terminal(tmp_path):
     for out in outputs:
         assert not any(ch in out for ch in "\x1b\x07\x9b"), repr(out[:300])
     json.loads(outputs[4])  # the escaped JSON is still JSON
+
+
+def test_the_public_echo_gives_plugin_commands_the_same_safety(capsys):
+    """A third-party command prints with ``arena_core.echo``: escapes shown, known keys redacted."""
+    from arena_core import echo
+    from arena_core.redaction import remember
+
+    remember("sk-plugin-test-key-123")
+    echo("model evil\x1b]52;c;aGVsbG8=\x07 key sk-plugin-test-key-123")
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\u001b]52" in out
+    assert "sk-plugin-test-key-123" not in out
