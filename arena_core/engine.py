@@ -18,6 +18,7 @@ import attrs
 from attrs import frozen
 
 from arena_core import __version__
+from arena_core.attach import UNNAMED_SERVER, server_is_here
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.converter import CONVERTER
 from arena_core.errors import ConfigError, Interrupted, ServerLost, UsageError
@@ -117,7 +118,8 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         model = ModelSpec(name=UNCATALOGUED_MODEL, title=title, description="not in the catalog", hf_id="", precision="unknown")
     else:
         model = registry.get("models", model_name)
-    hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks)
+    here = server_is_here(endpoint.base_url)
+    hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks, here=here)
     scale = request.scale or (run.scale if run.scale != 1.0 else (embedded.scale if embedded else 1.0))
     workloads = []
     for name in request.workloads or run.workloads or tuple(registry.names("workloads")):
@@ -187,7 +189,10 @@ def _choose_backend(request: RunRequest, config: ArenaConfig, registry: Registry
     return found, (found.embedded if not (request.model or config.run.model) else None)
 
 
-def _choose_hardware(name: str | None, config: ArenaConfig, hooks: ArenaHooks) -> tuple[HardwareProfile, str]:
+def _choose_hardware(name: str | None, config: ArenaConfig, hooks: ArenaHooks, *, here: bool) -> tuple[HardwareProfile, str]:
+    """The profile named, else this machine's when the server runs here, else the unnamed one."""
+    if name == UNNAMED_SERVER.name or (not name and not here):
+        return UNNAMED_SERVER, "the server runs on another machine, not named with --hardware"
     if name:
         profile, reason = hooks.registry.get("hardware", name), "named on the command line or in the config"
     else:
@@ -284,6 +289,8 @@ class RunSession:
         self.progress(f"starting the {plan.backend.name} server...")
         server_pid: dict[str, int | None] = {"pid": None}
         self.probes, notes = probes_for(plan.hardware.probes, server_pid=lambda: server_pid["pid"])
+        if not server_is_here(plan.endpoint.base_url):  # this machine's memory says nothing of the server's
+            self.probes, notes = [], ["the server runs on another machine: its memory and power are not read from here (its /metrics are)"]
         before = memory_now(self.probes, unified)
         endpoint = self.backend.start()
         self.server_started = True
@@ -297,7 +304,8 @@ class RunSession:
         commands = {w.name: line for w in plan.workloads if (line := runners.get("runners", w.runner).command_for(w, endpoint.base_url, endpoint.model))}
         self._record(
             backend_facts=facts,
-            model_memory=model_memory(facts, before, memory_now(self.probes, unified), unified=unified),
+            # what a server Arena attached to already held is not what loading took: only its own figure counts
+            model_memory=model_memory(facts, *((None, None) if plan.backend.attaches else (before, memory_now(self.probes, unified))), unified=unified),
             telemetry=TelemetrySetup(probes=plan.hardware.probes, notes=tuple(notes)),
             commands=commands,
             base_url=endpoint.base_url if plan.backend.attaches else None,
@@ -318,7 +326,12 @@ class RunSession:
         on_request = (lambda done, total, tokens, name=workload.name: self.live(name, done, total, tokens)) if self.live else None
         context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, progress=self.progress, on_request=on_request)
         self.sampler = TelemetrySampler(
-            folder / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", probes=self.probes, on_low_memory=stop_like_ctrl_c, margin_bytes=self.margin
+            folder / "telemetry.jsonl",
+            metrics_url=f"{endpoint.base_url}/metrics",
+            probes=self.probes,
+            # the watchdog guards a server Arena runs here; an attached one is its owner's to guard
+            on_low_memory=None if plan.backend.attaches else stop_like_ctrl_c,
+            margin_bytes=self.margin,
         )
         self.sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
         try:

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from arena_core import bounds
+from arena_core.attach import UNNAMED_SERVER
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import Within, regular_file
@@ -143,6 +144,10 @@ def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], 
     memory = read_manifest(run_dir).model_memory
     if memory:
         echo(f"model memory: {memory.gb:.2f} GB (from {memory.source})")
+    else:
+        echo("model memory: not measured" + (" (the server was already running: Arena did not see it load)" if plan.backend.attaches else ""))
+    if plan.hardware.name == UNNAMED_SERVER.name:
+        echo("hardware: not named, so no physical-ceiling check and no memory figures; name the server's machine with --hardware (arena list hardware)")
     echo(f"results: {run_dir}  ({seconds:.0f} s)")
     invalid = [r.workload for r in results if not r.verdict.valid]
     if invalid:
