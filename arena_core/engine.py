@@ -87,7 +87,7 @@ class RunRequest:
         paths = {name: Path(value) for name in RECORDED_PATHS if (value := getattr(manifest, name))}
         settings = {key: value for key, value in given.items() if value is not None}
         model = manifest.model if manifest.model != UNCATALOGUED_MODEL else None
-        return cls(model=model, request_timeout=manifest.request_timeout_s, **kept, **paths, **settings)  # type: ignore[arg-type]
+        return cls(model=model, request_timeout=manifest.request_timeout_s, **{**kept, **paths, **settings})  # type: ignore[arg-type]
 
 
 @frozen(kw_only=True)
@@ -248,13 +248,15 @@ class RunSession:
             self.run_dir = find_run(plan.output, resume)
             self.lock = RunLock(self.run_dir)  # before reading: a second resumer stops here
             self.manifest = read_manifest(self.run_dir)
+            # files given again (a tokenizer the first attempt lacked) are what the rest of the run reads
+            self._record(**{name: str(value) for name in RECORDED_PATHS if (value := getattr(plan.options, name))})
         else:
             run_id, self.run_dir = new_run_dir(plan.output)
             self.lock = RunLock(self.run_dir)
             self.manifest = new_manifest(plan, run_id)
             self._record()
         self.results: list[WorkloadResult] = []
-        self.server_started = False
+        self.measuring = False
         self.sampler: TelemetrySampler | None = None
         self.margin = watchdog_margin_bytes()
         self.backend: Backend = plan.backend.create(
@@ -293,7 +295,6 @@ class RunSession:
             self.probes, notes = [], ["the server runs on another machine: its memory and power are not read from here (its /metrics are)"]
         before = memory_now(self.probes, unified)
         endpoint = self.backend.start()
-        self.server_started = True
         if endpoint.api_key:
             remember(endpoint.api_key)  # whatever backend read it, it never leaves Arena but in its header
         facts = dict(self.backend.facts)
@@ -312,6 +313,14 @@ class RunSession:
         )
         return endpoint
 
+    def preflight(self, endpoint: Endpoint) -> None:
+        """Ask each runner whether its workloads can run here, before the first request."""
+        context = RunContext(endpoint=endpoint, output_dir=self.run_dir, options=self.plan.options, progress=self.progress)
+        for workload in self.plan.workloads:
+            runner = self.hooks.registry.get("runners", workload.runner)
+            if runner.preflight is not None and not (self.resuming and load_result(self.run_dir, workload.name)):
+                runner.preflight(workload, self.plan.engine, context)
+
     def run_workload(self, index: int, workload: WorkloadSpec, endpoint: Endpoint) -> WorkloadResult:
         """Measure one workload (or keep it, when a resumed run already has it) and store it."""
         plan, count = self.plan, len(self.plan.workloads)
@@ -319,6 +328,7 @@ class RunSession:
         if done is not None:
             self.progress(f"[{index}/{count}] {workload.name}: already measured, kept")
             return done
+        self.measuring = True
         folder = _fresh_folder(workload_dir(self.run_dir, workload.name))
         runner = self.hooks.registry.get("runners", workload.runner)
         self.progress(f"[{index}/{count}] {workload.name} ({runner.name}, {plan.engine})")
@@ -351,10 +361,10 @@ class RunSession:
 
     def finish(self, status: str) -> None:
         """Stop the server, seal every results file into the manifest, tell the observers. A new
-        run whose server never started measured nothing: it leaves no run behind."""
+        run that failed before its first workload measured nothing: it leaves no run behind."""
         self.backend.stop()
         try:
-            if status == "failed" and not self.server_started and not self.resuming:
+            if status == "failed" and not self.measuring and not self.resuming:
                 remove_run(self.plan.output, self.run_dir)
                 return
             self._seal_and_tell(status)
@@ -393,6 +403,7 @@ def execute(
     status = "failed"
     try:
         endpoint = session.start_backend()
+        session.preflight(endpoint)
         hooks.run_started(session.info)
         for index, workload in enumerate(plan.workloads, 1):
             session.results.append(session.run_workload(index, workload, endpoint))

@@ -282,6 +282,11 @@ class RunnerSpec:
     command: Callable[[WorkloadSpec, str, str], list[str]] | None = None
     #: The reader of the reference tool's JSON, when the runner has one.
     report: ReportReader | None = None
+    #: ``preflight(workload, engine, context)``: raise :class:`UsageError` (naming the flag that
+    #: would help) when the workload cannot run against this server with these options. Called for
+    #: every workload once the server is up, before the run's first request, so a run never stops
+    #: half-way for something that could have been known at the start.
+    preflight: Callable[[WorkloadSpec, str, RunContext], None] | None = None
 
     def command_for(self, workload: WorkloadSpec, base_url: str, model: str) -> str | None:
         """The reference tool's command for ``workload`` as one line (shown on cards and by

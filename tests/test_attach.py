@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,59 @@ def test_the_watchdog_never_stops_an_attached_server_for_this_machines_memory(tm
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "memory watchdog" not in done.stderr
+
+
+VLLM_LIKE = [*RIG[2:], "--no-vocabulary"]  # vLLM: /tokenize, but no vocabulary size in /v1/models
+
+
+def stored_run(output: Path) -> Path | None:
+    found = [p for p in output.iterdir() if (p / "manifest.json").is_file()] if output.is_dir() else []
+    return found[0] if found else None
+
+
+def test_what_a_suite_needs_is_asked_before_its_first_request(tmp_path):
+    """A vLLM-like server reports no vocabulary, so the random-dataset workload needs a local
+    tokenizer: the run says so before it measures chat, and leaves no half run behind."""
+    with FakeServerProcess(VLLM_LIKE) as rig:
+        argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02")
+        at = argv.index("--tokenizer")
+        del argv[at : at + 2]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        chats = [e for e in rig.stop() if e["path"] == "/v1/chat/completions" and e.get("stream")]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "monday-peak:" in done.stderr and "--tokenizer" in done.stderr.strip().splitlines()[-1] and "Traceback" not in done.stderr
+    assert chats == [] and stored_run(tmp_path / "store") is None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_resumed_run_takes_files_given_again_and_refuses_what_would_change_it(tmp_path):
+    """The server dies in the second workload; the run is resumed against it (restarted on the same
+    port) with another --tokenizer, which the rest of the run uses; --exact-output, which would
+    change what is measured, is refused with the reason."""
+    port, store = str(free_port()), tmp_path / "store"
+    with FakeServerProcess([*RIG[2:], "--port", port, "--fault", "exit", "--fail-every", "22"]):
+        first = subprocess.run(
+            rig_run_argv(f"http://127.0.0.1:{port}", store, tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert first.returncode == 5, first.stderr[-2000:]
+    run_dir = stored_run(store)
+    assert run_dir is not None
+    copy = tmp_path / "tokenizer.json"
+    copy.write_bytes((TOKENIZER / "tokenizer.json").read_bytes())
+    resume = ["run", "--resume", run_dir.name, "--output", str(store), "--tokenizer", str(copy)]
+    with FakeServerProcess([*RIG[2:], "--port", port]):
+        refused = subprocess.run([sys.executable, "-m", "arena_core", *resume, "--exact-output"], capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, "-m", "arena_core", *resume], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "--exact-output would change what it measures" in refused.stderr
+    assert done.returncode == 4, done.stderr[-2000:]  # chat keeps the failures of the server's death
+    assert "[2/2] monday-peak" in done.stderr and ", valid (" in done.stderr.splitlines()[-2]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and manifest["tokenizer"] == str(copy)

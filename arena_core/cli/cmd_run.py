@@ -46,7 +46,9 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 
 #: What a resumed run keeps from its start: a flag that would change it is refused, not ignored.
 #: (Given the same as the run had, a flag is fine: a resume command may repeat the original.)
-RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "engine")
+RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "engine", "exact_output")
+#: What a resumed run takes from the flags when they are given: where to find things, not what to measure.
+RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "dataset", "corpus")
 
 
 @click.command("run")
@@ -99,7 +101,7 @@ def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
         changed = [f"--{name.replace('_', '-')}" for name in RESUME_FIXES if flags[name] not in (None, ()) and flags[name] != getattr(manifest, name)]
         if changed:
             raise UsageError(f"--resume finishes the run as it was started; {', '.join(changed)} would change what it measures (start a new run instead)")
-        given = {key: flags[key] for key in ("output", "api_key_env", "api_key_file", "request_timeout")}
+        given = {key: flags[key] for key in RESUME_TAKES}
         request = RunRequest.resuming(manifest, **given)
     else:
         request = RunRequest(**flags)  # the flags are named as RunRequest's fields

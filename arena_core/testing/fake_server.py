@@ -65,6 +65,8 @@ class FakeServerConfig:
     claim_prompt_tokens: int | None = None
     claim_completion_tokens: int | None = None
     claim_n_vocab: int | None = None
+    #: Report the vocabulary size in ``/v1/models`` (llama.cpp does; vLLM does not).
+    vocabulary: bool = True
 
     @fault.validator
     def _known_fault(self, _: object, value: str) -> None:
@@ -184,7 +186,7 @@ class FakeOpenAIServer:
             conn.respond_json(200, {"status": "ok"})
         elif method == "GET" and path == "/v1/models":
             model: dict[str, Any] = {"id": self.config.model, "object": "model", "root": self.config.model}
-            if self.tokens.exact or self.config.claim_n_vocab is not None:  # llama.cpp reports its vocabulary like this
+            if (self.tokens.exact and self.config.vocabulary) or self.config.claim_n_vocab is not None:  # as llama.cpp reports it
                 model["meta"] = {"n_vocab": self.config.claim_n_vocab if self.config.claim_n_vocab is not None else self.tokens.vocab_size}
             conn.respond_json(200, {"object": "list", "data": [model]})
         elif method == "POST" and path in ("/tokenize", "/detokenize") and self.tokens.exact:
@@ -512,6 +514,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--fail-status", type=int, default=500)
     parser.add_argument("--messages-per-write", type=int, default=64, help="with no decode gap: SSE messages per socket write")
+    parser.add_argument("--no-vocabulary", action="store_true", help="leave the vocabulary size out of /v1/models, as vLLM does")
     parser.add_argument("--claim-prompt-tokens", type=int, help="report this usage.prompt_tokens, whatever was sent")
     parser.add_argument("--claim-completion-tokens", type=int, help="report this usage.completion_tokens, whatever was streamed")
     parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
@@ -537,6 +540,7 @@ def main(argv: list[str] | None = None) -> None:
         claim_prompt_tokens=args.claim_prompt_tokens,
         claim_completion_tokens=args.claim_completion_tokens,
         claim_n_vocab=args.claim_n_vocab,
+        vocabulary=not args.no_vocabulary,
     )
 
     async def serve() -> None:

@@ -219,6 +219,13 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
     )
 
 
+def preflight(workload: arena.WorkloadSpec, engine: str, context: arena.RunContext) -> None:
+    """The real llama-benchy runs offline and needs a local tokenizer; Arena's own engine uses the
+    server's tokenizer, or an approximation, when none is given."""
+    if engine == "external" and context.options.tokenizer is None:
+        raise arena.UsageError(f"{workload.name}: the external llama-benchy needs a local tokenizer.json (--tokenizer FILE)")
+
+
 def _create(engine: str) -> NativeEngine | ExternalEngine:
     return {"native": NativeEngine, "external": ExternalEngine}[engine]()
 
@@ -238,4 +245,5 @@ SPEC = arena.RunnerSpec(
     report=arena.ReportReader(
         tool="llama-benchy", recognises=lambda data: "benchmarks" in data, read=read_report, caveat="failed requests are not recorded in its JSON"
     ),
+    preflight=preflight,
 )

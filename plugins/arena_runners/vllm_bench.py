@@ -179,6 +179,32 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
     )
 
 
+def preflight(workload: arena.WorkloadSpec, engine: str, context: arena.RunContext) -> None:
+    """What a workload needs that a run would otherwise find missing only when it gets there: a
+    local tokenizer for the real tool; else a server that tokenizes and, for the random dataset,
+    reports its vocabulary (llama.cpp does; vLLM does not)."""
+    shape, tokenizer = _shape(workload), context.options.tokenizer
+    if engine == "external" or tokenizer:
+        if engine == "external" and tokenizer is None:
+            raise arena.UsageError(f"{workload.name}: the external vllm bench serve needs a local tokenizer directory (--tokenizer)")
+        return
+
+    async def check() -> None:
+        client = arena.ChatClient(context.endpoint, request_timeout=min(60.0, context.options.request_timeout_s))
+        try:
+            if not await arena.ServerCodec.probe(client):
+                raise arena.UsageError(f"{workload.name}: {context.endpoint.base_url} has no /tokenize: give the model's tokenizer.json (--tokenizer)")
+            if shape.dataset == "random":
+                try:
+                    await arena.ServerCodec(client).vocabulary()
+                except arena.UsageError as exc:
+                    raise arena.UsageError(f"{workload.name}: {exc}") from None
+        finally:
+            await client.close()
+
+    arena.run_measurement(check())
+
+
 def _create(engine: str) -> NativeEngine | ExternalEngine:
     return {"native": NativeEngine, "external": ExternalEngine}[engine]()
 
@@ -196,4 +222,5 @@ SPEC = arena.RunnerSpec(
     check_external=check_external,
     command=workload_command,
     report=arena.ReportReader(tool="vllm bench serve", recognises=lambda data: "output_throughput" in data, read=read_report),
+    preflight=preflight,
 )
