@@ -28,6 +28,7 @@ def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
         ttft_p50_s=result.ttft_p50_s,
         valid=result.verdict.valid,
         scale=result.scale,
+        custom=result.custom,
         tokens_per_second_low=metrics.get("decode_tps_per_user_ci_low"),
         tokens_per_second_high=metrics.get("decode_tps_per_user_ci_high"),
         ttft_p50_low_s=metrics.get("ttft_p50_ci_low_s"),

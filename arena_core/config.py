@@ -8,7 +8,7 @@ Checking names against what the plugins registered is a second step, :func:`chec
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -108,6 +108,11 @@ def parse_config(text: str, *, source: str = "<config>") -> ArenaConfig:
             source=source,
             path="$.endpoint.api_key",
         )
+    return structure_config(data, source=source)
+
+
+def structure_config(data: Any, *, source: str) -> ArenaConfig:
+    """Config data (from TOML, or as a run's manifest recorded it) as an :class:`ArenaConfig`."""
     try:
         config = CONVERTER.structure(data, ArenaConfig)
     except (ClassValidationError, IterableValidationError) as exc:
@@ -116,6 +121,28 @@ def parse_config(text: str, *, source: str = "<config>") -> ArenaConfig:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ConfigError(problem + more, source=source, path=path) from None
     return attrs.evolve(config, source=source)
+
+
+def with_settings(config: ArenaConfig, settings: Sequence[str], workloads: Sequence[WorkloadSpec]) -> ArenaConfig:
+    """``config`` with ``--set KEY=VALUE`` applied to each of ``workloads``, over the file's own
+    ``[workloads.NAME]`` and by the same rules; a problem names ``--set``."""
+    values: dict[str, Any] = {}
+    for item in settings:
+        key, sep, text = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise ConfigError(f"{item!r}: expected KEY=VALUE, such as concurrency=1", source="--set", path=None)
+        try:
+            values[key] = tomllib.loads(f"value = {text}")["value"]
+        except tomllib.TOMLDecodeError:
+            raise ConfigError(f"{item!r}: {text!r} is not a number", source="--set", path=None) from None
+    for spec in workloads:
+        for key in values:
+            if key != "seed" and key not in attrs.fields_dict(type(spec.shape)):
+                raise ConfigError(f"{key} does not apply to {spec.loop}-loop workload {spec.name!r}", source="--set", path=None)
+    current = {name: {k: v for k, v in attrs.asdict(change).items() if v is not None} for name, change in config.workloads.items()}
+    data = {"workloads": {spec.name: {**current.get(spec.name, {}), **values} for spec in workloads}}
+    changed = structure_config(data, source="--set").workloads
+    return attrs.evolve(config, workloads={**config.workloads, **changed})
 
 
 def load_config(path: Path | str | None = None) -> ArenaConfig:
@@ -208,9 +235,14 @@ def apply_override(spec: WorkloadSpec, change: WorkloadOverride, *, source: str 
             path = _join(_join("$.workloads", spec.name), key)
             raise ConfigError(f"does not apply to {spec.loop}-loop workload {spec.name!r}", source=source, path=path)
     try:
-        return attrs.evolve(spec, seed=seed, shape=attrs.evolve(spec.shape, **values))
+        shape = attrs.evolve(spec.shape, **values)
     except (TypeError, ValueError) as exc:  # a rule across fields (the random dataset needs both lengths)
         raise ConfigError(str(exc), source=source, path=_join("$.workloads", spec.name)) from None
+    changed = {key: value for key, value in values.items() if getattr(spec.shape, key) != value}
+    if seed != spec.seed:
+        changed["seed"] = seed
+    custom = ", ".join(filter(None, [spec.custom, *(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in changed.items())]))
+    return attrs.evolve(spec, seed=seed, shape=shape, custom=custom)
 
 
 def _structure_override() -> Callable[[Any, type], WorkloadOverride]:

@@ -339,8 +339,9 @@ class RunSession:
             folder / "telemetry.jsonl",
             metrics_url=f"{endpoint.base_url}/metrics",
             probes=self.probes,
-            # the watchdog guards a server Arena runs here; an attached one is its owner's to guard
-            on_low_memory=None if plan.backend.attaches else stop_like_ctrl_c,
+            # the watchdog guards this machine (on unified memory running out freezes it): it reads
+            # only this machine's memory, so a server on another machine never trips it
+            on_low_memory=stop_like_ctrl_c,
             margin_bytes=self.margin,
         )
         self.sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
@@ -352,7 +353,7 @@ class RunSession:
             ) from None
         finally:
             samples = self.sampler.stop()
-        result = apply_ceiling(result.scaled(plan.scale), plan.model, plan.hardware, workload)
+        result = apply_ceiling(result.scaled(plan.scale).customised(workload.custom), plan.model, plan.hardware, workload)
         telemetry = summarise(samples, unified=plan.hardware.unified_memory, output_tokens=result.metrics.get("output_tokens"))
         result = attrs.evolve(result, metrics={**result.metrics, **telemetry})
         store_result(self.run_dir, result)

@@ -1,6 +1,6 @@
 """Ranking stored runs by Arena score. Rows whose score intervals overlap share a rank (a tie):
-the data cannot tell them apart. Scaled and invalid runs are left out unless asked for, and then
-labelled."""
+the data cannot tell them apart. Scaled runs, runs of changed workload shapes and invalid runs are
+left out unless asked for, and then labelled."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ def _labels(card: ModelCard, score: Score) -> tuple[str, ...]:
     labels = []
     if card.scale != 1:
         labels.append(f"scaled x{card.scale:g}")
+    if card.custom:
+        labels.append("custom shapes (" + "; ".join(card.custom) + ")")
     if any(not line.valid for line in card.workloads):
         labels.append("invalid results")
     if score.value is None:
@@ -40,7 +42,7 @@ def rank(
     for card in cards:
         if hardware and card.hardware != hardware:
             continue
-        if card.scale != 1 and not include_scaled:
+        if (card.scale != 1 or card.custom) and not include_scaled:  # not the standard suite: not comparable
             continue
         if any(not line.valid for line in card.workloads) and not include_invalid:
             continue

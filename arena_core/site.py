@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from arena_core import __version__
 from arena_core.leaderboard import Row, rank, row_dict
 from arena_core.report.charts import bar_chart, scatter
-from arena_core.report.model_card import fmt_score, fmt_tps, headline_tps, memory_rows, platform_rows, workload_rows
+from arena_core.report.model_card import fmt_score, fmt_tps, headline_label, headline_tps, memory_rows, platform_rows, workload_rows
 from arena_core.types import ModelCard, Score
 
 
@@ -98,6 +98,7 @@ def publish(
             card=card,
             scores=[(n, fmt_score(s)) for n, s in scores.items()],
             headline=fmt_tps(headline_tps(card)),
+            headline_label=headline_label(card),
             memory=f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—",
             measured=f"{measured}/{len(card.expected)}",
             workload_rows=workload_rows(card),

@@ -147,6 +147,9 @@ class WorkloadSpec:
     runner: str = field(validator=_name)
     shape: WorkloadShape = field(validator=instance_of((ClosedLoopShape, OpenLoopShape)))
     seed: int = field(default=42, validator=bounds.SEED)
+    #: How this workload differs from the one registered under its name ("concurrency=1, ..."),
+    #: when a config file or ``--set`` changed it; empty for the standard workload.
+    custom: str = ""
 
     @property
     def loop(self) -> LoopKind:
@@ -505,6 +508,7 @@ class CardWorkload:
     ttft_p50_s: float | None
     valid: bool = True
     scale: float = 1.0
+    custom: str = ""
     tokens_per_second_low: float | None = None
     tokens_per_second_high: float | None = None
     ttft_p50_low_s: float | None = None
@@ -546,6 +550,11 @@ class ModelCard:
     @property
     def scale(self) -> float:
         return min((w.scale for w in self.workloads), default=1.0)
+
+    @property
+    def custom(self) -> tuple[str, ...]:
+        """The workloads measured on a changed shape, each with its change ("chat: concurrency=1")."""
+        return tuple(f"{w.name}: {w.custom}" for w in self.workloads if w.custom)
 
 
 @frozen(kw_only=True)
@@ -651,6 +660,14 @@ class WorkloadResult:
     verdict: Verdict
     #: The workload's scale factor: runners leave it at 1, the engine stamps it (:meth:`scaled`).
     scale: float = field(default=1.0, validator=bounds.SCALE)
+    #: The workload's changes from its standard shape (:attr:`WorkloadSpec.custom`), stamped by the engine.
+    custom: str = ""
+
+    def customised(self, custom: str) -> WorkloadResult:
+        """This result marked as measured on a changed shape: labelled, and kept off standard leaderboards."""
+        if not custom:
+            return self
+        return evolve(self, custom=custom, verdict=evolve(self.verdict, labels=(*self.verdict.labels, f"custom: {custom}")))
 
     def scaled(self, factor: float) -> WorkloadResult:
         """This result marked as measured on a workload shrunk by ``factor``: still valid, but

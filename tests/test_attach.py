@@ -65,15 +65,13 @@ def test_a_named_remote_machine_is_the_one_judged(tmp_path):
     assert "model memory: not measured (the server was already running" in done.stdout
 
 
-def test_the_watchdog_never_stops_an_attached_server_for_this_machines_memory(tmp_path):
-    """A margin larger than any machine's memory would stop a run Arena launched at once; a server
-    Arena only attached to (here, on this very machine) is not its to guard."""
+def test_the_watchdog_never_stops_a_remote_run_for_this_machines_memory(tmp_path):
+    """A margin larger than any machine's memory stops a run whose server runs here at once
+    (test_telemetry.py); a server on another machine is not affected by this one's memory."""
     env = {**os.environ, "ARENA_MEMORY_MARGIN_GB": "1000000"}
-    with FakeServerProcess(RIG[2:]) as rig:
-        argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat", scale="0.02")
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    done, manifest, _ = run_remote(tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "memory watchdog" not in done.stderr
+    assert "memory watchdog" not in done.stderr and manifest["status"] == "completed"
 
 
 VLLM_LIKE = [*RIG[2:], "--no-vocabulary"]  # vLLM: /tokenize, but no vocabulary size in /v1/models
@@ -130,3 +128,23 @@ def test_a_resumed_run_takes_files_given_again_and_refuses_what_would_change_it(
     assert "[2/2] monday-peak" in done.stderr and ", valid (" in done.stderr.splitlines()[-2]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["tokenizer"] == str(copy)
+
+
+def test_a_changed_shape_is_labelled_custom_and_kept_off_the_standard_leaderboard(tmp_path):
+    """``--set`` (and a config file's ``[workloads.chat]``) changes chat's shape: the result says how,
+    the card's headline gives the concurrency measured, and the standard leaderboard leaves it out."""
+    with FakeServerProcess(RIG[2:]) as rig:
+        argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat", scale="0.02")
+        done = subprocess.run([*argv, "--set", "concurrency=1", "--set", "prompt_tokens=300"], capture_output=True, text=True, timeout=300)
+        wrong = subprocess.run([*argv, "--set", "request_rate=2"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert wrong.returncode == 2 and "--set: request_rate does not apply to closed-loop workload 'chat'" in wrong.stderr
+    run_dir = stored_run(tmp_path / "store")
+    result = json.loads((run_dir / "workloads" / "chat" / "result.json").read_text())
+    assert result["custom"] == "prompt_tokens=300, concurrency=1" and "custom: prompt_tokens=300, concurrency=1" in result["verdict"]["labels"]
+    assert result["metrics"]["concurrency"] == 1
+    card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path / "store")], capture_output=True, text=True)
+    assert "chat total at c=1 (custom shape)" in card.stdout and "custom workload shapes (chat: prompt_tokens=300, concurrency=1)" in card.stdout
+    board = [sys.executable, "-m", "arena_core", "leaderboard", "--output", str(tmp_path / "store"), "--json"]
+    assert run_dir.name not in subprocess.run(board, capture_output=True, text=True).stdout
+    assert run_dir.name in subprocess.run([*board, "--include-scaled"], capture_output=True, text=True).stdout

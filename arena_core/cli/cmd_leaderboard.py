@@ -19,7 +19,7 @@ from arena_core.report import render_json, render_table
 @OUTPUT
 @click.option("--profile", default="aggregate", show_default=True, help="Scoring profile (aggregate, agent, batch, or one from the config).")
 @click.option("--hardware", help="Only runs on this hardware profile.")
-@click.option("--include-scaled", is_flag=True, help="Also rank scaled runs (labelled).")
+@click.option("--include-scaled", is_flag=True, help="Also rank scaled runs and runs of changed workload shapes (labelled).")
 @click.option("--include-invalid", is_flag=True, help="Also rank runs with invalid results (labelled).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_obj

@@ -19,8 +19,9 @@ from arena_core.attach import UNNAMED_SERVER
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import Within, regular_file
+from arena_core.config import ArenaConfig, structure_config, with_settings
 from arena_core.engine import RunPlan, RunRequest, execute, plan_run
-from arena_core.errors import InvalidResults, UnknownNameError, UsageError
+from arena_core.errors import ConfigError, InvalidResults, UnknownNameError, UsageError
 from arena_core.manifest import read_manifest
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
@@ -83,9 +84,16 @@ RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tok
     metavar="SECONDS",
     help="Give up on one request after this long (default: 3600); it is recorded as failed.",
 )
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Change the chosen workloads' shape (concurrency=1, prompt_tokens=512; repeatable). Such a run is labelled custom and kept off standard leaderboards.",
+)
 @click.option("--resume", metavar="RUN_ID", help="Finish an interrupted run: keeps its measured workloads.")
 @click.pass_obj
-def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
+def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **flags: Any) -> None:
     """Measure MODEL (default: the embedded Gemma 3 270M on llama.cpp) on every workload.
 
     Exit status: 0 when every result is valid, 4 when the run finished but some results are
@@ -99,12 +107,19 @@ def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
     if resume:  # the run's own settings; only what a manifest never holds comes from the flags
         manifest = read_manifest(find_run(flags["output"] or Path(config.run.output), resume))
         changed = [f"--{name.replace('_', '-')}" for name in RESUME_FIXES if flags[name] not in (None, ()) and flags[name] != getattr(manifest, name)]
+        if settings:
+            changed.append("--set")
         if changed:
             raise UsageError(f"--resume finishes the run as it was started; {', '.join(changed)} would change what it measures (start a new run instead)")
         given = {key: flags[key] for key in RESUME_TAKES}
         request = RunRequest.resuming(manifest, **given)
+        config = _recorded_config(manifest.config, config)
     else:
         request = RunRequest(**flags)  # the flags are named as RunRequest's fields
+        if settings:
+            registry = app.hooks.registry
+            names = request.workloads or config.run.workloads or tuple(registry.names("workloads"))
+            config = with_settings(config, settings, [registry.get("workloads", name) for name in names])
     plan = plan_run(request, config, app.hooks)
     started = time.perf_counter()
     # On a terminal a live line shows requests done, tokens/s and time left; elsewhere (a log
@@ -121,6 +136,17 @@ def run_command(app: CliApp, resume: str | None, **flags: Any) -> None:
     if live:
         live.clear()
     _print_outcome(plan, run_dir, results, time.perf_counter() - started)
+
+
+def _recorded_config(recorded: Any, current: ArenaConfig) -> ArenaConfig:
+    """The configuration a run was started with (its workload shapes, ``--set`` included), as its
+    manifest recorded it; a manifest of an earlier version without one resumes with today's file."""
+    if not recorded:
+        return current
+    try:
+        return structure_config({key: value for key, value in recorded.items() if key != "source"}, source=f"{current.source} (as the run recorded it)")
+    except ConfigError:
+        return current
 
 
 @contextmanager

@@ -42,6 +42,13 @@ def headline_tps(card: ModelCard) -> float | None:
     return line.metrics.get("decode_tps_total") if line else None
 
 
+def headline_label(card: ModelCard) -> str:
+    """ "chat total at c=10", with the concurrency chat was measured at (a custom shape may differ)."""
+    line = card.workload("chat")
+    concurrency = line.metrics.get("concurrency") if line else None
+    return f"throughput, chat total at c={int(concurrency) if concurrency else 10}" + (" (custom shape)" if line and line.custom else "")
+
+
 def _tail(line: CardWorkload, q: int) -> str:
     value = line.metrics.get(f"ttft_p{q}_s")
     if value is None:
@@ -97,7 +104,7 @@ def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     return [
         *((f"Arena score ({name})", fmt_score(score)) for name, score in scores.items()),
-        ("throughput, chat total at c=10", f"{fmt_tps(headline_tps(card))} tok/s"),
+        (headline_label(card), f"{fmt_tps(headline_tps(card))} tok/s"),
         ("model memory", f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—"),
         ("benches measured", f"{measured}/{len(card.expected)}"),
     ]

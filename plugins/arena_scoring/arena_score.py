@@ -114,6 +114,8 @@ class ArenaScorer:
         scaled = sorted({line.scale for line in usable.values() if line is not None and line.scale != 1.0})
         if scaled:
             notes.append("scaled run (x" + ", x".join(f"{s:g}" for s in scaled) + "): not comparable with full-size runs")
+        if card.custom:
+            notes.append("custom workload shapes (" + "; ".join(card.custom) + "): not comparable with the standard suite")
         missing = tuple(name for name, line in usable.items() if line is None)
         total_weight = sum(self.profile.weight(name) for name in card.expected) or 1.0
 
@@ -144,6 +146,6 @@ class ArenaScorer:
             performance=p_mid,
             per_workload=per_workload,
             missing=missing,
-            publishable=bool(value is not None and not scaled and not invalid),
+            publishable=bool(value is not None and not scaled and not card.custom and not invalid),
             notes=tuple(notes),
         )
