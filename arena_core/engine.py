@@ -29,6 +29,7 @@ from arena_core.manifest import Manifest, TelemetrySetup, read_manifest, write_m
 from arena_core.probes import probes_for
 from arena_core.redaction import remember
 from arena_core.registry import Registry
+from arena_core.report.expected import expected_work
 from arena_core.roofline import apply_ceiling
 from arena_core.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
 from arena_core.telemetry import TelemetrySampler, memory_now, model_memory, stop_like_ctrl_c, summarise, watchdog_margin_bytes
@@ -401,6 +402,7 @@ def execute(
     session = RunSession(plan, hooks, progress, resume=resume, live=live)
     scaled = f", scaled x{plan.scale:g}" if plan.scale != 1 else ""
     progress(f"run {session.run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}{scaled}")
+    progress(expected_work(plan.workloads))
     status = "failed"
     try:
         endpoint = session.start_backend()

@@ -60,6 +60,26 @@ def meminfo_probe(meminfo: Path = Path("/proc/meminfo")) -> Probe:
     return sample
 
 
+def server_rss_probe(server_pid: Callable[[], int | None], proc: Path = Path("/proc")) -> Probe:
+    """Resident memory of the server's process tree (``VmRSS`` summed), beside the machine-wide
+    figure: what the server itself holds, its host-side prompt cache included."""
+
+    def sample() -> dict[str, Any]:
+        pid = server_pid()
+        if not pid:
+            return {}
+        total = 0
+        for member in descendants(pid, proc):
+            try:
+                status = (proc / str(member) / "status").read_text()
+            except OSError:
+                continue  # it ended between the listing and the read
+            total += next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+        return {"server_rss_bytes": total} if total else {}  # gone, or not ours to read
+
+    return sample
+
+
 def descendants(pid: int, proc: Path = Path("/proc")) -> set[int]:
     """``pid`` and every process below it (vLLM's engine core, a launcher's server child)."""
     children: dict[int, list[int]] = {}
@@ -150,7 +170,7 @@ def probes_for(
     ``meminfo`` always runs: the watchdog needs ``MemAvailable`` on every machine.
     ``server_pid`` answers the server's process id once it has started (for per-process memory).
     """
-    probes: list[Probe] = [meminfo_probe(meminfo)]
+    probes: list[Probe] = [meminfo_probe(meminfo), server_rss_probe(server_pid)]
     notes: list[str] = []
     names = list(names)
     wanted = [n for n in names if n in ("nvml", "nvml-power")]

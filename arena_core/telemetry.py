@@ -152,6 +152,9 @@ def summarise(samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens
     server = [m for s in samples if (m := _gpu_sum(s, "_server_memory_bytes")) is not None]
     if server:
         summary["server_gpu_memory_peak_gb"] = max(server) / 1e9
+    resident = [s["server_rss_bytes"] for s in samples if s.get("server_rss_bytes")]
+    if resident:  # the server's own processes, of a server Arena launched here
+        summary["server_rss_peak_gb"] = max(resident) / 1e9
     energy = _energy_joules(samples)
     if energy is not None:
         summary["energy_j"] = energy

@@ -56,6 +56,7 @@ def test_a_remote_server_is_judged_on_its_own_machine_not_the_clients(tmp_path):
     for result in results.values():
         assert "decode_ceiling_tps" not in result["metrics"] and result["metrics"]["peak_memory_gb"] is None
     assert "name the server's machine with --hardware" in done.stdout and "on the server's machine (not named)" in done.stdout
+    assert "expected: 26 requests" in done.stderr  # said first: chat a warm-up run and one run of 10, monday-peak 6
 
 
 def test_a_named_remote_machine_is_the_one_judged(tmp_path):

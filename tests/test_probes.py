@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from arena_core.probes import descendants, probes_for, throttle_reason_names
+from arena_core.probes import descendants, probes_for, server_rss_probe, throttle_reason_names
 from arena_core.telemetry import server_gauges, summarise
 
 
@@ -46,7 +46,7 @@ def fake_nvml(*, memory_supported: bool, processes=(), energy_mj=(1_000_000, 1_6
 def test_discrete_gpu_probe_reads_device_and_server_memory_power_energy_clocks(tmp_path):
     nvml = fake_nvml(memory_supported=True, processes=[(4242, 30 * 10**9), (999, 5 * 10**9)])
     probes, notes = probes_for(("nvml",), nvml=nvml, server_pid=lambda: 4242, meminfo=tmp_path / "absent")
-    assert notes == [] and len(probes) == 2
+    assert notes == [] and len(probes) == 3  # meminfo, the server's processes, NVML
     sample = {}
     for probe in probes:
         sample.update(probe())
@@ -75,7 +75,7 @@ def test_gb10_probe_leaves_out_memory_nvml_does_not_support(tmp_path):
 def test_missing_nvml_is_a_note_not_a_failure(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "pynvml", None)  # "not installed"
     probes, notes = probes_for(("nvml",))
-    assert len(probes) == 1 and "nvidia-ml-py is not installed" in notes[0]
+    assert len(probes) == 2 and "nvidia-ml-py is not installed" in notes[0]  # meminfo and the server's processes
 
 
 def test_throttle_reasons_are_named():
@@ -87,6 +87,17 @@ def test_descendants_follow_the_process_tree(tmp_path):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "stat").write_text(f"{pid} (vllm serve) S {ppid} 0 0")
     assert descendants(10, tmp_path) == {10, 11, 12}
+
+
+def test_server_rss_sums_the_process_tree(tmp_path):
+    for pid, ppid, kb in ((10, 1, 1000), (11, 10, 500), (13, 1, 9999)):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (llama-server) S {ppid} 0 0")
+        (tmp_path / str(pid) / "status").write_text(f"Name:\tllama-server\nVmRSS:\t  {kb} kB\n")
+    assert server_rss_probe(lambda: 10, tmp_path)() == {"server_rss_bytes": 1500 * 1024}
+    assert server_rss_probe(lambda: None, tmp_path)() == {}
+    summary = summarise([{"t_ns": 0, "server_rss_bytes": 2 * 10**9}, {"t_ns": 1, "server_rss_bytes": 3 * 10**9}], unified=True)
+    assert summary["server_rss_peak_gb"] == 3.0
 
 
 def _samples(energy, power, memory, t_s=(0, 1, 2)):

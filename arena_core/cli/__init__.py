@@ -81,9 +81,32 @@ def _print_problem(problem: PluginProblem) -> None:
     echo(f"arena: warning: {problem}", err=True)
 
 
+#: Options of ``arena`` itself, accepted after the subcommand too (``arena run --config F``).
+GLOBAL_FLAGS, GLOBAL_OPTIONS = ("--strict-plugins", "--debug"), ("--config",)
+
+
+def global_options_first(args: Sequence[str]) -> list[str]:
+    """``args`` with ``arena``'s own options moved before the subcommand, wherever they were given
+    (up to a ``--``, after which everything is an argument)."""
+    front, rest, index = [], [], 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if arg in GLOBAL_FLAGS or arg.split("=", 1)[0] in GLOBAL_OPTIONS:
+            takes_value = arg in GLOBAL_OPTIONS and index + 1 < len(args)
+            front += args[index : index + (2 if takes_value else 1)]
+            index += 2 if takes_value else 1
+            continue
+        rest.append(arg)
+        index += 1
+    return front + rest
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``arena`` console script."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = global_options_first(sys.argv[1:] if argv is None else argv)
     # Plugins load before click parses, so the switches that affect loading are read early.
     strict = "--strict-plugins" in args or None
     debug = "--debug" in args or os.environ.get("ARENA_DEBUG", "") not in ("", "0")

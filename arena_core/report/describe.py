@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -9,7 +10,7 @@ import attrs
 
 
 def describe(value: Any) -> Any:
-    """JSON-ready data for an attrs object; callables become ``module:qualname``.
+    """JSON-ready data for an attrs object; a callable becomes the first paragraph of its docstring.
 
     Fields marked ``repr=False`` (secrets such as API keys) are left out.
     """
@@ -19,8 +20,9 @@ def describe(value: Any) -> Any:
         return {str(key): describe(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [describe(item) for item in value]
-    if callable(value):
-        return f"{getattr(value, '__module__', '?')}:{getattr(value, '__qualname__', repr(value))}"
+    if callable(value):  # code, not a figure: what it does, in its own words, never its internal name
+        doc = inspect.getdoc(value) if not isinstance(value, type) else None
+        return doc.split("\n\n")[0].replace("\n", " ") if doc else "provided by the plugin"
     return value
 
 

@@ -91,7 +91,11 @@ def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
     peaks = [(line.metrics["peak_memory_gb"], line.name) for line in card.workloads if line.metrics.get("peak_memory_gb")]
     if peaks:
         peak, name = max(peaks)
-        rows.append(("peak memory in use", f"{peak:.1f} GB ({name})"))
+        rows.append(("peak memory in use, whole machine", f"{peak:.1f} GB ({name})"))
+    resident = [(line.metrics["server_rss_peak_gb"], line.name) for line in card.workloads if line.metrics.get("server_rss_peak_gb")]
+    if resident:
+        peak, name = max(resident)
+        rows.append(("peak memory of the server's processes (RSS)", f"{peak:.1f} GB ({name})"))
     for line in card.workloads:
         energy = line.metrics.get("energy_per_1k_output_tokens_j")
         if energy is not None:

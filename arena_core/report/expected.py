@@ -1,0 +1,42 @@
+"""What a run is about to do, said before it starts: requests, output tokens and the time it
+takes at the least (open-loop arrival schedules are fixed) and at a stated speed (closed loop
+depends on the server)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from arena_core.types import ClosedLoopShape, OpenLoopShape, WorkloadSpec
+
+#: The per-user decode speed the closed-loop estimate assumes, said with it.
+ASSUMED_TPS_PER_USER = 50.0
+#: Output tokens assumed for a ShareGPT request (its answers are a few hundred tokens).
+SHAREGPT_OUTPUT_TOKENS = 300
+
+
+def expected_work(workloads: Sequence[WorkloadSpec]) -> str:
+    """One line: how much the run asks of the server and how long it will take."""
+    requests = tokens = 0
+    schedule_s = closed_s = 0.0
+    for workload in workloads:
+        shape = workload.shape
+        if isinstance(shape, ClosedLoopShape):
+            per_run = shape.concurrency * shape.turns
+            requests += (shape.runs + 1) * per_run  # a warm-up run, then the measured ones
+            tokens += (shape.runs + 1) * per_run * shape.generated_tokens
+            closed_s += (shape.runs + 1) * shape.turns * shape.generated_tokens / ASSUMED_TPS_PER_USER
+        elif isinstance(shape, OpenLoopShape):
+            requests += shape.num_prompts
+            tokens += shape.num_prompts * (shape.output_tokens or SHAREGPT_OUTPUT_TOKENS)
+            schedule_s += shape.num_prompts / shape.request_rate if math.isfinite(shape.request_rate) else 0.0
+    parts = [f"{requests:,} requests, about {tokens:,} output tokens"]
+    if schedule_s:
+        parts.append(f"the open-loop arrival schedules alone take {_minutes(schedule_s)}")
+    if closed_s:
+        parts.append(f"closed-loop workloads about {_minutes(closed_s)} at {ASSUMED_TPS_PER_USER:g} tok/s per user")
+    return "expected: " + "; ".join(parts) + " (--scale shrinks it)"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
