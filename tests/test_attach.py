@@ -149,3 +149,26 @@ def test_a_changed_shape_is_labelled_custom_and_kept_off_the_standard_leaderboar
     board = [sys.executable, "-m", "arena_core", "leaderboard", "--output", str(tmp_path / "store"), "--json"]
     assert run_dir.name not in subprocess.run(board, capture_output=True, text=True).stdout
     assert run_dir.name in subprocess.run([*board, "--include-scaled"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("metrics", [True, False], ids=["with-metrics", "without-metrics"])
+def test_the_whole_suite_against_a_remote_vllm_like_server(metrics, tmp_path):
+    """Nine workloads, as a user with a laptop and a vLLM box would run them: no vocabulary from
+    the server (the tokenizer is given up front), the hardware not named, memory from the server's
+    own metrics where it serves them and "—" where it does not."""
+    args = [*RIG, "--no-vocabulary"] + ([] if metrics else ["--no-metrics"])
+    with FakeServerProcess(args) as rig:
+        argv = rig_run_argv(remote(rig.url), tmp_path / "store", tokenizer=TOKENIZER, workloads="", scale="0.02")
+        at = argv.index("--workloads")
+        del argv[at : at + 2]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = stored_run(tmp_path / "store")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["hardware"] == "unnamed" and len(manifest["workloads"]) == 9 and manifest["status"] == "completed"
+    results = [json.loads((run_dir / "workloads" / name / "result.json").read_text()) for name in manifest["workloads"]]
+    assert all(r["verdict"]["valid"] and r["metrics"]["peak_memory_gb"] is None for r in results)
+    kv = [r["metrics"].get("kv_cache_usage_peak") for r in results]
+    # sampled about once a second: the open-loop workloads, which last seconds, see requests in flight
+    assert (all(v is not None and 0 <= v <= 1 for v in kv) and max(kv) > 0) if metrics else all(v is None for v in kv)
+    assert ("KV cache " in done.stdout) is metrics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from arena_core.report.text import render_table
 from arena_core.types import WorkloadResult
@@ -34,7 +34,7 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
                 f"{result.tokens_per_second:.1f}" if result.tokens_per_second is not None else "—",
                 _ttft(result.ttft_p50_s),
                 f"{result.requests - result.failed}/{result.requests}",
-                f"{peak:.1f} GB" if (peak := result.metrics.get("peak_memory_gb")) else "—",
+                _memory(result.metrics),
                 f"{efficiency:.0%}" if (efficiency := result.metrics.get("bandwidth_efficiency")) else "—",
                 "valid" if result.verdict.valid else "INVALID",
                 notes,
@@ -47,3 +47,13 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
     measured = sum(1 for name in expected if name in by_name)
     table = render_table(headers, rows)
     return f"{title}  (benches measured {measured}/{len(expected)})\n{table}"
+
+
+def _memory(metrics: Mapping[str, float | None]) -> str:
+    """Memory in use at the peak, read on this machine; for a server elsewhere, the KV cache's
+    use that the server's own metrics report, which is all that can be known from here."""
+    if peak := metrics.get("peak_memory_gb"):
+        return f"{peak:.1f} GB"
+    if (kv := metrics.get("kv_cache_usage_peak")) is not None:
+        return f"KV cache {kv:.0%}"
+    return "—"

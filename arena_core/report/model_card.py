@@ -92,6 +92,10 @@ def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
     if peaks:
         peak, name = max(peaks)
         rows.append(("peak memory in use, whole machine", f"{peak:.1f} GB ({name})"))
+    kv = [(line.metrics["kv_cache_usage_peak"], line.name) for line in card.workloads if line.metrics.get("kv_cache_usage_peak") is not None]
+    if kv:
+        peak, name = max(kv)
+        rows.append(("KV cache in use, peak (the server's own metrics)", f"{peak:.0%} ({name})"))
     resident = [(line.metrics["server_rss_peak_gb"], line.name) for line in card.workloads if line.metrics.get("server_rss_peak_gb")]
     if resident:
         peak, name = max(resident)

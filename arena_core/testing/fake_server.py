@@ -67,6 +67,8 @@ class FakeServerConfig:
     claim_n_vocab: int | None = None
     #: Report the vocabulary size in ``/v1/models`` (llama.cpp does; vLLM does not).
     vocabulary: bool = True
+    #: Serve ``/metrics`` (vLLM-named samples); off, it answers 404 as a server without them does.
+    metrics: bool = True
 
     @fault.validator
     def _known_fault(self, _: object, value: str) -> None:
@@ -197,7 +199,7 @@ class FakeOpenAIServer:
                 await self._chat(conn, entry, json.loads(body or b"{}"))
             finally:
                 self._in_flight -= 1
-        elif method == "GET" and path == "/metrics":
+        elif method == "GET" and path == "/metrics" and self.config.metrics:
             conn.respond(200, self.metrics_page().encode(), "text/plain; version=0.0.4")
         else:
             entry["status"] = 404
@@ -209,6 +211,8 @@ class FakeOpenAIServer:
         lines = [
             "# TYPE vllm:num_requests_running gauge",
             f"vllm:num_requests_running{label} {self._in_flight}",
+            "# TYPE vllm:kv_cache_usage_perc gauge",  # a fraction, despite its name: here 5 % a request in flight
+            f"vllm:kv_cache_usage_perc{label} {min(1.0, 0.05 * self._in_flight)}",
             "# TYPE vllm:num_requests_waiting gauge",
             f"vllm:num_requests_waiting{label} 0",
             "# TYPE vllm:request_success_total counter",
@@ -514,6 +518,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--fail-status", type=int, default=500)
     parser.add_argument("--messages-per-write", type=int, default=64, help="with no decode gap: SSE messages per socket write")
+    parser.add_argument("--no-metrics", action="store_true", help="answer /metrics with 404")
     parser.add_argument("--no-vocabulary", action="store_true", help="leave the vocabulary size out of /v1/models, as vLLM does")
     parser.add_argument("--claim-prompt-tokens", type=int, help="report this usage.prompt_tokens, whatever was sent")
     parser.add_argument("--claim-completion-tokens", type=int, help="report this usage.completion_tokens, whatever was streamed")
@@ -541,6 +546,7 @@ def main(argv: list[str] | None = None) -> None:
         claim_completion_tokens=args.claim_completion_tokens,
         claim_n_vocab=args.claim_n_vocab,
         vocabulary=not args.no_vocabulary,
+        metrics=not args.no_metrics,
     )
 
     async def serve() -> None:
