@@ -135,7 +135,7 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
         run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
     if live:
         live.clear()
-    _print_outcome(plan, run_dir, results, time.perf_counter() - started)
+    _print_outcome(plan, run_dir, results, time.perf_counter() - started, app.hooks.registry.names("hardware"))
 
 
 def _recorded_config(recorded: Any, current: ArenaConfig) -> ArenaConfig:
@@ -165,7 +165,7 @@ def stopped_like_ctrl_c(*signals: signal.Signals) -> Iterator[None]:
             signal.signal(number, handler)
 
 
-def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float) -> None:
+def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float, known_hardware: list[str]) -> None:
     """The card, the model's memory, where the results are; invalid results end in exit 4."""
     title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
     echo(render_card(title, results, [w.name for w in plan.workloads]))
@@ -175,7 +175,10 @@ def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], 
     else:
         echo("model memory: not measured" + (" (the server was already running: Arena did not see it load)" if plan.backend.attaches else ""))
     if plan.hardware.name == UNNAMED_SERVER.name:
-        echo("hardware: not named, so no physical-ceiling check and no memory figures; name the server's machine with --hardware (arena list hardware)")
+        known = ", ".join(name for name in known_hardware if name != "cpu-host")
+        echo(
+            f"hardware: not named, so no physical-ceiling check and no memory figures; name the server's machine with --hardware ({known}; arena list hardware)"
+        )
     echo(f"results: {run_dir}  ({seconds:.0f} s)")
     invalid = [r.workload for r in results if not r.verdict.valid]
     if invalid:
