@@ -500,7 +500,7 @@ def serve_in_thread(config: FakeServerConfig = FakeServerConfig()) -> Iterator[t
         thread.join(10)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
@@ -525,7 +525,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
     parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
     config = FakeServerConfig(
         tokenizer_path=args.tokenizer,
         prefill_base_s=args.prefill_base_ms / 1000,
