@@ -224,7 +224,10 @@ def test_sigterm_and_sighup_stop_a_run_like_ctrl_c(tmp_path, signal_number):
     finished records kept, the manifest "interrupted", the resume command printed, exit 130."""
     with rig() as server:
         command = rig_run_argv(server.url, tmp_path, tokenizer=TOKENIZER, workloads="monday-peak", scale="0.05")
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # started as a shell starts a background job, SIGINT ignored (``arena run &``, ``nohup``):
+        # the signal must stop the run all the same
+        ignoring = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignoring)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not list(tmp_path.glob("*/workloads/monday-peak")):
             time.sleep(0.05)

@@ -158,6 +158,10 @@ def stopped_like_ctrl_c(*signals: signal.Signals) -> Iterator[None]:
         yield
         return
     previous = {number: signal.signal(number, lambda *_: os.kill(os.getpid(), signal.SIGINT)) for number in signals}
+    # A shell starts a background job (``arena run &``, ``nohup``) with SIGINT ignored: then the
+    # SIGINT that SIGTERM and the memory watchdog raise would be lost. The run hears it again.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
