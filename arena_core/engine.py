@@ -52,6 +52,8 @@ from arena_core.types import (
 
 #: The model name recorded when a server serves a model that is not in the catalog.
 UNCATALOGUED_MODEL = "served-model"
+#: Said in the manifest and the progress when the server runs on another machine.
+REMOTE_NOTE = "the server runs on another machine: its memory and power are not read from here (its /metrics are)"
 #: The files a run was given, recorded by name so that a resumed run reads them again.
 RECORDED_PATHS = ("tokenizer", "dataset", "corpus")
 
@@ -291,9 +293,9 @@ class RunSession:
         plan, unified = self.plan, self.plan.hardware.unified_memory
         self.progress(f"starting the {plan.backend.name} server...")
         server_pid: dict[str, int | None] = {"pid": None}
-        self.probes, notes = probes_for(plan.hardware.probes, server_pid=lambda: server_pid["pid"])
-        if not server_is_here(plan.endpoint.base_url):  # this machine's memory says nothing of the server's
-            self.probes, notes = [], ["the server runs on another machine: its memory and power are not read from here (its /metrics are)"]
+        here = server_is_here(plan.endpoint.base_url)
+        probe_names = plan.hardware.probes if here else ()  # this machine's memory says nothing of a server elsewhere
+        self.probes, notes = probes_for(probe_names, server_pid=lambda: server_pid["pid"]) if here else ([], [REMOTE_NOTE])
         before = memory_now(self.probes, unified)
         endpoint = self.backend.start()
         if endpoint.api_key:
@@ -308,7 +310,7 @@ class RunSession:
             backend_facts=facts,
             # what a server Arena attached to already held is not what loading took: only its own figure counts
             model_memory=model_memory(facts, *((None, None) if plan.backend.attaches else (before, memory_now(self.probes, unified))), unified=unified),
-            telemetry=TelemetrySetup(probes=plan.hardware.probes, notes=tuple(notes)),
+            telemetry=TelemetrySetup(probes=probe_names, notes=tuple(notes)),
             commands=commands,
             base_url=endpoint.base_url if plan.backend.attaches else None,
         )

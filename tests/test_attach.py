@@ -62,6 +62,7 @@ def test_a_remote_server_is_judged_on_its_own_machine_not_the_clients(tmp_path):
 def test_a_named_remote_machine_is_the_one_judged(tmp_path):
     done, manifest, results = run_remote(tmp_path, "--hardware", "gb10")
     assert manifest["hardware"] == "gb10" and manifest["hardware_profile"]["memory_bandwidth_gbs"] == 273
+    assert manifest["telemetry"]["probes"] == []  # gb10's probes read this machine, not the server's
     assert all("decode_ceiling_tps" in r["metrics"] for r in results.values())
     assert "model memory: not measured (the server was already running" in done.stdout
 
