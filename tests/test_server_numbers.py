@@ -17,7 +17,6 @@ from arena_core.loadgen import ChatClient, record_from
 from arena_core.loadgen import http as http_module
 from arena_core.loadgen.plausible import SILENT_TOKENS, checked_usage
 from arena_core.loadgen.records_io import read_records
-from arena_core.loadgen.stream import ChatStreamSink
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
@@ -25,12 +24,9 @@ TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 RIG = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]
 
 
-def sink_with(pieces: list[str], *, kinds: str | None = None, prompt: int | None = None, completion: int | None = None) -> ChatStreamSink:
-    sink = ChatStreamSink()
-    sink.content = list(pieces)
-    sink.chunk_kinds = list(kinds if kinds is not None else "c" * len(pieces))
-    sink.prompt_tokens, sink.completion_tokens = prompt, completion
-    return sink
+def usage_of(pieces: list[str], *, prompt: int | None = None, completion: int | None = None) -> dict:
+    """The arguments :func:`checked_usage` gets for a stream of ``pieces`` of answer text."""
+    return {"prompt": prompt, "completion": completion, "kinds": "c" * len(pieces), "text_bytes": len("".join(pieces).encode())}
 
 
 @pytest.mark.parametrize(
@@ -47,17 +43,17 @@ def sink_with(pieces: list[str], *, kinds: str | None = None, prompt: int | None
     ],
 )
 def test_completion_tokens_must_lie_between_what_the_stream_can_hold(pieces, claimed, max_tokens, believed):
-    prompt, completion, why = checked_usage(sink_with(pieces, completion=claimed), request_bytes=500, max_tokens=max_tokens)
+    prompt, completion, why = checked_usage(**usage_of(pieces, completion=claimed), request_bytes=500, max_tokens=max_tokens)
     assert (completion == claimed) is believed and (why == "") is believed
     if not believed:
         assert completion is None and f"{claimed} completion tokens" in why
 
 
 def test_prompt_tokens_cannot_exceed_the_bytes_sent_and_a_template():
-    assert checked_usage(sink_with([" a"], prompt=600, completion=1), request_bytes=500, max_tokens=None)[0] == 600
-    prompt, completion, why = checked_usage(sink_with([" a"], prompt=10**9, completion=1), request_bytes=500, max_tokens=None)
+    assert checked_usage(**usage_of([" a"], prompt=600, completion=1), request_bytes=500, max_tokens=None)[0] == 600
+    prompt, completion, why = checked_usage(**usage_of([" a"], prompt=10**9, completion=1), request_bytes=500, max_tokens=None)
     assert prompt is None and completion == 1 and "1000000000 prompt tokens for a request of 500 bytes" in why
-    assert checked_usage(sink_with([" a"], prompt=-3, completion=1), request_bytes=500, max_tokens=None)[0] is None
+    assert checked_usage(**usage_of([" a"], prompt=-3, completion=1), request_bytes=500, max_tokens=None)[0] is None
 
 
 def run_against(rig_args: list[str], output: Path, workloads: str, tokenizer: bool = True) -> subprocess.CompletedProcess:

@@ -90,8 +90,16 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         error = f"HTTP {exchange.status}: {sink.error_body.decode('utf-8', 'replace')[:500]}"
     elif not error and sink.wrong_content_type:
         error = f"HTTP 200 with Content-Type {sink.content_type or 'none'!r}, not an event stream: {sink.error_body.decode('utf-8', 'replace')[:200]}"
+    content, reasoning, kinds = "".join(sink.content), "".join(sink.reasoning), "".join(sink.chunk_kinds)
     # the server's usage is held against what the stream carried before any figure derives from it
-    prompt_tokens, completion_tokens, rejected = checked_usage(sink, request_bytes=sink.request_bytes, max_tokens=labels.get("max_tokens"))
+    prompt_tokens, completion_tokens, rejected = checked_usage(
+        sink.prompt_tokens,
+        sink.completion_tokens,
+        kinds=kinds,
+        text_bytes=len(content.encode()) + len(reasoning.encode()),
+        request_bytes=sink.request_bytes,
+        max_tokens=labels.get("max_tokens"),
+    )
     # what the server sent back is redacted here, before anything derives text from it
     return RequestRecord(
         sent_ns=exchange.sent_ns,
@@ -99,7 +107,7 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         first_response_ns=sink.first_response_ns,
         chunk_ns=tuple(sink.chunk_ns),
         chunk_tokens=tuple(sink.chunk_tokens),
-        chunk_kinds="".join(sink.chunk_kinds),
+        chunk_kinds=kinds,
         end_ns=exchange.end_ns,
         prompt_tokens_server=prompt_tokens,
         completion_tokens_server=completion_tokens,
@@ -107,7 +115,7 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         http_status=exchange.status or None,
         error=redact(error),
         malformed_events=sink.malformed_events,
-        content=redact("".join(sink.content)),
-        reasoning=redact("".join(sink.reasoning)),
+        content=redact(content),
+        reasoning=redact(reasoning),
         **labels,
     )

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from arena_core.errors import UsageError
 from arena_core.loadgen.chat import ChatClient, ServerRefused
-from arena_core.loadgen.plausible import TEMPLATE_TOKENS, vocabulary_problem
+from arena_core.loadgen.plausible import prompt_fits, vocabulary_problem
 
 PROBE_TEXT_CHARS = 4000
 
@@ -181,7 +181,7 @@ class ApproximateCodec:
                     f"{client.endpoint.base_url} has no /tokenize and reports no usage: give a tokenizer.json (--tokenizer) to build token-exact prompts"
                 )
             count = usage["prompt_tokens"]
-            if not 0 < count <= len(content.encode()) + TEMPLATE_TOKENS:  # a token is at least one byte
+            if count <= 0 or not prompt_fits(count, len(content.encode())):
                 raise ServerRefused(
                     f"{client.endpoint.base_url}: the server's usage says {count} prompt tokens for {len(content)} characters, which cannot be true"
                 )

@@ -46,6 +46,9 @@ def vllm_output(record: RequestRecord, prompt_len: int) -> VllmOutput:
     queue = (record.sent_ns - dispatched) / 1e9  # vLLM's client queue: waiting for a concurrency slot
     if record.prompt_tokens_server is not None:
         prompt_len = record.prompt_tokens_server
+    counted = record.completion_tokens_client
+    if counted is None and record.completion_tokens_server is None:
+        counted = len(times)  # without usage (absent, or not believed) vLLM counts the text: the token chunks are that count
     if not record.ok or not times:
         error = record.error or NEVER_A_TOKEN
         return VllmOutput(success=False, start_time=start, prompt_len=prompt_len, error=error, queue_time=queue)
@@ -56,8 +59,7 @@ def vllm_output(record: RequestRecord, prompt_len: int) -> VllmOutput:
         itl=tuple((b - a) / 1e9 for a, b in zip(times, times[1:])),
         latency=(times[-1] - record.sent_ns) / 1e9,
         output_tokens=record.completion_tokens_server or 0,
-        # without usage (absent, or not believed) vLLM counts the text; the token chunks are that count
-        counted_tokens=record.completion_tokens_client if record.completion_tokens_client is not None or record.completion_tokens_server else len(times),
+        counted_tokens=counted,
         prompt_len=prompt_len,
         queue_time=queue,
         generated_text=record.content,

@@ -12,7 +12,7 @@ Figures that size something (a vocabulary) are bounded before anything is built 
 
 from __future__ import annotations
 
-from arena_core.loadgen.stream import ANSWER, REASONING, REASONING_CONTENT, ChatStreamSink
+from arena_core.loadgen.stream import ANSWER, REASONING, REASONING_CONTENT
 
 #: The most tokens a chat template adds around the messages sent (a long default system prompt
 #: is a few hundred): more is not a template but a wrong count.
@@ -27,23 +27,31 @@ MAX_VOCABULARY = 1 << 22
 _TEXT_KINDS = (ANSWER, REASONING, REASONING_CONTENT)
 
 
-def completion_bounds(sink: ChatStreamSink, max_tokens: int | None) -> tuple[int, int]:
-    """The fewest and the most completion tokens the stream in ``sink`` can have carried."""
-    with_text = sum(1 for kind in sink.chunk_kinds if kind in _TEXT_KINDS)
-    text_bytes = sum(len(piece.encode()) for piece in sink.content) + sum(len(piece.encode()) for piece in sink.reasoning)
-    most = text_bytes + (len(sink.chunk_kinds) - with_text) * TOKENS_PER_TEXTLESS_CHUNK + SILENT_TOKENS
+def completion_bounds(kinds: str, text_bytes: int, max_tokens: int | None) -> tuple[int, int]:
+    """The fewest and the most completion tokens a stream can have carried: ``kinds`` holds one
+    letter per output chunk (:mod:`~arena_core.loadgen.stream`), ``text_bytes`` the UTF-8 size of
+    its answer and reasoning text."""
+    with_text = sum(kinds.count(kind) for kind in _TEXT_KINDS)
+    most = text_bytes + (len(kinds) - with_text) * TOKENS_PER_TEXTLESS_CHUNK + SILENT_TOKENS
     return with_text, min(most, max_tokens) if max_tokens else most
 
 
-def checked_usage(sink: ChatStreamSink, *, request_bytes: int, max_tokens: int | None) -> tuple[int | None, int | None, str]:
-    """The server's ``(prompt_tokens, completion_tokens)``, each ``None`` when absent or when it
+def prompt_fits(count: int, sent_bytes: int) -> bool:
+    """Whether ``count`` prompt tokens can come of ``sent_bytes`` bytes sent and a chat template."""
+    return 0 <= count <= sent_bytes + TEMPLATE_TOKENS
+
+
+def checked_usage(
+    prompt: int | None, completion: int | None, *, kinds: str, text_bytes: int, request_bytes: int, max_tokens: int | None
+) -> tuple[int | None, int | None, str]:
+    """The server's ``prompt`` and ``completion`` token counts, each ``None`` when absent or when it
     cannot be true, and why any was dropped (empty when both stand)."""
-    prompt, completion, problems = sink.prompt_tokens, sink.completion_tokens, []
-    if prompt is not None and not 0 <= prompt <= request_bytes + TEMPLATE_TOKENS:
+    problems = []
+    if prompt is not None and not prompt_fits(prompt, request_bytes):
         problems.append(f"{prompt} prompt tokens for a request of {request_bytes} bytes")
         prompt = None
     if completion is not None:
-        least, most = completion_bounds(sink, max_tokens)
+        least, most = completion_bounds(kinds, text_bytes, max_tokens)
         if not least <= completion <= most:
             problems.append(f"{completion} completion tokens where the stream carried between {least} and {most}")
             completion = None
