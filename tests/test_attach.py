@@ -106,12 +106,12 @@ def free_port() -> int:
 
 def test_a_resumed_run_takes_files_given_again_and_refuses_what_would_change_it(tmp_path):
     """The server dies in the second workload; the run is resumed against it (restarted on the same
-    port) with another --tokenizer, which the rest of the run uses; --exact-output, which would
-    change what is measured, is refused with the reason."""
+    port) with another --tokenizer, which the rest of the run uses, and with the --set of its start;
+    --exact-output and --set, which would change what is measured, are refused with the reason."""
     port, store = str(free_port()), tmp_path / "store"
     with FakeServerProcess([*RIG[2:], "--port", port, "--fault", "exit", "--fail-every", "22"]):
         first = subprocess.run(
-            rig_run_argv(f"http://127.0.0.1:{port}", store, tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02"),
+            rig_run_argv(f"http://127.0.0.1:{port}", store, tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02", extra=["--set", "seed=7"]),
             capture_output=True,
             text=True,
             timeout=300,
@@ -124,12 +124,16 @@ def test_a_resumed_run_takes_files_given_again_and_refuses_what_would_change_it(
     resume = ["run", "--resume", run_dir.name, "--output", str(store), "--tokenizer", str(copy)]
     with FakeServerProcess([*RIG[2:], "--port", port]):
         refused = subprocess.run([sys.executable, "-m", "arena_core", *resume, "--exact-output"], capture_output=True, text=True, timeout=300)
+        refused_set = subprocess.run([sys.executable, "-m", "arena_core", *resume, "--set", "seed=8"], capture_output=True, text=True, timeout=300)
         done = subprocess.run([sys.executable, "-m", "arena_core", *resume], capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and "--exact-output would change what it measures" in refused.stderr
     assert done.returncode == 4, done.stderr[-2000:]  # chat keeps the failures of the server's death
     assert "[2/2] monday-peak" in done.stderr and ", valid (" in done.stderr.splitlines()[-2]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["tokenizer"] == str(copy)
+    # the rest of the run is measured as it was started: the --set of the first attempt still holds
+    assert refused_set.returncode == 2 and "--set would change what it measures" in refused_set.stderr
+    assert json.loads((run_dir / "workloads" / "monday-peak" / "result.json").read_text())["custom"] == "seed=7"
 
 
 def test_a_changed_shape_is_labelled_custom_and_kept_off_the_standard_leaderboard(tmp_path):

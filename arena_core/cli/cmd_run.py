@@ -143,8 +143,12 @@ def _recorded_config(recorded: Any, current: ArenaConfig) -> ArenaConfig:
     manifest recorded it; a manifest of an earlier version without one resumes with today's file."""
     if not recorded:
         return current
+
+    def given(data: Any) -> Any:  # as a file would say it: unset keys are absent, not null
+        return {key: given(value) for key, value in data.items() if value is not None} if isinstance(data, dict) else data
+
     try:
-        return structure_config({key: value for key, value in recorded.items() if key != "source"}, source=f"{current.source} (as the run recorded it)")
+        return structure_config({key: value for key, value in given(recorded).items() if key != "source"}, source=f"{current.source} (as the run recorded it)")
     except ConfigError:
         return current
 
