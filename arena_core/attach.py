@@ -10,9 +10,11 @@ memory watchdog, which guards the machine Arena runs on, has nothing of the serv
 from __future__ import annotations
 
 import ipaddress
+import re
+from typing import Any
 from urllib.parse import urlsplit
 
-from arena_core.types import HardwareProfile
+from arena_core.types import Endpoint, HardwareProfile
 
 UNNAMED_SERVER = HardwareProfile(
     name="unnamed",
@@ -36,3 +38,70 @@ def server_is_here(base_url: str | None) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+#: How much of a label value or a build string a server's own description may show.
+CLUE_CHARS = 60
+
+
+def what_the_server_says(props: Any, metrics_page: str | None) -> str:
+    """What a server says of the machine it runs on, in one line ("" when it says nothing).
+
+    vLLM's ``vllm:cache_config_info`` names where its KV cache lives: ``num_gpu_blocks`` on a GPU,
+    ``cpu_kvcache_space_bytes`` set only by its CPU backend. llama.cpp's ``/props`` names its build
+    but not its device (its log does; its HTTP API does not)."""
+    labels = _cache_config_labels(metrics_page or "")
+    if labels:
+        cpu_space = labels.get("cpu_kvcache_space_bytes", "None")
+        if cpu_space not in ("", "None", "0"):
+            return f"vLLM on a CPU (vllm:cache_config_info: cpu_kvcache_space_bytes={_clip(cpu_space)})"
+        blocks, size = _positive_int(labels.get("num_gpu_blocks")), _positive_int(labels.get("block_size"))
+        if blocks:
+            cache = f"a KV cache of {blocks * size:,} tokens" if size else f"{blocks:,} KV-cache blocks"
+            utilisation = labels.get("gpu_memory_utilization")
+            share = f", gpu_memory_utilization={_clip(utilisation)}" if utilisation else ""
+            return f"vLLM on a GPU ({cache} in GPU memory{share}, from vllm:cache_config_info)"
+    if isinstance(props, dict) and "total_slots" in props:
+        build = props.get("build_info")
+        slots = _positive_int(props.get("total_slots"))
+        return f"llama.cpp (build {_clip(build) if isinstance(build, str) else 'unknown'}, {slots} slots), which does not report its device"
+    return ""
+
+
+def _cache_config_labels(page: str) -> dict[str, str]:
+    for line in page.splitlines():
+        if line.startswith("vllm:cache_config_info{"):
+            return dict(re.findall(r'(\w+)="([^"]*)"', line.partition("{")[2].partition("}")[0]))
+    return {}
+
+
+def _positive_int(value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return 0
+    return number if 0 < number < 10**12 else 0
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= CLUE_CHARS else text[:CLUE_CHARS] + "…"
+
+
+def ask_about_its_machine(endpoint: Endpoint, profiles: list[str]) -> str:
+    """The line a run prints when its server's machine is not named: what the server says of it
+    (``/props``, ``/metrics``; each read with a deadline, either may be absent) and how to name it."""
+    from arena_core.loadgen import ChatClient, run_measurement
+    from arena_core.telemetry import read_metrics_page
+
+    async def props() -> Any:
+        client = ChatClient(endpoint, request_timeout=10.0)
+        try:
+            status, answer, exchange = await client.call("GET", "/props")
+            return answer if status == 200 and not exchange.error else None
+        finally:
+            await client.close()
+
+    said = what_the_server_says(run_measurement(props()), read_metrics_page(f"{endpoint.base_url}/metrics"))
+    told = f"the server says: {said}" if said else "the server says nothing of its device"
+    known = ", ".join(name for name in profiles if name != "cpu-host")
+    return f"hardware: not named, so judged without a physical ceiling ({told}); name its machine with --hardware ({known})"

@@ -18,7 +18,7 @@ import attrs
 from attrs import frozen
 
 from arena_core import __version__
-from arena_core.attach import UNNAMED_SERVER, server_is_here
+from arena_core.attach import UNNAMED_SERVER, ask_about_its_machine, server_is_here
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.converter import CONVERTER
 from arena_core.errors import ConfigError, Interrupted, ServerLost, UsageError
@@ -317,7 +317,10 @@ class RunSession:
         return endpoint
 
     def preflight(self, endpoint: Endpoint) -> None:
-        """Ask each runner whether its workloads can run here, before the first request."""
+        """Ask each runner whether its workloads can run here, before the first request (and an
+        unnamed server what it says of its machine)."""
+        if self.plan.hardware.name == UNNAMED_SERVER.name:
+            self.progress(ask_about_its_machine(endpoint, self.hooks.registry.names("hardware")))
         context = RunContext(endpoint=endpoint, output_dir=self.run_dir, options=self.plan.options, progress=self.progress)
         for workload in self.plan.workloads:
             runner = self.hooks.registry.get("runners", workload.runner)

@@ -93,6 +93,12 @@ METRICS_MAX_BYTES = 8 * 2**20
 
 
 def read_metrics(url: str) -> dict[str, float] | None:
+    page = read_metrics_page(url)
+    return None if page is None else parse_metrics(page)
+
+
+def read_metrics_page(url: str) -> str | None:
+    """The Prometheus page at ``url`` as text, or None (absent, too slow, too large)."""
     started = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=METRICS_DEADLINE_S) as answer:
@@ -102,7 +108,7 @@ def read_metrics(url: str) -> dict[str, float] | None:
                 if size > METRICS_MAX_BYTES or time.monotonic() - started > METRICS_DEADLINE_S:
                     return None
                 chunks.append(chunk)
-            return parse_metrics(b"".join(chunks).decode("utf-8", "replace"))
+            return b"".join(chunks).decode("utf-8", "replace")
     except (urllib.error.URLError, OSError, ValueError):
         return None
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_core.attach import server_is_here
+from arena_core.attach import server_is_here, what_the_server_says
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
@@ -57,6 +57,30 @@ def test_a_remote_server_is_judged_on_its_own_machine_not_the_clients(tmp_path):
         assert "decode_ceiling_tps" not in result["metrics"] and result["metrics"]["peak_memory_gb"] is None
     assert "name the server's machine with --hardware" in done.stdout and "on the server's machine (not named)" in done.stdout
     assert "expected: 26 requests" in done.stderr  # said first: chat a warm-up run and one run of 10, monday-peak 6
+    # before the first request: what the server (vLLM-like) says of its machine, and the profiles to name
+    assert "the server says: vLLM on a GPU (a KV cache of 32,768 tokens in GPU memory, gpu_memory_utilization=0.9" in done.stderr
+    assert "name its machine with --hardware (gb10, h100-sxm" in done.stderr
+
+
+#: llama.cpp's /props as this project's llama-server build answers it (trimmed).
+LLAMA_CPP_PROPS = {"default_generation_settings": {"n_ctx": 2048}, "total_slots": 4, "model_ftype": "Q4_K - Medium", "build_info": "b0-unknown"}
+VLLM_GPU = 'vllm:cache_config_info{block_size="16",cache_dtype="auto",gpu_memory_utilization="0.85",num_gpu_blocks="9000",cpu_kvcache_space_bytes="None"} 1.0\n'
+
+
+@pytest.mark.parametrize(
+    ("props", "page", "said"),
+    [
+        (None, VLLM_GPU, "vLLM on a GPU (a KV cache of 144,000 tokens in GPU memory, gpu_memory_utilization=0.85, from vllm:cache_config_info)"),
+        (None, VLLM_GPU.replace('"None"', '"4294967296"'), "vLLM on a CPU (vllm:cache_config_info: cpu_kvcache_space_bytes=4294967296)"),
+        (LLAMA_CPP_PROPS, "llamacpp:prompt_tokens_total 0\n", "llama.cpp (build b0-unknown, 4 slots), which does not report its device"),
+        ({"total_slots": "many", "build_info": "x" * 500}, None, f"llama.cpp (build {'x' * 60}…, 0 slots), which does not report its device"),
+        (None, VLLM_GPU.replace('num_gpu_blocks="9000"', 'num_gpu_blocks="1e99"'), ""),  # a count that is no count says nothing
+        ({"error": "not found"}, "", ""),
+    ],
+    ids=["vllm-gpu", "vllm-cpu", "llama-cpp", "llama-cpp-hostile", "vllm-nonsense", "nothing"],
+)
+def test_what_a_server_says_of_its_machine(props, page, said):
+    assert what_the_server_says(props, page) == said
 
 
 def test_a_named_remote_machine_is_the_one_judged(tmp_path):
@@ -84,18 +108,53 @@ def stored_run(output: Path) -> Path | None:
     return found[0] if found else None
 
 
+def without_tokenizer(argv: list[str]) -> list[str]:
+    at = argv.index("--tokenizer")
+    return argv[:at] + argv[at + 2 :]
+
+
 def test_what_a_suite_needs_is_asked_before_its_first_request(tmp_path):
-    """A vLLM-like server reports no vocabulary, so the random-dataset workload needs a local
-    tokenizer: the run says so before it measures chat, and leaves no half run behind."""
+    """A vLLM-like server reports no vocabulary and its model's tokenizer is nowhere on this
+    machine, so the random-dataset workload needs one given: the run says so, naming the model,
+    before it measures chat, and leaves no half run behind."""
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "empty-cache")}
     with FakeServerProcess(VLLM_LIKE) as rig:
-        argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02")
-        at = argv.index("--tokenizer")
-        del argv[at : at + 2]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        argv = without_tokenizer(rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02"))
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
         chats = [e for e in rig.stop() if e["path"] == "/v1/chat/completions" and e.get("stream")]
     assert done.returncode == 2, done.stderr[-2000:]
-    assert "monday-peak:" in done.stderr and "--tokenizer" in done.stderr.strip().splitlines()[-1] and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "monday-peak:" in last and "(fake-org/fake-model)" in last and "--tokenizer" in last and "Traceback" not in done.stderr
     assert chats == [] and stored_run(tmp_path / "store") is None
+
+
+def hub_cache_with(tmp_path: Path, hub_id: str) -> Path:
+    """A Hugging Face cache holding ``hub_id``'s tokenizer.json, laid out as huggingface_hub does."""
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / f"models--{hub_id.replace('/', '--')}"
+    (repo / "snapshots" / revision).mkdir(parents=True)
+    (repo / "snapshots" / revision / "tokenizer.json").write_bytes((TOKENIZER / "tokenizer.json").read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    return tmp_path / "hub"
+
+
+@pytest.mark.parametrize("tokenizer_info", [False, True], ids=["named-in-v1-models", "named-in-tokenizer-info"])
+def test_the_tokenizer_of_the_model_a_server_names_is_found_on_this_machine(tmp_path, tokenizer_info):
+    """vLLM names its model (``/v1/models`` root, the opt-in ``/tokenizer_info``'s name_or_path)
+    but not its vocabulary size: a copy of that model's tokenizer in the local Hugging Face cache
+    gives it, so the random dataset runs with no --tokenizer, and the result says where it came from."""
+    cached = "org-a/tiny-model"
+    # with /tokenizer_info, /v1/models lists an alias that is in no cache: the tokenizer's name is the one found
+    args = [*VLLM_LIKE, "--model", "org-a/served-alias", "--tokenizer-info", cached] if tokenizer_info else [*VLLM_LIKE, "--model", cached]
+    served_cache = hub_cache_with(tmp_path, cached)
+    env = {**os.environ, "HF_HUB_CACHE": str(served_cache)}
+    with FakeServerProcess(args) as rig:
+        argv = without_tokenizer(rig_run_argv(remote(rig.url), tmp_path / "store", tokenizer=TOKENIZER, workloads="monday-peak", scale="0.02"))
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    session = json.loads((stored_run(tmp_path / "store") / "workloads" / "monday-peak" / "session.json").read_text())
+    assert session["tokenizer"].endswith(f"; vocabulary from {served_cache}/models--org-a--tiny-model/snapshots/0123456789abcdef0123456789abcdef01234567/tokenizer.json")
 
 
 def free_port() -> int:

@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from arena_core.attach import server_is_here
 from arena_core.errors import UsageError
 from arena_core.loadgen.chat import ChatClient, ServerRefused
+from arena_core.loadgen.hub_cache import find_tokenizer
 from arena_core.loadgen.plausible import prompt_fits, vocabulary_problem
 
 PROBE_TEXT_CHARS = 4000
@@ -110,17 +112,35 @@ class ServerCodec:
         return _token_list(answer)
 
     async def vocabulary(self) -> tuple[int, frozenset[int], int]:
-        """llama.cpp reports ``n_vocab`` in ``/v1/models``; other servers need a tokenizer.json."""
+        """llama.cpp reports ``n_vocab`` in ``/v1/models``. vLLM does not, nor in its opt-in
+        ``/tokenizer_info`` (the tokenizer's configuration, without a size), but both name the
+        model: its ``tokenizer.json`` is then looked for on this machine (:mod:`hub_cache`)."""
+        base = self._client.endpoint.base_url
         models = await self._client.call_ok("GET", "/v1/models")
-        for entry in (models or {}).get("data", []) if isinstance(models, dict) else []:
-            size = (entry.get("meta") or {}).get("n_vocab") if isinstance(entry, dict) else None
+        entries = [e for e in (models or {}).get("data", []) if isinstance(e, dict)] if isinstance(models, dict) else []
+        for entry in entries:
+            size = (entry.get("meta") or {}).get("n_vocab")
             if isinstance(size, int) and size > 0:
                 if problem := vocabulary_problem(size):  # it sizes the ids the random dataset draws from
-                    raise ServerRefused(f"{self._client.endpoint.base_url}/v1/models: {problem}")
-                return size, frozenset(), 0
-        raise UsageError(
-            f"{self._client.endpoint.base_url} does not report its vocabulary size; give the model's tokenizer.json (--tokenizer) for the random dataset"
-        )
+                    raise ServerRefused(f"{base}/v1/models: {problem}")
+                return size, frozenset(), await self._special_added()
+        status, info, exchange = await self._client.call("GET", "/tokenizer_info")
+        named = info.get("name_or_path") if status == 200 and not exchange.error and isinstance(info, dict) else None
+        names = [n for n in (named, *(e.get("root") for e in entries), *(e.get("id") for e in entries)) if isinstance(n, str) and n]
+        found = find_tokenizer(names, server_here=server_is_here(base))
+        if found is None:
+            model = f" ({names[0][:100]})" if names else ""
+            raise UsageError(
+                f"{base} does not report its vocabulary size, and no tokenizer.json of its model{model} is on this machine;"
+                " give it with --tokenizer (huggingface-cli download MODEL tokenizer.json) for the random dataset"
+            )
+        self.description += f"; vocabulary from {found}"
+        return await LocalCodec(found).vocabulary()
+
+    async def _special_added(self) -> int:
+        """How many tokens the server adds to one sequence (a BOS): tokenized with and without."""
+        plain, special = await self.encode("a"), await self.encode_with_special("a")
+        return min(max(0, len(special) - len(plain)), 8)
 
     @staticmethod
     async def probe(client: ChatClient) -> bool:

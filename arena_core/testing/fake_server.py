@@ -69,6 +69,11 @@ class FakeServerConfig:
     vocabulary: bool = True
     #: Serve ``/metrics`` (vLLM-named samples); off, it answers 404 as a server without them does.
     metrics: bool = True
+    #: Where ``vllm:cache_config_info`` says the KV cache lives: ``gpu`` or ``cpu`` (vLLM's CPU backend).
+    kv_cache_on: str = "gpu"
+    #: Serve vLLM's opt-in ``GET /tokenizer_info`` (``--enable-tokenizer-info-endpoint``) naming
+    #: the tokenizer this (vLLM's ``name_or_path``: a hub id or the directory it was loaded from).
+    tokenizer_info: str | None = None
 
     @fault.validator
     def _known_fault(self, _: object, value: str) -> None:
@@ -94,6 +99,10 @@ class _Tokens:
         if self._tokenizer is None:
             return [0] * max(1, len(text) // 4) if text else []
         return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def added_tokens(self) -> dict[str, dict[str, Any]]:
+        assert self._tokenizer is not None
+        return {str(i): {"content": t.content, "special": t.special} for i, t in self._tokenizer.get_added_tokens_decoder().items()}
 
     @property
     def vocab_size(self) -> int:
@@ -199,6 +208,8 @@ class FakeOpenAIServer:
                 await self._chat(conn, entry, json.loads(body or b"{}"))
             finally:
                 self._in_flight -= 1
+        elif method == "GET" and path == "/tokenizer_info" and self.config.tokenizer_info is not None:
+            conn.respond_json(200, self.tokenizer_info())
         elif method == "GET" and path == "/metrics" and self.config.metrics:
             conn.respond(200, self.metrics_page().encode(), "text/plain; version=0.0.4")
         else:
@@ -217,8 +228,23 @@ class FakeOpenAIServer:
             f"vllm:num_requests_waiting{label} 0",
             "# TYPE vllm:request_success_total counter",
             f"vllm:request_success_total{label} {self._chat_count - self._in_flight}",
+            "# TYPE vllm:cache_config_info gauge",
+            f"vllm:cache_config_info{{{self._cache_labels()}}} 1.0",
         ]
         return "\n".join(lines) + "\n"
+
+    def _cache_labels(self) -> str:
+        """As vLLM labels its cache configuration: its CPU backend sets ``cpu_kvcache_space_bytes``."""
+        cpu = self.config.kv_cache_on == "cpu"
+        labels = {"block_size": 16, "gpu_memory_utilization": 0.9, "num_gpu_blocks": 2048, "cpu_kvcache_space_bytes": 4 * 2**30 if cpu else None}
+        return ",".join(f'{name}="{value}"' for name, value in labels.items())
+
+    def tokenizer_info(self) -> dict[str, Any]:
+        """vLLM's answer: the tokenizer's configuration (no vocabulary size) and its name."""
+        info: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast", "name_or_path": self.config.tokenizer_info, "model_max_length": 32768}
+        if self.tokens.exact:
+            info["added_tokens_decoder"] = self.tokens.added_tokens()
+        return info
 
     def _tokenize(self, conn: _Connection, path: str, request: dict[str, Any]) -> None:
         if path == "/tokenize":
@@ -523,6 +549,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--claim-prompt-tokens", type=int, help="report this usage.prompt_tokens, whatever was sent")
     parser.add_argument("--claim-completion-tokens", type=int, help="report this usage.completion_tokens, whatever was streamed")
     parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
+    parser.add_argument("--kv-cache-on", choices=("gpu", "cpu"), default="gpu", help="where /metrics says the KV cache lives")
+    parser.add_argument("--tokenizer-info", metavar="NAME", help="serve vLLM's opt-in GET /tokenizer_info, naming the tokenizer NAME")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
     parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
     return parser
@@ -551,6 +579,8 @@ def main(argv: list[str] | None = None) -> None:
         claim_n_vocab=args.claim_n_vocab,
         vocabulary=not args.no_vocabulary,
         metrics=not args.no_metrics,
+        kv_cache_on=args.kv_cache_on,
+        tokenizer_info=args.tokenizer_info,
     )
 
     async def serve() -> None:
