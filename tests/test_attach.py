@@ -154,7 +154,9 @@ def test_the_tokenizer_of_the_model_a_server_names_is_found_on_this_machine(tmp_
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     session = json.loads((stored_run(tmp_path / "store") / "workloads" / "monday-peak" / "session.json").read_text())
-    assert session["tokenizer"].endswith(f"; vocabulary from {served_cache}/models--org-a--tiny-model/snapshots/0123456789abcdef0123456789abcdef01234567/tokenizer.json")
+    assert session["tokenizer"].endswith(
+        f"; vocabulary from {served_cache}/models--org-a--tiny-model/snapshots/0123456789abcdef0123456789abcdef01234567/tokenizer.json"
+    )
 
 
 def free_port() -> int:
