@@ -7,7 +7,7 @@ rescored and re-rendered by a later version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
     return ModelCard(
         run_id=manifest.run_id,
         model=manifest.model,
-        model_title=model.item.title if model else manifest.model,
+        model_title=model.item.title if model else (manifest.model_title or manifest.model),  # the catalog's, as on a measured run
         hardware=manifest.hardware,
         hardware_title=profile.title if profile else manifest.hardware,
         backend=manifest.backend,
@@ -59,10 +59,15 @@ def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
         source=manifest.source,
         expected=tuple(registry.names("workloads")),
         workloads=tuple(lines),
-        quality=model.item.quality if model else (),
+        quality=manifest.quality or (model.item.quality if model else ()),
         model_memory_gb=memory.gb if memory else None,
         model_memory_source=memory.source if memory else None,
-        facts={"status": manifest.status, "backend_facts": dict(manifest.backend_facts), "hardware_reason": manifest.hardware_reason},
+        facts={
+            "status": manifest.status,
+            "backend_facts": dict(manifest.backend_facts),
+            "hardware_reason": manifest.hardware_reason,
+            "model_facts": dict(manifest.model_facts),
+        },
     )
 
 
@@ -88,20 +93,49 @@ def load_card(output: Path, run_id: str, registry: Registry) -> ModelCard:
     return card_from_run(find_run(output, run_id, "arena card"), registry)
 
 
-def default_scorer(registry: Registry) -> ScorerSpec:
-    """The scorer cards and the leaderboard rank by: the first registered as ``default``, else
-    the first registered."""
+def scorer_specs(registry: Registry) -> list[ScorerSpec]:
+    """Every registered scorer, the one cards, leaderboard and site rank by first: the first
+    registered as ``default``, else the first registered."""
     specs = [registration.item for registration in registry.registrations("scorers")]
     if not specs:
         raise UsageError("no scorer is registered (the arena_scoring plugin is disabled?)")
-    return next((spec for spec in specs if spec.default), specs[0])
+    first = next((spec for spec in specs if spec.default), specs[0])
+    return [first, *(spec for spec in specs if spec is not first)]
 
 
-def scores_for(card: ModelCard, hooks: ArenaHooks, custom_profiles: Mapping[str, Any] | None = None) -> dict[str, Score]:
-    """The card's score under every profile of the default scorer (built-in and from the config)."""
-    spec = default_scorer(hooks.registry)
-    names = list(dict.fromkeys([*spec.profiles, *(custom_profiles or {})]))
-    return {name: spec.create(name, custom_profiles or {}).score(card) for name in names}
+def default_scorer(registry: Registry) -> ScorerSpec:
+    return scorer_specs(registry)[0]
+
+
+def profiles_of(spec: ScorerSpec, custom_profiles: Mapping[str, Any] | None) -> list[str]:
+    """A scorer's profiles: its own, and the config file's where they are this scorer's."""
+    return list(dict.fromkeys([*spec.profiles, *((custom_profiles or {}) if spec.custom_profiles else ())]))
+
+
+def score_cohort(spec: ScorerSpec, profile: str, cards: Sequence[ModelCard], custom_profiles: Mapping[str, Any] | None = None) -> dict[str, Score]:
+    """Every card's score under one profile, by run id; a relative scorer ranks ``cards`` as one cohort."""
+    scorer = spec.create(profile, (custom_profiles or {}) if spec.custom_profiles else {})
+    if spec.relative:
+        return scorer.score_cohort(cards)
+    return {card.run_id: scorer.score(card) for card in cards}
+
+
+def cohort_of(card: ModelCard, cards: Sequence[ModelCard]) -> list[ModelCard]:
+    """The runs ``card`` is scored among outside a leaderboard: itself and the standard-suite runs
+    (full size, standard shapes) on the same hardware."""
+    return [card, *(c for c in cards if c.run_id != card.run_id and c.hardware == card.hardware and c.scale == 1 and not c.custom)]
+
+
+def scores_for(card: ModelCard, hooks: ArenaHooks, custom_profiles: Mapping[str, Any] | None = None, cards: Sequence[ModelCard] = ()) -> dict[str, Score]:
+    """The card's scores: each profile of the default scorer by its name, then every other
+    scorer's profiles as ``"<profile> (<version>)"``; relative scorers score it in :func:`cohort_of`."""
+    cohort = cohort_of(card, cards)
+    scores: dict[str, Score] = {}
+    for index, spec in enumerate(scorer_specs(hooks.registry)):
+        for profile in profiles_of(spec, custom_profiles):
+            score = score_cohort(spec, profile, cohort if spec.relative else [card], custom_profiles)[card.run_id]
+            scores[profile if index == 0 else f"{profile} ({score.version})"] = score
+    return scores
 
 
 def card_json(card: ModelCard, scores: Mapping[str, Score], findings: list[str]) -> dict[str, Any]:

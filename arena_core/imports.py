@@ -27,7 +27,7 @@ from arena_core.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.registry import KINDS, Registry
 from arena_core.roofline import apply_ceiling
 from arena_core.store import index_run, new_run_dir, store_result
-from arena_core.types import ReportReader, Verdict, WorkloadResult
+from arena_core.types import QualityScore, ReportReader, Verdict, WorkloadResult
 
 SEEDS = "seed-cards.json"
 #: Reference commands of imported runs name a placeholder server: the real one is not known.
@@ -114,8 +114,11 @@ def _figure(value: Any, where: str) -> float:
 
 
 def _card(card: Any, where: str, registry: Registry) -> tuple[list[WorkloadResult], dict[str, Any]]:
-    """One card of an ``arena-cards/1`` file as results and the manifest fields of its origin."""
-    _check_names(registry, where, models=card["model"], hardware=card["hardware"], backends=card["backend"])
+    """One card of an ``arena-cards/1`` file as results and the manifest fields of its origin. A
+    model outside the catalog is accepted when the card names its title."""
+    if card.get("model_title") is None or card["model"] in registry.models:
+        _check_names(registry, where, models=card["model"])
+    _check_names(registry, where, hardware=card["hardware"], backends=card["backend"])
     results = []
     for name, figures in card["workloads"].items():
         _check_names(registry, f"{where}.workloads", workloads=name)
@@ -138,7 +141,49 @@ def _card(card: Any, where: str, registry: Registry) -> tuple[list[WorkloadResul
     origin = {"model": card["model"], "hardware": card["hardware"], "backend": card["backend"], "source": card["source"]}
     origin |= {"engine_description": card.get("engine", ""), "started_at": card.get("measured_at", "")}
     origin["model_memory"] = ModelMemory(gb=_figure(memory, f"{where}.model_memory_gb"), source=card["source"]) if memory is not None else None
+    origin |= _model_part(card, where)
     return results, origin
+
+
+#: Longest text an imported card may give for its model's title, a fact or a quality source.
+MAX_TEXT = 200
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_TEXT:
+        raise UsageError(f"{where}: expected a text of 1 to {MAX_TEXT} characters")
+    return value
+
+
+def _model_part(card: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """What a card says of its model: title, quality scores with provenance, facts (texts and
+    finite numbers only), the publisher's own scores (0-100)."""
+    part: dict[str, Any] = {}
+    if (title := card.get("model_title")) is not None:
+        part["model_title"] = _text(title, f"{where}.model_title")
+    quality = []
+    for index, entry in enumerate(card.get("quality") or []):
+        at = f"{where}.quality[{index}]"
+        value = entry.get("value")
+        if value is not None and not 0 <= _figure(value, f"{at}.value") <= 100:
+            raise UsageError(f"{at}.value: a quality score is 0 to 100, not {value}")
+        quality.append(QualityScore(benchmark=_text(entry["benchmark"], f"{at}.benchmark"), value=value, source=_text(entry["source"], f"{at}.source")))
+    part["quality"] = tuple(quality)
+    facts: dict[str, Any] = {}
+    for key, value in (card.get("model_facts") or {}).items():
+        if value is not None:
+            facts[_text(key, f"{where}.model_facts")] = (
+                _text(value, f"{where}.model_facts.{key}") if isinstance(value, str) else _figure(value, f"{where}.model_facts.{key}")
+            )
+    published = {}
+    for key, value in (card.get("published_scores") or {}).items():
+        if not 0 <= _figure(value, f"{where}.published_scores.{key}") <= 100:
+            raise UsageError(f"{where}.published_scores.{key}: a score is 0 to 100, not {value}")
+        published[_text(key, f"{where}.published_scores")] = float(value)
+    if published:
+        facts["published_scores"] = published
+    part["model_facts"] = facts
+    return part
 
 
 def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:

@@ -34,10 +34,9 @@ def _labels(card: ModelCard, score: Score) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def rank(
-    cards: Sequence[ModelCard], scores: Mapping[str, Score], *, hardware: str | None = None, include_scaled: bool = False, include_invalid: bool = False
-) -> list[Row]:
-    """``scores`` by run id. Unscored runs go last, unranked (rank 0)."""
+def choose(cards: Sequence[ModelCard], *, hardware: str | None = None, include_scaled: bool = False, include_invalid: bool = False) -> list[ModelCard]:
+    """The runs a leaderboard ranks together (its cohort): by hardware, and without scaled or
+    changed-shape runs and runs with invalid results unless asked for."""
     chosen = []
     for card in cards:
         if hardware and card.hardware != hardware:
@@ -47,6 +46,11 @@ def rank(
         if any(not line.valid for line in card.workloads) and not include_invalid:
             continue
         chosen.append(card)
+    return chosen
+
+
+def rank(chosen: Sequence[ModelCard], scores: Mapping[str, Score]) -> list[Row]:
+    """``scores`` by run id. Unscored runs go last, unranked (rank 0)."""
     scored = sorted((c for c in chosen if scores[c.run_id].value is not None), key=lambda c: -(scores[c.run_id].value or 0.0))
     rows: list[Row] = []
     for index, card in enumerate(scored):

@@ -22,7 +22,7 @@ from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.files import write_json_atomic
 from arena_core.redaction import redact
-from arena_core.types import HardwareProfile
+from arena_core.types import HardwareProfile, QualityScore
 
 MANIFEST = "manifest.json"
 MEASURED_BY_ARENA = "measured by Arena"
@@ -87,6 +87,12 @@ class Manifest:
     source: str = MEASURED_BY_ARENA
     imported_at: str | None = None
     engine_description: str | None = None
+    #: What an imported card says of its model, for a model Arena's catalog may not know: its
+    #: title, quality scores (with their provenance) and facts (vendor, parameters, architecture,
+    #: the publisher's own scores); the catalog's entry is used where these are empty.
+    model_title: str | None = None
+    quality: tuple[QualityScore, ...] = ()
+    model_facts: Mapping[str, Any] = field(factory=dict)
 
     @property
     def measured_at(self) -> str:

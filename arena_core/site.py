@@ -69,7 +69,7 @@ def publish(
     versions = sorted({score.version for scores in all_scores.values() for score in scores.values()})
     common = {"version": __version__, "score_version": ", ".join(versions)}
     (directory / "cards").mkdir(parents=True, exist_ok=True)
-    rows = rank(cards, {c.run_id: all_scores[c.run_id][profile] for c in cards}, include_scaled=True, include_invalid=True)
+    rows = rank(cards, {c.run_id: all_scores[c.run_id][profile] for c in cards})
     points = [
         (c.model_title, line.ttft_p50_s, line.tokens_per_second)
         for c in cards

@@ -496,6 +496,11 @@ class ScorerSpec:
     #: Cards, leaderboard and site rank by the first scorer registered with ``default`` (else
     #: the first registered).
     default: bool = False
+    #: Whether the config file's ``[scoring.profiles.NAME]`` tables are profiles of this scorer.
+    custom_profiles: bool = False
+    #: Whether a score depends on the other runs ranked with it (the scorer object then has
+    #: ``score_cohort(cards) -> {run_id: Score}``, and ``score(card)`` is a cohort of one).
+    relative: bool = False
 
 
 @frozen(kw_only=True)

@@ -1,4 +1,5 @@
-"""The Arena score: the golden check against the two published cards, profiles, missing inputs."""
+"""The two scores: the seed site's own (arena-site) against the whole published cohort, and Arena's
+absolute one (arena-score/1) against the two published cards; profiles, missing inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from arena_core import CardWorkload
 from arena_core.cards import load_cards, scores_for
 from arena_core.imports import import_file, seed_cards_path
-from arena_scoring import ArenaScorer
+from arena_scoring import ArenaScorer, SiteScorer
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +23,7 @@ def seed_cards(hooks, tmp_path_factory):
 
 def test_golden_the_seed_cards_score_as_published(seed_cards):
     big, small = seed_cards["qwen3.6-35b-a3b"], seed_cards["qwen3.5-0.8b"]
+    assert len(seed_cards) == 17  # the whole published cohort
     assert ArenaScorer().score(big).value == pytest.approx(73.1, abs=0.3)
     assert ArenaScorer().score(small).value == pytest.approx(46.9, abs=0.3)
     # the parts as scoring.md derives them
@@ -49,8 +51,11 @@ def test_config_profiles_override_and_add(seed_cards, hooks):
     card = seed_cards["qwen3.5-0.8b"]
     custom = {"speed-only": {"quality_weight": 0.0, "speed_share": 1.0}, "aggregate": {"quality_weight": 1.0, "speed_share": 0.5}}
     scores = scores_for(card, hooks, custom)
-    assert set(scores) == {"aggregate", "agent", "batch", "speed-only"}
-    assert scores["aggregate"].value == pytest.approx(20.8, abs=0.05)  # quality alone now
+    # the default scorer (arena-site) by profile name, Arena's absolute one beside it with the config's tables
+    arena = {name.removesuffix(" (arena-score/1)") for name in scores if name.endswith("(arena-score/1)")}
+    assert arena == {"aggregate", "agent", "batch", "speed-only"}
+    assert set(scores) - {f"{name} (arena-score/1)" for name in arena} == {"aggregate", "chat", "agent", "batch", "reasoning"}
+    assert scores["aggregate (arena-score/1)"].value == pytest.approx(20.8, abs=0.05)  # quality alone now
     with pytest.raises(ValueError, match="unknown scoring profile 'nope'"):
         ArenaScorer(profile="nope")
 
@@ -96,7 +101,7 @@ def test_the_example_script_scores_stored_runs_without_the_cli(hooks, tmp_path):
 
 def test_leaderboard_ties_where_intervals_overlap(seed_cards):
     from arena_core import Score
-    from arena_core.leaderboard import rank
+    from arena_core.leaderboard import choose, rank
 
     base = seed_cards["qwen3.5-0.8b"]
     cards = [attrs.evolve(base, run_id=name) for name in ("a", "b", "c", "scaled")]
@@ -108,9 +113,9 @@ def test_leaderboard_ties_where_intervals_overlap(seed_cards):
         )
 
     scores = {"a": score(60.0, 58.0, 62.0), "b": score(59.0, 57.5, 61.0), "c": score(50.0, 49.0, 51.0), "scaled": score(90.0, 90.0, 90.0)}
-    rows = rank(cards, scores)
+    rows = rank(choose(cards), scores)
     assert [(r.card.run_id, r.rank, r.tie) for r in rows] == [("a", 1, True), ("b", 1, True), ("c", 3, False)]
-    with_scaled = rank(cards, scores, include_scaled=True)
+    with_scaled = rank(choose(cards, include_scaled=True), scores)
     assert with_scaled[0].card.run_id == "scaled" and with_scaled[0].labels == ("scaled x0.1",)
 
 
@@ -183,9 +188,64 @@ def test_a_config_profile_ranks_the_leaderboard(tmp_path):
         return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
 
     assert arena("import", "--seeds").returncode == 0
-    board = arena("leaderboard", "--profile", "speed-only", "--json")
+    board = arena("leaderboard", "--scorer", "arena", "--profile", "speed-only", "--json")
     assert board.returncode == 0, board.stderr
-    rows = __import__("json").loads(board.stdout)
-    assert [r["model"] for r in rows] == ["qwen3.5-0.8b", "qwen3.6-35b-a3b"]  # speed alone: the small model wins
-    assert rows[0]["score"] == pytest.approx(rows[0]["performance"], abs=0.05)
-    assert arena("leaderboard", "--profile", "agent").returncode == 0
+    rows = [r for r in __import__("json").loads(board.stdout) if r["rank"]]
+    assert len(rows) == 9 and rows == sorted(rows, key=lambda r: -r["performance"])  # the 9 with quality scores, by speed alone
+    assert all(r["score"] == pytest.approx(r["performance"], abs=0.05) for r in rows)
+    assert arena("leaderboard", "--scorer", "arena", "--profile", "agent").returncode == 0
+    wrong = arena("leaderboard", "--profile", "speed-only")  # the config's profiles are the arena scorer's
+    assert wrong.returncode == 2 and "--scorer arena" in wrong.stderr
+
+
+SITE_PRESETS = ("aggregate", "chat", "agent", "batch", "reasoning")
+
+
+def test_golden_the_site_score_of_the_cohort_is_the_published_one(seed_cards):
+    """Scored as one cohort, every preset value the seed site published comes out within 0.15
+    (scoring.md A), and the two seed headlines exactly at one decimal."""
+    cohort = list(seed_cards.values())
+    compared = 0
+    for preset in SITE_PRESETS:
+        scores = SiteScorer(preset=preset).score_cohort(cohort)
+        for card in cohort:
+            published = card.facts["model_facts"].get("published_scores", {}).get(preset)
+            if published is not None:
+                assert scores[card.run_id].value == pytest.approx(published, abs=0.15), (card.model, preset)
+                compared += 1
+    assert compared == 16
+    aggregate = SiteScorer().score_cohort(cohort)
+    assert aggregate[seed_cards["qwen3.6-35b-a3b"].run_id].value == 73.1 and aggregate[seed_cards["qwen3.5-0.8b"].run_id].value == 46.9
+    # the issue's other views of the 35B: agent 72.8, batch 33.2
+    assert SiteScorer(preset="agent").score_cohort(cohort)[seed_cards["qwen3.6-35b-a3b"].run_id].value == 72.8
+    assert SiteScorer(preset="batch").score_cohort(cohort)[seed_cards["qwen3.6-35b-a3b"].run_id].value == 33.2
+
+
+def test_the_site_score_lists_what_it_cannot_rank(seed_cards):
+    """A model without published memory (or quality) is not ranked, and says what is missing."""
+    cohort = list(seed_cards.values())
+    scores = SiteScorer().score_cohort(cohort)
+    unranked = [c for c in cohort if scores[c.run_id].value is None]
+    assert len(unranked) == 11
+    for card in unranked:
+        missing = scores[card.run_id].missing
+        assert missing and set(missing) <= {"quality", "model memory"}
+        assert any(note.startswith("not ranked: ") for note in scores[card.run_id].notes)
+
+
+def test_the_site_score_is_relative_to_its_cohort(seed_cards):
+    """Alone, a run is its own best: 100 on every component; in the cohort, its published value."""
+    small = seed_cards["qwen3.5-0.8b"]
+    assert SiteScorer().score(small).value == 100.0
+    assert "cohort: 1 run ranked together" in " ".join(SiteScorer().score(small).notes)
+
+
+def test_the_site_throughput_of_a_workload(seed_cards):
+    """Closed loop: total decode tokens/s at c=10; open loop: total throughput over peak concurrency."""
+    from arena_scoring.site_score import site_throughput
+
+    small = seed_cards["qwen3.5-0.8b"]
+    assert site_throughput(small.workload("chat")) == 669.04
+    assert site_throughput(small.workload("monday-peak")) == pytest.approx(6461.492173878038 / 23, abs=1e-3)
+    missing_one = attrs.evolve(small.workload("chat"), metrics={"tokens_per_second": 1.0})
+    assert site_throughput(missing_one) is None

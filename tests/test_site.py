@@ -46,12 +46,12 @@ def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    """A results directory with the two seed cards and one real embedded run (scaled x0.02)."""
+    """A results directory with the seed site's cohort (17 cards) and one real embedded run (scaled x0.02)."""
     workdir = tmp_path_factory.mktemp("site")
     measured = arena("run", "--scale", "0.02", "--workloads", "chat,monday-peak", "--output", "store", cwd=workdir)
     assert measured.returncode == 0, measured.stderr
     imported = arena("import", "--seeds", "--output", "store", cwd=workdir)
-    assert imported.returncode == 0 and imported.stdout.count("imported as run") == 2, imported.stderr
+    assert imported.returncode == 0 and imported.stdout.count("imported as run") == 17, imported.stderr
     return workdir
 
 
@@ -76,17 +76,28 @@ class Rows(HTMLParser):
 
 
 def test_card_leaderboard_compare_from_the_cli(store):
+    seeds = json.loads(arena("leaderboard", "--output", "store", "--json", cwd=store).stdout)
+    ranked = [(r["model"], r["score"]) for r in seeds if r["rank"]]
+    assert [model for model, _ in ranked] == [
+        "qwen3.6-35b-a3b",
+        "gemma-4-26b-a4b-it-mtp-v23",
+        "gemma-4-26b-a4b-it-bf16-v23",
+        "ministral-3-3b-instruct-bf16",
+        "qwen-3.5-2b-bf16",
+        "qwen3.5-0.8b",
+    ]  # the seed site's aggregate ranking, with its published headlines
+    assert ranked[0][1] == 73.1 and ranked[-1][1] == 46.9 and len(seeds) == 17
+    assert "gemma-3-270m" not in {r["model"] for r in seeds}  # scaled runs are left out unless asked for
     runs = json.loads(arena("leaderboard", "--output", "store", "--json", "--include-scaled", cwd=store).stdout)
-    assert [r["model"] for r in runs] == ["qwen3.6-35b-a3b", "qwen3.5-0.8b", "gemma-3-270m"]
-    assert runs[0]["score"] == pytest.approx(73.1, abs=0.3) and runs[1]["score"] == pytest.approx(46.9, abs=0.3)
-    assert runs[2]["rank"] is None and "scaled x0.02" in runs[2]["labels"]  # no published quality: listed, not ranked
-    plain = arena("leaderboard", "--output", "store", cwd=store).stdout
-    assert "gemma" not in plain.lower()  # scaled runs are left out unless asked for
+    (embedded,) = [r for r in runs if r["model"] == "gemma-3-270m"]
+    assert embedded["rank"] is None and "scaled x0.02" in embedded["labels"] and embedded["hardware"] == "cpu-host"  # no quality: listed, not ranked
+    runs = [r for r in runs if r["model"] in ("qwen3.6-35b-a3b", "qwen3.5-0.8b")] + [embedded]
     card = arena("card", runs[2]["run_id"], "--output", "store", "--format", "markdown", cwd=store).stdout
     assert card.startswith("# Gemma 3 270M") and re.search(r"\| chat +\| [0-9]", card) and re.search(r"benches measured +\| 2/9", card)
     assert "llama-benchy --base-url" in card  # the exact command of each workload
     as_json = json.loads(arena("card", runs[0]["run_id"], "--output", "store", "--format", "json", cwd=store).stdout)
-    assert as_json["scores"]["aggregate"]["version"] == "arena-score/1"
+    assert as_json["scores"]["aggregate"]["version"] == "arena-site/1" and as_json["scores"]["aggregate"]["value"] == 73.1
+    assert as_json["scores"]["aggregate (arena-score/1)"]["version"] == "arena-score/1"
     compared = arena("compare", runs[0]["run_id"], runs[1]["run_id"], "--output", "store", cwd=store).stdout
     assert "monday-peak tok/s" in compared and "0.21x" in compared  # 59.1 / 281
 
@@ -106,12 +117,12 @@ def test_findings_are_true_of_the_seed_figures(store):
     assert any(f.startswith("Decode reaches ") for f in gemma)
 
 
-def test_published_site_is_self_contained_with_three_models(store):
+def test_published_site_is_self_contained_with_every_model(store):
     done = arena("publish", "site", "--output", "store", cwd=store)
-    assert done.returncode == 0 and "3 cards" in done.stdout, done.stderr
+    assert done.returncode == 0 and "18 cards" in done.stdout, done.stderr
     index = Rows()
     index.feed((store / "site" / "index.html").read_text())
-    assert index.rows == 3 and index.scripts == 0 and index.external == []
+    assert index.rows == 18 and index.scripts == 0 and index.external == []
     for page in (store / "site" / "cards").glob("*.html"):
         parsed = Rows()
         parsed.feed(page.read_text())
@@ -141,7 +152,7 @@ def test_site_in_headless_chromium(store, tmp_path):
     url = (site / "index.html").resolve().as_uri()
     dom = _chromium("--dump-dom", url, user_data=tmp_path / "a")
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count('class="leaderboard-row"') == 3
+    assert dom.stdout.count('class="leaderboard-row"') == 18
     for title in ("Qwen3.6-35B-A3B (FP8)", "Qwen3.5-0.8B (BF16)", "Gemma 3 270M (GGUF Q4_K_M)"):
         assert title in dom.stdout
     assert console_errors(dom.stderr) == []

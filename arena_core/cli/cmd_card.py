@@ -25,7 +25,7 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str) -> Non
     store = results_dir(app, output)
     card = load_card(store, run_id, app.hooks.registry)
     others, _ = load_cards(store, app.hooks.registry)
-    scores = scores_for(card, app.hooks, custom_profiles(app))
+    scores = scores_for(card, app.hooks, custom_profiles(app), others)
     found = findings(card, others)
     if fmt == "json":
         echo(render_json(card_json(card, scores, found)))

@@ -23,7 +23,7 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None) ->
     """Two stored runs side by side, per workload, with the ratio A / B."""
     store = results_dir(app, output)
     a, b = (load_card(store, run, app.hooks.registry) for run in (run_a, run_b))
-    sa, sb = (scores_for(c, app.hooks, custom_profiles(app))["aggregate"] for c in (a, b))
+    sa, sb = (scores_for(c, app.hooks, custom_profiles(app), [a, b])["aggregate"] for c in (a, b))
 
     def ratio(x: float | None, y: float | None) -> str:
         return f"{x / y:.2f}x" if x is not None and y else "—"

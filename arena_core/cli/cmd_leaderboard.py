@@ -1,4 +1,4 @@
-"""``arena leaderboard``: stored runs ranked by Arena score, ties where intervals overlap."""
+"""``arena leaderboard``: stored runs ranked by score, ties where intervals overlap."""
 
 from __future__ import annotations
 
@@ -6,39 +6,46 @@ from pathlib import Path
 
 import click
 
-from arena_core.cards import default_scorer, load_cards
+from arena_core.cards import load_cards, profiles_of, score_cohort, scorer_specs
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
-from arena_core.leaderboard import rank, row_dict
+from arena_core.leaderboard import choose, rank, row_dict
 from arena_core.report import render_json, render_table
 
 
 @click.command("leaderboard")
 @OUTPUT
-@click.option("--profile", default="aggregate", show_default=True, help="Scoring profile (aggregate, agent, batch, or one from the config).")
+@click.option("--scorer", help="Rank by this scorer (default: the seed site's own score, arena-site; arena: Arena's absolute score).")
+@click.option("--profile", default="aggregate", show_default=True, help="Scoring profile (arena-site: aggregate, chat, agent, batch, reasoning).")
 @click.option("--hardware", help="Only runs on this hardware profile.")
 @click.option("--include-scaled", is_flag=True, help="Also rank scaled runs and runs of changed workload shapes (labelled).")
 @click.option("--include-invalid", is_flag=True, help="Also rank runs with invalid results (labelled).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_obj
 def leaderboard_command(
-    app: CliApp, output: Path | None, profile: str, hardware: str | None, include_scaled: bool, include_invalid: bool, as_json: bool
+    app: CliApp, output: Path | None, scorer: str | None, profile: str, hardware: str | None, include_scaled: bool, include_invalid: bool, as_json: bool
 ) -> None:
-    """Rank stored runs by Arena score; runs whose score intervals overlap are shown as ties."""
+    """Rank stored runs by score. A relative score (arena-site) is computed within the runs
+    shown, the cohort; runs whose score intervals overlap are shown as ties."""
     registry = app.hooks.registry
     if hardware and hardware not in registry.hardware:
         raise UnknownNameError("hardware", hardware, registry.names("hardware"), source="--hardware")
+    specs = {spec.name: spec for spec in scorer_specs(registry)}
+    spec = specs.get(scorer) if scorer else next(iter(specs.values()))
+    if spec is None:
+        raise UnknownNameError("scorer", str(scorer), specs, source="--scorer")
+    custom = custom_profiles(app)
+    if profile not in profiles_of(spec, custom):
+        owners = [name for name, other in specs.items() if profile in profiles_of(other, custom)]
+        hint = f"; it is a profile of {owners[0]}: add --scorer {owners[0]}" if owners else ""
+        raise UsageError(f"--profile: {spec.name} has no profile {profile!r} (its profiles: {', '.join(profiles_of(spec, custom))}){hint}")
     cards, problems = load_cards(results_dir(app, output), registry)
     for problem in problems:
         echo(f"warning: skipped {problem}", err=True)
-    spec = default_scorer(registry)
-    custom = custom_profiles(app)
-    if profile not in (*spec.profiles, *custom):
-        raise UnknownNameError("scoring profile", profile, (*spec.profiles, *custom), source="--profile")
-    scorer = spec.create(profile, custom)
-    rows = rank(cards, {c.run_id: scorer.score(c) for c in cards}, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
+    cohort = choose(cards, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
+    rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
     if as_json:
         echo(render_json([row_dict(r) for r in rows]))
         return
@@ -53,6 +60,9 @@ def leaderboard_command(
         place = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
         score = "—" if data["score"] is None else f"{data['score']:.1f}" + (f" [{data['low']:.1f}–{data['high']:.1f}]" if data["low"] != data["high"] else "")
         table.append((place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], row.card.run_id, ", ".join(row.labels)))
-    echo(render_table(["rank", "model", "hardware", "backend", f"score ({profile})", "benches", "run", "labels"], table))
+    version = rows[0].score.version
+    echo(render_table(["rank", "model", "hardware", "backend", f"score ({version}, {profile})", "benches", "run", "labels"], table))
+    if spec.relative:
+        echo(f"cohort: the {len(cohort)} runs above; each score is relative to the best of them")
     if problems:  # the table above is whole for what could be read; say plainly what could not
         raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")

@@ -30,7 +30,7 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
     if not cards:
         raise UsageError("arena publish: no stored runs to publish (arena run measures one; arena import --seeds adds the published cards)")
     custom = custom_profiles(app)
-    all_scores = {c.run_id: scores_for(c, app.hooks, custom) for c in cards}
+    all_scores = {c.run_id: scores_for(c, app.hooks, custom, cards) for c in cards}
     if profile not in next(iter(all_scores.values())):
         raise UnknownNameError("scoring profile", profile, next(iter(all_scores.values())), source="--profile")
     found = {c.run_id: findings(c, cards) for c in cards}

@@ -1,0 +1,142 @@
+"""The seed site's own score, ``arena-site`` (``shared/spec/scoring.md`` section A), as a plain class.
+
+    from arena_scoring import SiteScorer
+    SiteScorer(preset="batch").score_cohort(cards)     # {run_id: Score}
+
+Cohort-relative: score = wq·Q + wg·G + we·E, each component a percentage of the best value in the
+cohort (the runs ranked together). Q is the mean of the published quality scores (a score not
+published is left out); G the throughput as the site counts it -- closed-loop workloads the total
+decode tokens/s at c = 10, open-loop ones the total token throughput divided by the peak number of
+concurrent requests -- for the preset's workload, or the mean over the measured workloads (the
+aggregate, and a model without the preset's workload); E = G ÷ model memory in GB. No latency
+term. A run without quality scores or memory is listed unranked, with what is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from attrs import frozen
+
+from arena_core import CardWorkload, ModelCard, Score, UnknownNameError
+
+VERSION = "arena-site/1"
+#: The nine workloads the seed site scores, by how they load the server.
+CLOSED_LOOP = ("chat", "rag-8k", "long-output", "long-context-25k", "multi-turn")
+OPEN_LOOP = ("office-baseline", "sharegpt", "monday-peak", "reasoning")
+SUITE = CLOSED_LOOP + OPEN_LOOP
+
+
+@frozen(kw_only=True)
+class Preset:
+    """Weights of quality, throughput and efficiency, and the workload G is read from (None: all)."""
+
+    quality_weight: float
+    throughput_weight: float
+    efficiency_weight: float
+    workload: str | None
+
+
+PRESETS: dict[str, Preset] = {
+    "aggregate": Preset(quality_weight=0.7, throughput_weight=0.2, efficiency_weight=0.1, workload=None),
+    "chat": Preset(quality_weight=0.6, throughput_weight=0.3, efficiency_weight=0.1, workload="chat"),
+    "agent": Preset(quality_weight=0.7, throughput_weight=0.2, efficiency_weight=0.1, workload="long-output"),
+    "batch": Preset(quality_weight=0.2, throughput_weight=0.7, efficiency_weight=0.1, workload="rag-8k"),
+    "reasoning": Preset(quality_weight=0.6, throughput_weight=0.3, efficiency_weight=0.1, workload="reasoning"),
+}
+
+
+def site_throughput(line: CardWorkload) -> float | None:
+    """One workload's G as the seed site counts it (None when the line lacks the figures)."""
+    metrics = line.metrics
+    if line.name in CLOSED_LOOP:
+        return metrics.get("decode_tps_total")
+    if metrics.get("site_tps") is not None:
+        return metrics["site_tps"]
+    total, peak = metrics.get("total_tps"), metrics.get("peak_concurrency")
+    return total / peak if total is not None and peak else None
+
+
+def _quality(card: ModelCard) -> float | None:
+    values = [q.value for q in card.quality if q.value is not None]
+    return sum(values) / len(values) if values else None
+
+
+class SiteScorer:
+    """The seed site's score under one preset, over a cohort of cards."""
+
+    name = "arena-site"
+
+    def __init__(self, preset: str = "aggregate") -> None:
+        if preset not in PRESETS:
+            raise UnknownNameError("scoring profile", preset, PRESETS)
+        self.profile_name = preset
+        self.preset = PRESETS[preset]
+
+    def throughput(self, card: ModelCard) -> tuple[float | None, list[str]]:
+        """G of ``card`` under this preset, and notes on what it could not use."""
+        notes, figures = [], {}
+        for name in SUITE:
+            line = card.workload(name)
+            if line is None:
+                continue
+            if not line.valid:
+                notes.append(f"{name}: invalid result, left out")
+            elif (value := site_throughput(line)) is None:
+                notes.append(f"{name}: no throughput figure as the site counts it, left out")
+            else:
+                figures[name] = value
+        mean = sum(figures.values()) / len(figures) if figures else None
+        wanted = self.preset.workload
+        if wanted is not None and wanted not in figures and mean is not None:
+            notes.append(f"{wanted} not measured: G is the mean over the measured workloads")
+        return (figures[wanted] if wanted in figures else mean), notes
+
+    def score(self, card: ModelCard) -> Score:
+        """The score of ``card`` in a cohort of itself alone (each component its own maximum)."""
+        return self.score_cohort([card])[card.run_id]
+
+    def score_cohort(self, cards: Sequence[ModelCard]) -> dict[str, Score]:
+        """Every card's score relative to the best of ``cards``, by run id."""
+        parts = {card.run_id: self._parts(card) for card in cards}
+        best = {key: max((p[key] for p in parts.values() if p[key] is not None), default=None) for key in ("Q", "G", "E")}
+        return {card.run_id: self._score(card, parts[card.run_id], best, len(cards)) for card in cards}
+
+    def _parts(self, card: ModelCard) -> Mapping[str, float | None]:
+        throughput, _ = self.throughput(card)
+        memory = card.model_memory_gb
+        efficiency = throughput / memory if throughput is not None and memory else None
+        return {"Q": _quality(card), "G": throughput, "E": efficiency}
+
+    def _score(self, card: ModelCard, part: Mapping[str, float | None], best: Mapping[str, float | None], cohort: int) -> Score:
+        _, notes = self.throughput(card)
+        notes.append(f"cohort: {cohort} run{'s' if cohort != 1 else ''} ranked together (each component relative to its best)")
+        missing = tuple(
+            what for what, key in (("quality", "Q"), ("throughput", "G"), ("model memory", "E")) if part[key] is None and not (key == "E" and part["G"] is None)
+        )
+        relative = {key: (100 * part[key] / best[key] if part[key] is not None and best[key] else None) for key in ("Q", "G", "E")}
+        preset = self.preset
+        value = None
+        if None not in relative.values():
+            value = round(preset.quality_weight * relative["Q"] + preset.throughput_weight * relative["G"] + preset.efficiency_weight * relative["E"], 1)
+        else:
+            notes.append("not ranked: " + ", ".join(missing) + " missing")
+        scaled = sorted({line.scale for line in card.workloads if line.scale != 1.0})
+        if scaled:
+            notes.append("scaled run (x" + ", x".join(f"{s:g}" for s in scaled) + "): not comparable with full-size runs")
+        invalid = any(not line.valid for line in card.workloads)
+        return Score(
+            version=VERSION,
+            profile=self.profile_name,
+            value=value,
+            low=value,
+            high=value,
+            quality=part["Q"],
+            performance=relative["G"] or 0.0,
+            per_workload={
+                name: round(g, 2) for line in card.workloads if line.name in SUITE and (g := site_throughput(line)) is not None for name in [line.name]
+            },
+            missing=missing,
+            publishable=bool(value is not None and not scaled and not card.custom and not invalid),
+            notes=tuple(notes),
+        )

@@ -1,0 +1,97 @@
+"""Turn the seed site's published cohort (``seed-cohort.json``, CC-BY-4.0) into the
+``arena-cards/1`` file ``arena import --seeds`` reads (``arena_core/data/seed-cards.json``).
+
+    python scripts/seed_cohort_cards.py ../shared/reference/seed-cohort.json
+
+Each model becomes one card with its figures as the site published them: closed-loop workloads
+with llama-benchy's per-request and total decode tokens/s at c = 10 and its TTFT mean (which the
+site prints as "TTFT p50"); open-loop workloads with ``vllm bench serve``'s total and output
+throughput, peak concurrent requests, achieved request rate and TTFT p50, and the site's
+"tokens/sec" (total ÷ peak concurrency). Quality scores keep their provenance; the site's own
+preset scores ride along as ``published_scores`` for the golden test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "arena_core" / "data" / "seed-cards.json"
+#: Cohort models that Arena's catalog knows, by their Hugging Face id: the catalog's name is used.
+CATALOGUED = {"Qwen/Qwen3.6-35B-A3B-FP8": "qwen3.6-35b-a3b", "Qwen/Qwen3.5-0.8B": "qwen3.5-0.8b", "Qwen/Qwen3.6-27B-FP8": "qwen3.6-27b"}
+QUALITY = {"mmlu_pro": "MMLU-Pro", "gpqa": "GPQA-Diamond", "humaneval": "HumanEval"}
+FACTS = ("vendor", "architecture", "params_total_b", "params_active_b", "precision", "size_bucket", "context_k", "cohort_confidence")
+
+
+def closed_line(figures: dict) -> dict:
+    return {
+        "tokens_per_second": figures["tps_req_c10"],
+        "ttft_p50_s": round(figures["ttfr_mean_ms_c10"] / 1000, 5),  # the site's "TTFT p50" is llama-benchy's mean
+        "ttft_mean_s": round(figures["ttfr_mean_ms_c10"] / 1000, 5),
+        "decode_tps_total": figures["tps_total_c10"],
+    }
+
+
+def open_line(figures: dict) -> dict:
+    site_tps = figures["total_token_throughput"] / figures["max_concurrent_requests"]
+    return {
+        "tokens_per_second": round(site_tps, 4),  # what the site prints as "tokens/sec"
+        "site_tps": round(site_tps, 4),
+        "ttft_p50_s": round(figures["p50_ttft_ms"] / 1000, 5),
+        "total_tps": round(figures["total_token_throughput"], 4),
+        "output_tps": round(figures["output_throughput"], 4),
+        "peak_concurrency": figures["max_concurrent_requests"],
+        "request_throughput": round(figures["request_throughput"], 5),
+        "completed": figures["completed"],
+        "failed": figures["failed"],
+    }
+
+
+def card(model: dict, modes: dict[str, str], licence: str) -> dict:
+    run = model["run"]
+    quality = model["quality"]
+    workloads = {}
+    for name, mode in modes.items():
+        figures = model["benches"].get(name)
+        workloads[name] = None if not figures else (closed_line(figures) if mode == "closed" else open_line(figures))
+    published = {k: v for k, v in model["published_scores"].items() if k != "source" and v is not None}
+    return {
+        "model": CATALOGUED.get(run["hf_model"], model["id"]),
+        "model_title": model["display_name"],
+        "hardware": "gb10",
+        "backend": "vllm",
+        "engine": f"vLLM {run['vllm_image'].rpartition(':')[2]} (reference tools: {run['closed_loop_tool']}, vllm bench serve)",
+        "measured_at": run["generated_at"][:10],
+        "source": f"published by the seed site (LLM Arena, {licence})",
+        "model_memory_gb": model["vram_gb"],
+        "quality": [
+            {"benchmark": title, "value": quality.get(key), "source": f"seed site: {quality.get('source') or 'not published'}"}
+            for key, title in QUALITY.items()
+            if quality.get("status")
+        ],
+        "model_facts": {"hf_model": run["hf_model"], **{key: model.get(key) for key in FACTS}},
+        "published_scores": published,
+        "workloads": workloads,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cohort", type=Path, help="seed-cohort.json")
+    args = parser.parse_args()
+    data = json.loads(args.cohort.read_text())
+    modes = {bench["id"]: bench["mode"] for bench in data["benches"]}
+    cards = {
+        "format": "arena-cards/1",
+        "description": "The seed site's published v1 cohort: 17 models on a DGX Spark (GB10) with vLLM, May-June 2026.",
+        "licence": data["licence"],
+        "attribution": f"Figures and quality scores published by the seed site: {data['licence']}; raw data {data['sources']['raw_data_repo']}",
+        "cards": [card(model, modes, data["licence"]) for model in data["models"]],
+    }
+    OUT.write_text(json.dumps(cards, indent=1, ensure_ascii=False) + "\n")
+    print(f"{len(cards['cards'])} cards written to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
