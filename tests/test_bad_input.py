@@ -61,7 +61,8 @@ FLAG_CASES = {
     "unknown backend": (["run", "--backend", "tgi"], "unknown backend 'tgi'"),
     "missing dataset file": (["run", "--dataset", "no-such.json"], "--dataset"),
     "zero request timeout": (["run", "--request-timeout", "0"], "--request-timeout"),
-    "unknown leaderboard profile": (["leaderboard", "--profile", "fastest"], "--profile: unknown scoring profile 'fastest'"),
+    "unknown leaderboard profile": (["leaderboard", "--profile", "fastest"], "--profile: arena-site has no profile 'fastest'"),
+    "unknown scorer": (["leaderboard", "--scorer", "elo"], "--scorer: unknown scorer 'elo'"),
     "unknown leaderboard hardware": (["leaderboard", "--hardware", "tpu-v9"], "--hardware: unknown hardware 'tpu-v9'"),
     "import without names": (["import", "results.json"], "--workload is required"),
 }
