@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from arena_core.converter import CONVERTER
+from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.manifest import MANIFEST, read_manifest
 from arena_core.registry import Registry
 from arena_core.store import find_run, list_runs, load_result
-from arena_core.types import CardWorkload, ModelCard, Score, ScorerSpec, WorkloadResult
+from arena_core.types import CardWorkload, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult
 
 
 def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
@@ -40,6 +41,13 @@ def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
     )
 
 
+def suite(registry: Registry) -> tuple[str, ...]:
+    """The workloads a card expects: those the default scorer scores, else every standard one."""
+    specs = [r.item for r in registry.registrations("scorers")]
+    declared = next((s.workloads for s in specs if s.default), specs[0].workloads if specs else ())
+    return declared or default_workloads(registry)
+
+
 def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
     """The card of the run stored in ``run_dir``; a corrupt file is a one-line error naming it."""
     manifest = read_manifest(run_dir)
@@ -57,7 +65,7 @@ def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
         engine=manifest.engine_description or manifest.engine,
         measured_at=manifest.measured_at,
         source=manifest.source,
-        expected=tuple(registry.names("workloads")),
+        expected=suite(registry),
         workloads=tuple(lines),
         quality=manifest.quality or (model.item.quality if model else ()),
         model_memory_gb=memory.gb if memory else None,
@@ -66,9 +74,16 @@ def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
             "status": manifest.status,
             "backend_facts": dict(manifest.backend_facts),
             "hardware_reason": manifest.hardware_reason,
-            "model_facts": dict(manifest.model_facts),
+            "model_facts": dict(manifest.model_facts) or ({"hf_model": model.item.hf_id, "precision": model.item.precision} if model else {}),
+            "hardware_memory": _memory(profile),
         },
     )
+
+
+def _memory(profile: HardwareProfile | None) -> str | None:
+    if profile is None or profile.memory_gb is None:
+        return None
+    return f"{profile.memory_gb:g} GB" + (" unified" if profile.unified_memory else "")
 
 
 def load_cards(output: Path, registry: Registry) -> tuple[list[ModelCard], list[str]]:

@@ -108,6 +108,11 @@ class RunPlan:
     config: ArenaConfig
 
 
+def default_workloads(registry: Registry) -> tuple[str, ...]:
+    """What a run that names no workloads measures: every registered one not marked optional."""
+    return tuple(r.item.name for r in registry.registrations("workloads") if not r.item.optional)
+
+
 def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> RunPlan:
     """Resolve every name of ``request`` (over ``config``) against what the plugins registered."""
     registry = hooks.registry
@@ -125,7 +130,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks, here=here)
     scale = request.scale or (run.scale if run.scale != 1.0 else (embedded.scale if embedded else 1.0))
     workloads = []
-    for name in request.workloads or run.workloads or tuple(registry.names("workloads")):
+    for name in request.workloads or run.workloads or default_workloads(registry):
         spec = registry.get("workloads", name)
         if name in config.workloads:
             spec = apply_override(spec, config.workloads[name], source=config.source)

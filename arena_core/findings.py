@@ -3,12 +3,14 @@ surprised -- each true of the figures it quotes (tests check them against fixtur
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from arena_core.types import ModelCard
 
 COMPARED = ("monday-peak", "chat")
 NOTABLE_RATIO = 1.2
+MOST_COMPARED = 3
 
 
 def _fmt_s(seconds: float) -> str:
@@ -31,13 +33,21 @@ def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
             f"to 25k tokens of context (long-context-25k, {_fmt_s(long.ttft_p50_s)}{scaled})."
         )
     for line in card.workloads:
-        served, offered = line.metrics.get("served_rate"), line.metrics.get("requested_rate")
+        served, offered = line.metrics.get("served_rate", line.metrics.get("request_throughput")), line.metrics.get("requested_rate")
         if served is not None and offered and served < 0.95 * offered:
             found.append(f"Saturated under {line.name}: the server completed {served:.2f} req/s of {offered:.2f} offered.")
     efficiencies = [(line.metrics["bandwidth_efficiency"], line.name) for line in card.workloads if line.metrics.get("bandwidth_efficiency")]
     if efficiencies:
         best, name = max(efficiencies)
         found.append(f"Decode reaches {best:.0%} of the memory-bandwidth ceiling at best ({name}).")
+    found += _comparisons(card, others)
+    return found
+
+
+def _comparisons(card: ModelCard, others: Sequence[ModelCard]) -> list[str]:
+    """Notably faster or slower than other models on the same hardware, under the first compared
+    workload both measured: the :data:`MOST_COMPARED` nearest (a cohort of 17 would bury the card)."""
+    candidates = []
     for other in others:
         if other.run_id == card.run_id or other.hardware != card.hardware or other.model == card.model or other.scale != card.scale:
             continue
@@ -47,9 +57,10 @@ def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
                 continue
             ratio = mine.tokens_per_second / theirs.tokens_per_second
             if ratio >= NOTABLE_RATIO or ratio <= 1 / NOTABLE_RATIO:
-                found.append(
+                sentence = (
                     f"{ratio:.2g}x the throughput of {other.model_title} under {name} "
                     f"({mine.tokens_per_second:.3g} vs {theirs.tokens_per_second:.3g} tok/s, same hardware)."
                 )
+                candidates.append((abs(math.log(ratio)), sentence))
             break
-    return found
+    return [sentence for _, sentence in sorted(candidates)[:MOST_COMPARED]]

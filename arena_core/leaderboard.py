@@ -30,7 +30,8 @@ def _labels(card: ModelCard, score: Score) -> tuple[str, ...]:
     if any(not line.valid for line in card.workloads):
         labels.append("invalid results")
     if score.value is None:
-        labels.append("no quality scores: not ranked")
+        lacking = [what for what in score.missing if what not in card.expected] or ["a score"]
+        labels.append(f"not ranked: no {' or '.join(lacking)}")
     return tuple(labels)
 
 

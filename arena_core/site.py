@@ -14,7 +14,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from arena_core import __version__
 from arena_core.leaderboard import Row, rank, row_dict
 from arena_core.report.charts import bar_chart, scatter
-from arena_core.report.model_card import fmt_score, fmt_tps, headline_label, headline_tps, memory_rows, platform_rows, workload_rows
+from arena_core.report.formats import fmt_score, fmt_tps
+from arena_core.report.model_card import headline_label, headline_tps, memory_rows, platform_rows, workload_rows
 from arena_core.types import ModelCard, Score
 
 

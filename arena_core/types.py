@@ -147,6 +147,8 @@ class WorkloadSpec:
     runner: str = field(validator=_name)
     shape: WorkloadShape = field(validator=instance_of((ClosedLoopShape, OpenLoopShape)))
     seed: int = field(default=42, validator=bounds.SEED)
+    #: Registered but left out of a run that names no workloads (the seed site's second suite).
+    optional: bool = False
     #: How this workload differs from the one registered under its name ("concurrency=1, ..."),
     #: when a config file or ``--set`` changed it; empty for the standard workload.
     custom: str = ""
@@ -498,6 +500,9 @@ class ScorerSpec:
     default: bool = False
     #: Whether the config file's ``[scoring.profiles.NAME]`` tables are profiles of this scorer.
     custom_profiles: bool = False
+    #: The workloads it scores (its suite): a card's "benches measured n/N" counts these, so a
+    #: plugin registering another workload changes no stored score.
+    workloads: tuple[str, ...] = ()
     #: Whether a score depends on the other runs ranked with it (the scorer object then has
     #: ``score_cohort(cards) -> {run_id: Score}``, and ``score(card)`` is a cohort of one).
     relative: bool = False
@@ -522,6 +527,23 @@ class CardWorkload:
     labels: tuple[str, ...] = ()
     command: str | None = None
     metrics: Mapping[str, float | None] = field(factory=dict)
+
+    @property
+    def open_loop(self) -> bool:
+        """Whether the figures are an open-loop workload's (a request rate, total throughput)."""
+        return any(key in self.metrics for key in ("total_tps", "site_tps", "requested_rate"))
+
+    @property
+    def site_tps(self) -> float | None:
+        """The seed site's throughput G of this workload: open loop, total token throughput ÷ peak
+        concurrent requests; closed loop, total decode tokens/s (at c = 10). None when not measured."""
+        metrics = self.metrics
+        if not self.open_loop:
+            return metrics.get("decode_tps_total")
+        if metrics.get("site_tps") is not None:
+            return metrics["site_tps"]
+        total, peak = metrics.get("total_tps"), metrics.get("peak_concurrency")
+        return total / peak if total is not None and peak else None
 
 
 @frozen(kw_only=True)

@@ -17,6 +17,10 @@ import argparse
 import json
 from pathlib import Path
 
+from arena_workloads import STANDARD_WORKLOADS
+
+#: The request rates the workloads ask for (the seed's files record only what was achieved).
+STANDARD = {workload.name: workload for workload in STANDARD_WORKLOADS}
 OUT = Path(__file__).resolve().parents[1] / "arena_core" / "data" / "seed-cards.json"
 #: Cohort models that Arena's catalog knows, by their Hugging Face id: the catalog's name is used.
 CATALOGUED = {"Qwen/Qwen3.6-35B-A3B-FP8": "qwen3.6-35b-a3b", "Qwen/Qwen3.5-0.8B": "qwen3.5-0.8b", "Qwen/Qwen3.6-27B-FP8": "qwen3.6-27b"}
@@ -28,14 +32,15 @@ def closed_line(figures: dict) -> dict:
     return {
         "tokens_per_second": figures["tps_req_c10"],
         "ttft_p50_s": round(figures["ttfr_mean_ms_c10"] / 1000, 5),  # the site's "TTFT p50" is llama-benchy's mean
-        "ttft_mean_s": round(figures["ttfr_mean_ms_c10"] / 1000, 5),
+        "ttfr_mean_s": round(figures["ttfr_mean_ms_c10"] / 1000, 5),
         "decode_tps_total": figures["tps_total_c10"],
     }
 
 
-def open_line(figures: dict) -> dict:
+def open_line(figures: dict, requested_rate: float | None) -> dict:
     site_tps = figures["total_token_throughput"] / figures["max_concurrent_requests"]
     return {
+        "requested_rate": requested_rate,
         "tokens_per_second": round(site_tps, 4),  # what the site prints as "tokens/sec"
         "site_tps": round(site_tps, 4),
         "ttft_p50_s": round(figures["p50_ttft_ms"] / 1000, 5),
@@ -54,7 +59,8 @@ def card(model: dict, modes: dict[str, str], licence: str) -> dict:
     workloads = {}
     for name, mode in modes.items():
         figures = model["benches"].get(name)
-        workloads[name] = None if not figures else (closed_line(figures) if mode == "closed" else open_line(figures))
+        rate = getattr(STANDARD.get(name) and STANDARD[name].shape, "request_rate", None)
+        workloads[name] = None if not figures else (closed_line(figures) if mode == "closed" else open_line(figures, rate))
     published = {k: v for k, v in model["published_scores"].items() if k != "source" and v is not None}
     return {
         "model": CATALOGUED.get(run["hf_model"], model["id"]),

@@ -242,10 +242,9 @@ def test_the_site_score_is_relative_to_its_cohort(seed_cards):
 
 def test_the_site_throughput_of_a_workload(seed_cards):
     """Closed loop: total decode tokens/s at c=10; open loop: total throughput over peak concurrency."""
-    from arena_scoring.site_score import site_throughput
-
     small = seed_cards["qwen3.5-0.8b"]
-    assert site_throughput(small.workload("chat")) == 669.04
-    assert site_throughput(small.workload("monday-peak")) == pytest.approx(6461.492173878038 / 23, abs=1e-3)
-    missing_one = attrs.evolve(small.workload("chat"), metrics={"tokens_per_second": 1.0})
-    assert site_throughput(missing_one) is None
+    assert small.workload("chat").site_tps == 669.04
+    assert small.workload("monday-peak").site_tps == pytest.approx(6461.492173878038 / 23, abs=1e-3)
+    measured = attrs.evolve(small.workload("monday-peak"), metrics={"total_tps": 100.0, "peak_concurrency": 4.0})  # an Arena run's figures
+    assert measured.site_tps == 25.0
+    assert attrs.evolve(small.workload("chat"), metrics={"tokens_per_second": 1.0}).site_tps is None

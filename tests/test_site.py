@@ -87,10 +87,15 @@ def test_card_leaderboard_compare_from_the_cli(store):
         "qwen3.5-0.8b",
     ]  # the seed site's aggregate ranking, with its published headlines
     assert ranked[0][1] == 73.1 and ranked[-1][1] == 46.9 and len(seeds) == 17
+    unranked = {r["model"]: r["labels"] for r in seeds if not r["rank"]}
+    assert unranked["qwen3.6-27b"] == ["not ranked: no model memory"] and unranked["ministral-3-8b-instruct-bf16"] == ["not ranked: no quality or model memory"]
+    batch = json.loads(arena("leaderboard", "--output", "store", "--json", "--profile", "batch", cwd=store).stdout)
+    assert [(r["model"], r["score"]) for r in batch if r["rank"]][:2] == [("qwen3.5-0.8b", 84.8), ("qwen-3.5-2b-bf16", 47.6)]  # the seed's batch column
     assert "gemma-3-270m" not in {r["model"] for r in seeds}  # scaled runs are left out unless asked for
     runs = json.loads(arena("leaderboard", "--output", "store", "--json", "--include-scaled", cwd=store).stdout)
     (embedded,) = [r for r in runs if r["model"] == "gemma-3-270m"]
-    assert embedded["rank"] is None and "scaled x0.02" in embedded["labels"] and embedded["hardware"] == "cpu-host"  # no quality: listed, not ranked
+    assert embedded["rank"] is None and "scaled x0.02" in embedded["labels"] and embedded["hardware"] == "cpu-host"
+    assert "not ranked: no quality" in embedded["labels"]  # listed beside the cohort, not ranked
     runs = [r for r in runs if r["model"] in ("qwen3.6-35b-a3b", "qwen3.5-0.8b")] + [embedded]
     card = arena("card", runs[2]["run_id"], "--output", "store", "--format", "markdown", cwd=store).stdout
     assert card.startswith("# Gemma 3 270M") and re.search(r"\| chat +\| [0-9]", card) and re.search(r"benches measured +\| 2/9", card)
@@ -109,9 +114,17 @@ def test_findings_are_true_of_the_seed_figures(store):
     big = findings(by_model["qwen3.6-35b-a3b"], cards)
     assert "Did not complete: reasoning (8/9 workloads measured)." in big
     assert any(f.startswith("Prefill wall: TTFT p50 grows 22.2x from 1k (chat, 1.21 s)") for f in big)  # 26.88 / 1.21
-    assert any(f.startswith("0.21x the throughput of Qwen3.5-0.8B (BF16) under monday-peak (59.1 vs 281") for f in big)
-    small = findings(by_model["qwen3.5-0.8b"], cards)
-    assert any(f.startswith("4.8x the throughput of Qwen3.6-35B-A3B (FP8) under monday-peak") for f in small)
+    assert "Saturated under monday-peak: the server completed 0.35 req/s of 1.50 offered." in big
+    # among 17 models, the three nearest notable ones, each sentence true of both cards' figures
+    by_title = {c.model_title: c for c in cards}
+    compared = [re.fullmatch(r"([0-9.]+)x the throughput of (.+) under (\S+) \(([0-9.]+) vs ([0-9.]+) tok/s, same hardware\)\.", f) for f in big]
+    compared = [m for m in compared if m]
+    assert len(compared) == 3
+    for ratio, title, workload, mine, theirs in (m.groups() for m in compared):
+        ours, other = by_model["qwen3.6-35b-a3b"].workload(workload), by_title[title].workload(workload)
+        assert float(mine) == pytest.approx(ours.tokens_per_second, rel=0.01) and float(theirs) == pytest.approx(other.tokens_per_second, rel=0.01)
+        assert float(ratio) == pytest.approx(ours.tokens_per_second / other.tokens_per_second, rel=0.05)
+        assert not 1 / 1.2 < float(ratio) < 1.2
     gemma = findings(by_model["gemma-3-270m"], cards)
     assert not any("throughput of" in f for f in gemma)  # other hardware and scale: never compared
     assert any(f.startswith("Decode reaches ") for f in gemma)

@@ -11,7 +11,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.report import render_table
-from arena_core.report.model_card import fmt_seconds, fmt_tps
+from arena_core.report.formats import fmt_seconds, fmt_tps
 
 
 @click.command("compare")

@@ -20,7 +20,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import Within, regular_file
 from arena_core.config import ArenaConfig, structure_config, with_settings
-from arena_core.engine import RunPlan, RunRequest, execute, plan_run
+from arena_core.engine import RunPlan, RunRequest, default_workloads, execute, plan_run
 from arena_core.errors import ConfigError, InvalidResults, UnknownNameError, UsageError
 from arena_core.manifest import read_manifest
 from arena_core.report.card import render_card
@@ -118,7 +118,7 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
         request = RunRequest(**flags)  # the flags are named as RunRequest's fields
         if settings:
             registry = app.hooks.registry
-            names = request.workloads or config.run.workloads or tuple(registry.names("workloads"))
+            names = request.workloads or config.run.workloads or default_workloads(registry)
             config = with_settings(config, settings, [registry.get("workloads", name) for name in names])
     plan = plan_run(request, config, app.hooks)
     started = time.perf_counter()

@@ -88,6 +88,9 @@ def closed_loop_result(
         metrics["decode_tps_per_user_ci_low"] = max(0.0, metrics["decode_tps_per_user"] - spread)  # type: ignore[operator]
         metrics["decode_tps_per_user_ci_high"] = metrics["decode_tps_per_user"] + spread  # type: ignore[operator]
     tail_metrics("ttft", ttfts, metrics)
+    seed_ttft = [t for t in (_mean_of(e, "ttfr") for e in entries) if t is not None]
+    if seed_ttft:  # llama-benchy's mean time to first response: what the seed cards print as "TTFT p50"
+        metrics["ttfr_mean_s"] = sum(seed_ttft) / len(seed_ttft) / 1000
     ttfrs = [m.ttfr for m in per_request if m.ttfr is not None]
     if ttfrs:
         metrics["ttfr_p50_s"] = median(ttfrs)

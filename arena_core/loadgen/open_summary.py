@@ -61,6 +61,9 @@ def _summary(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, An
     summary: dict[str, float | None] = {
         "output_tps": metrics["output_throughput"],
         "total_tps": metrics["total_token_throughput"],
+        "peak_concurrency": float(metrics["max_concurrent_requests"]),
+        # the seed site's open-loop "tokens/sec": total token throughput over peak concurrency
+        "site_tps": metrics["total_token_throughput"] / metrics["max_concurrent_requests"] if metrics["max_concurrent_requests"] else None,
         "request_throughput": metrics["request_throughput"],
         "served_rate": metrics["completed"] / served_window if served_window > 0 else metrics["request_throughput"],
         "requested_rate": plan.shape.request_rate,

@@ -12,29 +12,12 @@ from collections.abc import Mapping, Sequence
 
 from tabulate import tabulate
 
+from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
+from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.types import CardWorkload, ModelCard, Score
 
 #: The card's "decode throughput, total t/s at c=10" row: label -> workload.
 DECODE_TOTALS = (("1k ctx", "chat"), ("8k ctx", "rag-8k"), ("4k+turn", "multi-turn"), ("25k ctx", "long-context-25k"))
-
-
-def fmt_seconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-def fmt_tps(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
-
-
-def fmt_score(score: Score) -> str:
-    if score.value is None:
-        return "not computed"
-    interval = f" [{score.low:.1f}–{score.high:.1f}]" if score.low != score.high else ""
-    return f"{score.value:.1f}{interval}" + ("" if score.publishable else " (not publishable)")
 
 
 def headline_tps(card: ModelCard) -> float | None:
@@ -74,6 +57,8 @@ def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
 def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
     """Hardware and backend: what ran, and how Arena knew which machine it was."""
     rows = [("hardware", f"{card.hardware_title} ({card.hardware})")]
+    if card.facts.get("hardware_memory"):
+        rows.append(("memory", str(card.facts["hardware_memory"])))
     if card.facts.get("hardware_reason"):
         rows.append(("why this profile", str(card.facts["hardware_reason"])))
     rows.append(("backend", f"{card.backend}, {card.engine}"))
@@ -108,14 +93,46 @@ def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
 
 
 def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str, str]]:
-    """The card's headline: the score per profile, chat throughput, model memory, benches measured."""
+    """The card's headline: the score per profile, the seed's Throughput (mean G) and efficiency,
+    chat throughput, model memory, benches measured."""
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
+    throughput, count = throughput_headline(card)
+    efficiency = throughput / card.model_memory_gb if throughput is not None and card.model_memory_gb else None
+    cohort = next((note.removeprefix("cohort: ") for score in scores.values() for note in score.notes if note.startswith("cohort: ")), None)
     return [
-        *((f"Arena score ({name})", fmt_score(score)) for name, score in scores.items()),
+        *((f"Arena score ({name})" if "(" not in name else f"absolute score, {name}", fmt_score(score)) for name, score in scores.items()),
+        *([("scored among", cohort)] if cohort else []),
+        (f"Throughput (the seed site's G, mean over {count} workloads)", f"{fmt_tps(throughput)} tok/s"),
+        ("efficiency (G per GB of model memory)", f"{fmt_tps(efficiency)} tok/s/GB"),
         (headline_label(card), f"{fmt_tps(headline_tps(card))} tok/s"),
         ("model memory", f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—"),
         ("benches measured", f"{measured}/{len(card.expected)}"),
     ]
+
+
+def quality_rows(card: ModelCard) -> list[tuple[str, str, str]]:
+    """Each published quality score with its source, then their average (unpublished ones left out)."""
+    rows = [(q.benchmark, "not published" if q.value is None else f"{q.value:.1f}", q.source) for q in card.quality]
+    values = [q.value for q in card.quality if q.value is not None]
+    if values:
+        rows.append(("average", f"{sum(values) / len(values):.1f}", f"mean of {len(values)} published scores (Q)"))
+    return rows or [("—", "no quality scores in the catalog", "")]
+
+
+#: Facts of the model a card can show, as the seed cards list them.
+MODEL_FACTS = (("vendor", "vendor"), ("architecture", "architecture"), ("precision", "precision"), ("size bucket", "size_bucket"))
+
+
+def model_rows(card: ModelCard) -> list[tuple[str, str]]:
+    """What the model is: vendor, parameters (total / active), architecture, precision, weights."""
+    facts = card.facts.get("model_facts") or {}
+    rows = [(label, str(facts[key])) for label, key in MODEL_FACTS if facts.get(key) is not None]
+    total, active = facts.get("params_total_b"), facts.get("params_active_b")
+    if total is not None:
+        rows.insert(1, ("parameters", f"{total:g}B total" + (f", {active:g}B active" if active is not None and active != total else "")))
+    if facts.get("hf_model"):
+        rows.append(("weights", f"https://huggingface.co/{facts['hf_model']}"))
+    return rows
 
 
 def score_lines(scores: Mapping[str, Score]) -> list[str]:
@@ -139,13 +156,11 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         "",
         tabulate(header_rows(card, scores), headers=["", ""], tablefmt=table),
         "",
+        f"{h2}Model",
+        tabulate(model_rows(card) or [("—", "not in the catalog")], headers=["", ""], tablefmt=table),
+        "",
         f"{h2}Quality (published, not measured by Arena)",
-        tabulate(
-            [(q.benchmark, "not published" if q.value is None else f"{q.value:.1f}", q.source) for q in card.quality]
-            or [("—", "no quality scores in the catalog", "")],
-            headers=["benchmark", "score", "source"],
-            tablefmt=table,
-        ),
+        tabulate(quality_rows(card), headers=["benchmark", "score", "source"], tablefmt=table),
         "",
         f"{h2}Decode throughput, total tok/s at c=10",
         tabulate(
@@ -157,6 +172,13 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         f"{h2}Workloads",
         tabulate(
             workload_rows(card), headers=["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict", "notes"], tablefmt=table
+        ),
+        "",
+        f"{h2}As the seed site counts it",
+        tabulate(
+            seed_rows(card) or [("—", "", "", "", "", "")],
+            headers=["workload", "tokens/s (seed)", "TTFT (seed)", "G", "request rate served", "what the seed figures are"],
+            tablefmt=table,
         ),
         "",
         f"{h2}Findings",

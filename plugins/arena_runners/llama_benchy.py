@@ -204,6 +204,8 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
         "latency_s": float(report.get("latency_ms") or 0) / 1000,
         "concurrency": float(entries[0].get("concurrency", 1)),
     }
+    if seed_ttft := [v for e in entries if (v := _mean(e, "ttfr")) is not None]:
+        metrics["ttfr_mean_s"] = statistics.fmean(seed_ttft) / 1000  # the seed cards' "TTFT p50"
     missing = max(0, (expected_requests or 0) - len(ttfts))
     reasons = (f"only {len(ttfts)} of {expected_requests} requests produced a first token",) if missing else ()
     return arena.WorkloadResult(

@@ -166,6 +166,10 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
         "e2el_median_s": arena.median(report["latencies"]) if report.get("latencies") else None,
         "requested_rate": float(rate) if isinstance(rate, (int, float)) else None,
     }
+    peak = report.get("max_concurrent_requests")
+    if isinstance(peak, int) and peak > 0:  # the seed site's "tokens/sec": total throughput over peak concurrency
+        metrics["peak_concurrency"] = float(peak)
+        metrics["site_tps"] = metrics["total_tps"] / peak
     return arena.WorkloadResult(
         workload=workload,
         runner=NAME,

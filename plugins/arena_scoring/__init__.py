@@ -10,7 +10,7 @@ from typing import Any
 
 from arena_core import ScorerSpec, hookimpl
 from arena_scoring.arena_score import PROFILES, VERSION, ArenaScorer, Profile
-from arena_scoring.site_score import PRESETS, SiteScorer
+from arena_scoring.site_score import PRESETS, SUITE, SiteScorer
 
 __all__ = ["PRESETS", "PROFILES", "VERSION", "ArenaScorer", "Profile", "SiteScorer"]
 
@@ -33,6 +33,7 @@ def arena_register_scorers(register: Callable[[ScorerSpec], None]) -> None:
             create=_create_site,
             default=True,
             relative=True,
+            workloads=SUITE,
         )
     )
     register(
@@ -42,5 +43,6 @@ def arena_register_scorers(register: Callable[[ScorerSpec], None]) -> None:
             profiles=tuple(PROFILES),
             create=_create,
             custom_profiles=True,
+            workloads=SUITE,
         )
     )

@@ -4,7 +4,8 @@
     ArenaScorer(profile="agent").score(card)      # card: arena_core.ModelCard
 
 Quality Q is the mean of the published quality scores (a score not published is left out, never
-0). Performance P is the weighted mean over all expected workloads of
+0). Performance P is the weighted mean over its nine workloads (:data:`SUITE`, whatever else is
+registered) of
 ``100 * (a * speed + (1 - a) * latency)``, speed on a log scale from 1 to 100 tokens/s and
 latency on a log scale from 60 s down to 200 ms TTFT p50; a workload that did not complete
 scores 0. The score is ``wq * Q + (1 - wq) * P``, rounded to one decimal, with an interval from
@@ -22,6 +23,8 @@ from attrs import frozen
 from arena_core import CardWorkload, ModelCard, Score, UnknownNameError
 
 VERSION = "arena-score/1"
+#: The nine workloads it scores (scoring.md: "a scorer declares the workloads it scores").
+SUITE = ("chat", "rag-8k", "long-output", "long-context-25k", "multi-turn", "office-baseline", "sharegpt", "monday-peak", "reasoning")
 SPEED_FLOOR, SPEED_TOP = 1.0, 100.0  # tokens/s scoring 0 and 1
 TTFT_WORST, TTFT_BEST = 60.0, 0.2  # seconds scoring 0 and 1
 
@@ -105,10 +108,14 @@ class ArenaScorer:
     def score(self, card: ModelCard) -> Score:
         notes: list[str] = []
         usable: dict[str, CardWorkload | None] = {}
-        for name in card.expected:
+        for name in SUITE:
             line = card.workload(name)
             if line is not None and not line.valid:
                 notes.append(f"{name}: invalid result, scored as not completed")
+                line = None
+            elif line is not None and (line.tokens_per_second is None or line.ttft_p50_s is None):
+                lacking = "tokens/s" if line.tokens_per_second is None else "TTFT p50"
+                notes.append(f"{name}: no {lacking}, scored as missing")
                 line = None
             usable[name] = line
         scaled = sorted({line.scale for line in usable.values() if line is not None and line.scale != 1.0})
@@ -117,7 +124,7 @@ class ArenaScorer:
         if card.custom:
             notes.append("custom workload shapes (" + "; ".join(card.custom) + "): not comparable with the standard suite")
         missing = tuple(name for name, line in usable.items() if line is None)
-        total_weight = sum(self.profile.weight(name) for name in card.expected) or 1.0
+        total_weight = sum(self.profile.weight(name) for name in SUITE) or 1.0
 
         def performance(optimistic: bool | None) -> float:
             return sum(self.profile.weight(n) * self.workload_score(line, optimistic=optimistic) for n, line in usable.items()) / total_weight

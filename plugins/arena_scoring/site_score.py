@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from arena_core import CardWorkload, ModelCard, Score, UnknownNameError
+from arena_core import ModelCard, Score, UnknownNameError
 
 VERSION = "arena-site/1"
 #: The nine workloads the seed site scores, by how they load the server.
@@ -46,17 +46,6 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def site_throughput(line: CardWorkload) -> float | None:
-    """One workload's G as the seed site counts it (None when the line lacks the figures)."""
-    metrics = line.metrics
-    if line.name in CLOSED_LOOP:
-        return metrics.get("decode_tps_total")
-    if metrics.get("site_tps") is not None:
-        return metrics["site_tps"]
-    total, peak = metrics.get("total_tps"), metrics.get("peak_concurrency")
-    return total / peak if total is not None and peak else None
-
-
 def _quality(card: ModelCard) -> float | None:
     values = [q.value for q in card.quality if q.value is not None]
     return sum(values) / len(values) if values else None
@@ -82,7 +71,7 @@ class SiteScorer:
                 continue
             if not line.valid:
                 notes.append(f"{name}: invalid result, left out")
-            elif (value := site_throughput(line)) is None:
+            elif (value := line.site_tps) is None:
                 notes.append(f"{name}: no throughput figure as the site counts it, left out")
             else:
                 figures[name] = value
@@ -133,9 +122,7 @@ class SiteScorer:
             high=value,
             quality=part["Q"],
             performance=relative["G"] or 0.0,
-            per_workload={
-                name: round(g, 2) for line in card.workloads if line.name in SUITE and (g := site_throughput(line)) is not None for name in [line.name]
-            },
+            per_workload={name: round(g, 2) for line in card.workloads if line.name in SUITE and (g := line.site_tps) is not None for name in [line.name]},
             missing=missing,
             publishable=bool(value is not None and not scaled and not card.custom and not invalid),
             notes=tuple(notes),

@@ -1,4 +1,5 @@
-"""The nine standard Arena workloads (``shared/spec/workloads.md``), registered as data.
+"""The nine standard Arena workloads (``shared/spec/workloads.md``), and the seed site's second
+suite as optional ones, registered as data.
 
 Five closed-loop workloads in llama-benchy's style and four open-loop workloads in
 ``vllm bench serve``'s style, with the parameters of the published reference cards.
@@ -14,13 +15,14 @@ CLOSED_LOOP_RUNNER = "llama-benchy"
 OPEN_LOOP_RUNNER = "vllm-bench"
 
 
-def _closed(name: str, title: str, description: str, **shape: int) -> WorkloadSpec:
+def _closed(name: str, title: str, description: str, *, concurrency: int = 10, optional: bool = False, **shape: int) -> WorkloadSpec:
     return WorkloadSpec(
         name=name,
         title=title,
         description=description,
         runner=CLOSED_LOOP_RUNNER,
-        shape=ClosedLoopShape(concurrency=10, runs=3, latency_mode="generation", **shape),
+        shape=ClosedLoopShape(concurrency=concurrency, runs=3, latency_mode="generation", **shape),
+        optional=optional,
     )
 
 
@@ -102,10 +104,10 @@ STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
     _open(
         "reasoning",
         "Reasoning workload",
-        "1000 in / 4000 out at 0.2 req/s (Poisson): long thinking before the answer.",
+        "1024 in / 4096 out at 0.2 req/s (Poisson): long thinking before the answer (what the seed site ran).",
         dataset="random",
-        input_tokens=1000,
-        output_tokens=4000,
+        input_tokens=1024,
+        output_tokens=4096,
         range_ratio=0.9,
         request_rate=0.20,
         burstiness=1.0,
@@ -114,7 +116,38 @@ STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
 )
 
 
+#: The seed site's second suite (August 2026), registered as optional workloads: a run measures
+#: them only when named (``--workloads concurrency-stress,big-context-25k-c10``), and no score
+#: counts them. Its request-rate sweep is ``arena capacity``'s; its sanity check is every run's.
+BIG_CONTEXT_PROMPTS = {"4k": 4096, "8k": 8192, "16k": 16384, "25k": 25000}
+BIG_CONTEXT_USERS = (1, 5, 10)
+SECOND_SUITE: tuple[WorkloadSpec, ...] = (
+    _closed(
+        "concurrency-stress",
+        "Concurrency stress · 25k context",
+        "Twenty users at once, each with a 25k-token prompt and a 256-token answer (the seed's second suite).",
+        prompt_tokens=25000,
+        generated_tokens=256,
+        concurrency=20,
+        optional=True,
+    ),
+    *(
+        _closed(
+            f"big-context-{label}-c{users}",
+            f"Big context · {label} at c={users}",
+            f"{tokens}-token prompts, 256-token answers, {users} at once: one point of the seed's big-context scaling test.",
+            prompt_tokens=tokens,
+            generated_tokens=256,
+            concurrency=users,
+            optional=True,
+        )
+        for label, tokens in BIG_CONTEXT_PROMPTS.items()
+        for users in BIG_CONTEXT_USERS
+    ),
+)
+
+
 @hookimpl
 def arena_register_workloads(register: Callable[[WorkloadSpec], None]) -> None:
-    for workload in STANDARD_WORKLOADS:
+    for workload in (*STANDARD_WORKLOADS, *SECOND_SUITE):
         register(workload)

@@ -1,0 +1,24 @@
+"""How a card writes its numbers: seconds, tokens per second, scores."""
+
+from __future__ import annotations
+
+from arena_core.types import Score
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def fmt_tps(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def fmt_score(score: Score) -> str:
+    if score.value is None:
+        return "not computed"
+    interval = f" [{score.low:.1f}–{score.high:.1f}]" if score.low != score.high else ""
+    return f"{score.value:.1f}{interval}" + ("" if score.publishable else " (not publishable)")

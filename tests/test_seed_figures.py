@@ -1,0 +1,138 @@
+"""The seed site's figures and suite from Arena's own measurements (issue 15): what its cards
+print, computed and labelled; its reasoning shape; its second suite as optional workloads; a
+scorer's own nine, whatever else is registered; imported cards that carry quality."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+
+from arena_core import ArenaHooks, WorkloadSpec, hookimpl
+from arena_core.cards import load_cards
+from arena_core.imports import import_file, seed_cards_path
+from arena_core.plugins import BUILTIN_PLUGINS
+from arena_core.testing import plugin_manager_with, rig_run_argv
+from arena_core.testing.fake_server import FakeServerProcess
+from arena_scoring import ArenaScorer, SiteScorer
+
+TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+
+
+def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_reasoning_is_what_the_seed_site_ran(registry):
+    shape = registry.get("workloads", "reasoning").shape
+    assert (shape.input_tokens, shape.output_tokens, shape.request_rate, shape.num_prompts) == (1024, 4096, 0.2, 50)
+
+
+def test_the_second_suite_is_registered_but_measured_only_when_named(registry):
+    from arena_core.engine import default_workloads
+
+    stress = registry.get("workloads", "concurrency-stress")
+    assert (stress.shape.prompt_tokens, stress.shape.generated_tokens, stress.shape.concurrency, stress.optional) == (25000, 256, 20, True)
+    points = {(w.shape.prompt_tokens, w.shape.concurrency) for w in (r.item for r in registry.registrations("workloads")) if w.name.startswith("big-context-")}
+    assert points == {(p, c) for p in (4096, 8192, 16384, 25000) for c in (1, 5, 10)}
+    assert len(default_workloads(registry)) == 9 and "concurrency-stress" not in default_workloads(registry)
+
+
+class TenthWorkload:
+    """A plugin adding a workload to every default run."""
+
+    @hookimpl
+    def arena_register_workloads(self, register):
+        register(
+            WorkloadSpec(
+                name="tenth",
+                title="Tenth",
+                description="one more",
+                runner="llama-benchy",
+                shape=attrs.evolve(ArenaHooks(plugin_manager_with(builtins=BUILTIN_PLUGINS)).registry.get("workloads", "chat").shape),
+            )
+        )
+
+
+def test_a_tenth_workload_changes_no_stored_score(tmp_path, hooks):
+    """Scores and "n/9" count the scorer's own nine, not whatever plugins register."""
+    import_file(seed_cards_path(), tmp_path, hooks.registry, workload=None, model=None, hardware=None, backend="vllm")
+    plain, _ = load_cards(tmp_path, hooks.registry)
+    widened = ArenaHooks(plugin_manager_with(TenthWorkload(), builtins=BUILTIN_PLUGINS))
+    assert "tenth" in widened.registry.names("workloads")
+    wide, _ = load_cards(tmp_path, widened.registry)
+    assert [c.expected for c in wide] == [c.expected for c in plain] and len(wide[0].expected) == 9
+    assert [ArenaScorer().score(c) for c in wide] == [ArenaScorer().score(c) for c in plain]
+    assert SiteScorer().score_cohort(wide) == SiteScorer().score_cohort(plain)
+
+
+def test_a_workload_with_one_of_its_two_figures_counts_as_missing_and_is_named(tmp_path, hooks):
+    import_file(seed_cards_path(), tmp_path, hooks.registry, workload=None, model=None, hardware=None, backend="vllm")
+    cards, _ = load_cards(tmp_path, hooks.registry)
+    card = next(c for c in cards if c.model == "qwen3.5-0.8b")
+    halved = attrs.evolve(card, workloads=tuple(attrs.evolve(w, ttft_p50_s=None) if w.name == "chat" else w for w in card.workloads))
+    score = ArenaScorer().score(halved)
+    assert score.per_workload["chat"] == 0 and "chat" in score.missing and "chat: no TTFT p50, scored as missing" in score.notes
+
+
+def test_the_seed_figures_of_arenas_own_run(tmp_path):
+    """Measured by Arena: the closed-loop TTFT mean (the seed's "TTFT p50") beside the true p50,
+    the open-loop total ÷ peak concurrency beside output throughput, G and the rate served."""
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]) as rig:
+        done = subprocess.run(
+            rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run_dir,) = [p for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file()]
+    chat = json.loads((run_dir / "workloads" / "chat" / "result.json").read_text())["metrics"]
+    peak = json.loads((run_dir / "workloads" / "monday-peak" / "result.json").read_text())["metrics"]
+    assert chat["ttfr_mean_s"] > 0 and chat["ttft_p50_s"] > 0 and chat["decode_tps_total"] > 0
+    assert peak["peak_concurrency"] >= 1 and peak["site_tps"] == pytest.approx(peak["total_tps"] / peak["peak_concurrency"])
+    card = arena("card", run_dir.name, "--output", "store", cwd=tmp_path).stdout
+    assert "As the seed site counts it" in card and "total ÷ peak concurrency; TTFT p50" in card and "per user at c=10; TTFT mean" in card
+    assert "Throughput (the seed site's G, mean over 2 workloads)" in card
+
+
+def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
+    assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
+    board = json.loads(arena("leaderboard", "--output", "store", "--json", cwd=tmp_path).stdout)
+    big = next(r["run_id"] for r in board if r["model"] == "qwen3.6-35b-a3b")
+    card = arena("card", big, "--output", "store", cwd=tmp_path).stdout
+    for shown in (
+        re.escape("0.35 of 1.50 req/s: saturated"),  # monday-peak: served 0.35 of the 1.5 req/s asked
+        r"average\s+83\.9",  # the quality average (Q)
+        re.escape("35B total, 3B active"),
+        re.escape("https://huggingface.co/Qwen/Qwen3.6-35B-A3B-FP8"),
+        re.escape("128 GB unified"),
+        re.escape("published by the seed site (LLM Arena, CC-BY-4.0"),
+        r"scored among\s+17 runs ranked together",
+    ):
+        assert re.search(shown, card), shown
+
+
+def test_an_imported_card_carries_quality_and_refuses_impossible_ones(tmp_path):
+    card = {
+        "model": "someones-model",
+        "model_title": "Someone's model",
+        "hardware": "gb10",
+        "backend": "vllm",
+        "source": "a test",
+        "quality": [{"benchmark": "MMLU-Pro", "value": 61.5, "source": "vendor card"}],
+        "workloads": {"chat": {"tokens_per_second": 10.0, "ttft_p50_s": 0.5, "decode_tps_total": 90.0}},
+    }
+    (tmp_path / "cards.json").write_text(json.dumps({"format": "arena-cards/1", "cards": [card]}))
+    assert arena("import", "cards.json", "--output", "store", cwd=tmp_path).returncode == 0
+    (stored,) = json.loads(arena("leaderboard", "--output", "store", "--json", cwd=tmp_path).stdout)
+    assert stored["model_title"] == "Someone's model" and stored["quality"] == 61.5
+    card["quality"][0]["value"] = 150
+    (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", "cards": [card]}))
+    bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)
+    assert bad.returncode == 2 and "$.cards[0].quality[0].value: a quality score is 0 to 100, not 150" in bad.stderr and "Traceback" not in bad.stderr
