@@ -23,12 +23,13 @@ OPEN = {
     "office-baseline": ("random", 4000, 500, 0.9, 0.30, 0.7, 200, None),
     "sharegpt": ("sharegpt", None, None, 0.0, 0.30, 0.7, 250, None),
     "monday-peak": ("random", 4000, 500, 0.9, 1.50, 1.0, 300, 25),
-    "reasoning": ("random", 1000, 4000, 0.9, 0.20, 1.0, 50, None),
+    "reasoning": ("random", 1024, 4096, 0.9, 0.20, 1.0, 50, None),  # what the seed site ran (workloads.md)
 }
 
 
 def test_the_nine_workloads_in_card_order(registry):
-    assert list(registry.workloads) == [*CLOSED, *OPEN]
+    standard = [name for name, registration in registry.workloads.items() if not registration.item.optional]
+    assert standard == [*CLOSED, *OPEN]
 
 
 @pytest.mark.parametrize("name", CLOSED)

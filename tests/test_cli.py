@@ -179,7 +179,7 @@ def test_console_script_disabled_plugin_is_not_called(tmp_path: Path):
             ],
         ),
         ("monday-peak", ["--request-rate 1.5 --burstiness 1 --max-concurrency 25"]),
-        ("reasoning", ["--random-input-len 1000 --random-output-len 4000"]),
+        ("reasoning", ["--random-input-len 1024 --random-output-len 4096"]),
     ],
 )
 def test_show_workload_prints_the_exact_external_command(pm, workload, needles):
