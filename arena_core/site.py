@@ -1,21 +1,26 @@
-"""``arena publish DIR``: a self-contained static site -- a leaderboard page and one page per
-model card, charts as inline SVG, no script and no CDN, so it works from ``file://``.
+"""``arena publish DIR``: a self-contained static site -- a leaderboard page per scoring preset
+(with size buckets, colour bands, a quality × throughput chart and a per-user × total throughput
+chart) and one page per model card, charts as inline SVG, no script and no CDN, so it works from
+``file://``.
 
 Templates are Jinja2 with autoescape on: every name and text a plugin supplies is escaped.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from arena_core import __version__
 from arena_core.leaderboard import Row, rank, row_dict
-from arena_core.report.charts import bar_chart, scatter
+from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
-from arena_core.report.model_card import headline_label, headline_tps, memory_rows, platform_rows, workload_rows
+from arena_core.report.model_card import DECODE_TOTALS, headline_label, headline_tps, memory_rows, model_rows, platform_rows, quality_rows, workload_rows
+from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.types import ModelCard, Score
 
 
@@ -54,6 +59,50 @@ def _explained(scores: Mapping[str, Score]) -> list[str]:
     return lines
 
 
+#: Size buckets by total parameters (billions), as the seed site groups its leaderboard.
+SIZE_BUCKETS = (("small", 10.0), ("medium", 50.0), ("large", math.inf))
+
+
+def size_bucket(card: ModelCard) -> str:
+    """The card's size bucket: the publisher's own, else from its total parameters ("—" unknown)."""
+    facts = card.facts.get("model_facts") or {}
+    if facts.get("size_bucket"):
+        return str(facts["size_bucket"])
+    total = facts.get("params_total_b")
+    return next(name for name, below in SIZE_BUCKETS if total < below) if isinstance(total, (int, float)) else "—"
+
+
+def _band(value: float | None, low: float, high: float) -> str:
+    """The seed site's colour bands: top quarter of the score range, bottom quarter, the rest."""
+    if value is None:
+        return ""
+    share = (value - low) / (high - low) if high > low else 1.0
+    return "band-top" if share > 0.75 else "band-bottom" if share < 0.25 else "band-middle"
+
+
+def _preset_pages(profiles: Sequence[str], first: str) -> list[tuple[str, str]]:
+    """(profile, file) of every leaderboard page; the ``first`` profile's is index.html."""
+    return [(name, "index.html" if name == first else f"leaderboard-{name}.html") for name in profiles]
+
+
+def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
+    quality_points, user_points = [], []
+    for card in cards:
+        throughput, _ = throughput_headline(card)
+        quality = [q.value for q in card.quality if q.value is not None]
+        if throughput is not None and quality:
+            quality_points.append((card.model_title, throughput, sum(quality) / len(quality), card.model_memory_gb))
+        chat = card.workload("chat")
+        if chat is not None and chat.tokens_per_second and chat.metrics.get("decode_tps_total"):
+            user_points.append((card.model_title, chat.tokens_per_second, chat.metrics["decode_tps_total"], None))
+    return {
+        "quality_chart": bubble_chart(
+            "Quality against throughput; point area: model memory", quality_points, "throughput G, tok/s (mean over workloads)", "quality Q (published)"
+        ),
+        "users_chart": bubble_chart("Per-user against total throughput, chat at c=10", user_points, "tok/s per user", "tok/s total"),
+    }
+
+
 def publish(
     directory: Path,
     cards: Sequence[ModelCard],
@@ -63,53 +112,67 @@ def publish(
     profile: str = "aggregate",
     integrity: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write the site into ``directory``; ``all_scores[run_id][profile]``; ``integrity[run_id]``
-    is what ``arena verify`` said of the run (absent: not checked). Returns index.html."""
+    """Write the site into ``directory``: a leaderboard page per profile of the default scorer
+    (``profile``'s is index.html) and a page per card; ``all_scores[run_id][profile]``;
+    ``integrity[run_id]`` is what ``arena verify`` said of the run (absent: not checked)."""
     verified = integrity or {}
     env = environment()
     versions = sorted({score.version for scores in all_scores.values() for score in scores.values()})
-    common = {"version": __version__, "score_version": ", ".join(versions)}
+    profiles = [name for name in next(iter(all_scores.values())) if "(" not in name]
+    pages = _preset_pages(profiles, profile)
+    common = {"version": __version__, "score_version": ", ".join(versions), "nav": [(f"Leaderboard · {name}", href) for name, href in pages]}
     (directory / "cards").mkdir(parents=True, exist_ok=True)
-    rows = rank(cards, {c.run_id: all_scores[c.run_id][profile] for c in cards})
-    points = [
-        (c.model_title, line.ttft_p50_s, line.tokens_per_second)
-        for c in cards
-        if (line := c.workload("chat")) is not None and line.ttft_p50_s and line.tokens_per_second
-    ]
-    index = directory / "index.html"
-    index.write_text(
-        env.get_template("leaderboard.html.j2").render(
-            **common,
-            title="Leaderboard",
-            root="",
-            profile=profile,
-            rows=_leaderboard_rows(rows, verified),
-            scatter=scatter("Tokens/s against TTFT p50, chat workload", points, "TTFT p50, s", "tokens/s per user"),
-        ),
-        encoding="utf-8",
-    )
-    for card in cards:
-        scores = all_scores[card.run_id]
-        measured = sum(1 for name in card.expected if card.workload(name) is not None)
-        lines = [(name, card.workload(name)) for name in card.expected]
-        page = env.get_template("card.html.j2").render(
-            **common,
-            title=card.model_title,
-            root="../",
-            card=card,
-            scores=[(n, fmt_score(s)) for n, s in scores.items()],
-            headline=fmt_tps(headline_tps(card)),
-            headline_label=headline_label(card),
-            memory=f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—",
-            measured=f"{measured}/{len(card.expected)}",
-            workload_rows=workload_rows(card),
-            findings=found.get(card.run_id, []),
-            memory_rows=memory_rows(card),
-            platform_rows=platform_rows(card),
-            explained=_explained(scores),
-            integrity=_integrity(card.run_id, verified),
-            tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
-            ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
+    charts = _charts(cards)
+    for name, href in pages:
+        rows = rank(cards, {c.run_id: all_scores[c.run_id][name] for c in cards})
+        (directory / href).write_text(
+            env.get_template("leaderboard.html.j2").render(**common, title=f"Leaderboard · {name}", root="", profile=name, **_board(rows, verified), **charts),
+            encoding="utf-8",
         )
-        (directory / "cards" / f"{card.run_id}.html").write_text(page, encoding="utf-8")
-    return index
+    for card in cards:
+        (directory / "cards" / f"{card.run_id}.html").write_text(_card_page(env, common, card, all_scores[card.run_id], found, verified), encoding="utf-8")
+    return directory / "index.html"
+
+
+def _board(rows: Sequence[Row], verified: Mapping[str, str]) -> dict:
+    """The table rows (with size bucket and colour band) and the same rows grouped by size."""
+    data = _leaderboard_rows(rows, verified)
+    values = [row.score.value for row in rows if row.rank and row.score.value is not None]
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    for row, shown in zip(rows, data):
+        shown["size"] = size_bucket(row.card)
+        shown["band"] = _band(row.score.value if row.rank else None, low, high)
+    buckets = {name: [d for d in data if d["size"] == name and d["place"] != "—"] for name, _ in SIZE_BUCKETS}
+    return {"rows": data, "buckets": [(name, found) for name, found in buckets.items() if found]}
+
+
+def _card_page(
+    env: Environment, common: dict, card: ModelCard, scores: Mapping[str, Score], found: Mapping[str, list[str]], verified: Mapping[str, str]
+) -> str:
+    measured = sum(1 for name in card.expected if card.workload(name) is not None)
+    lines = [(name, card.workload(name)) for name in card.expected]
+    throughput, count = throughput_headline(card)
+    return env.get_template("card.html.j2").render(
+        **common,
+        title=card.model_title,
+        root="../",
+        card=card,
+        scores=[(n, fmt_score(s)) for n, s in scores.items()],
+        headline=fmt_tps(headline_tps(card)),
+        headline_label=headline_label(card),
+        throughput=f"{fmt_tps(throughput)} tok/s (mean G over {count} workloads)",
+        memory=f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—",
+        measured=f"{measured}/{len(card.expected)}",
+        model_rows=model_rows(card),
+        quality_rows=quality_rows(card),
+        decode_totals=[(label, fmt_tps(card.workload(w).metrics.get("decode_tps_total") if card.workload(w) else None)) for label, w in DECODE_TOTALS],
+        workload_rows=workload_rows(card),
+        seed_rows=seed_rows(card),
+        findings=found.get(card.run_id, []),
+        memory_rows=memory_rows(card),
+        platform_rows=platform_rows(card),
+        explained=_explained(scores),
+        integrity=_integrity(card.run_id, verified),
+        tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
+        ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
+    )

@@ -63,7 +63,7 @@ class Rows(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        if tag == "tr" and attrs.get("class") == "leaderboard-row":
+        if tag == "tr" and "leaderboard-row" in (attrs.get("class") or "").split():
             self.rows += 1
         if tag == "script":
             self.scripts += 1
@@ -133,9 +133,17 @@ def test_findings_are_true_of_the_seed_figures(store):
 def test_published_site_is_self_contained_with_every_model(store):
     done = arena("publish", "site", "--output", "store", cwd=store)
     assert done.returncode == 0 and "18 cards" in done.stdout, done.stderr
-    index = Rows()
-    index.feed((store / "site" / "index.html").read_text())
-    assert index.rows == 18 and index.scripts == 0 and index.external == []
+    for page in ("index.html", *(f"leaderboard-{name}.html" for name in ("chat", "agent", "batch", "reasoning"))):  # a page per preset
+        html = (store / "site" / page).read_text()
+        index = Rows()
+        index.feed(html)
+        assert index.rows == 18 and index.scripts == 0 and index.external == [], page
+        assert html.count('class="leaderboard-row band-top"') >= 1 and 'class="leaderboard-row band-bottom"' in html  # colour bands
+        assert "<h3>small</h3>" in html and "<h3>medium</h3>" in html  # size buckets
+        assert "<title>Quality against throughput; point area: model memory</title>" in html
+        assert "<title>Per-user against total throughput, chat at c=10</title>" in html
+    batch = (store / "site" / "leaderboard-batch.html").read_text()
+    assert batch.index("Qwen3.5-0.8B (BF16)") < batch.index("Qwen3.6-35B-A3B (FP8)")  # 84.8 before 33.2
     for page in (store / "site" / "cards").glob("*.html"):
         parsed = Rows()
         parsed.feed(page.read_text())
@@ -165,15 +173,19 @@ def test_site_in_headless_chromium(store, tmp_path):
     url = (site / "index.html").resolve().as_uri()
     dom = _chromium("--dump-dom", url, user_data=tmp_path / "a")
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count('class="leaderboard-row"') == 18
+    assert dom.stdout.count('class="leaderboard-row') == 18
     for title in ("Qwen3.6-35B-A3B (FP8)", "Qwen3.5-0.8B (BF16)", "Gemma 3 270M (GGUF Q4_K_M)"):
         assert title in dom.stdout
     assert console_errors(dom.stderr) == []
     ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "site-leaderboard.png"
-    shot.unlink(missing_ok=True)
-    taken = _chromium("--window-size=1100,1300", f"--screenshot={shot}", url, user_data=tmp_path / "b")
-    assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
+    for page, name in (("index.html", "site-leaderboard.png"), ("leaderboard-batch.html", "site-leaderboard-batch.png")):
+        shot = ARTIFACTS / name
+        shot.unlink(missing_ok=True)  # the whole page: the table, size buckets and both charts
+        taken = _chromium("--window-size=1100,3400", f"--screenshot={shot}", (site / page).resolve().as_uri(), user_data=tmp_path / name)
+        assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
+    for page in ("leaderboard-chat.html", "leaderboard-agent.html", "leaderboard-reasoning.html"):
+        shown = _chromium("--dump-dom", (site / page).resolve().as_uri(), user_data=tmp_path / page)
+        assert shown.stdout.count('class="leaderboard-row') == 18 and console_errors(shown.stderr) == []
     card_page = next((site / "cards").glob("*.html")).resolve().as_uri()
     card_dom = _chromium("--dump-dom", card_page, user_data=tmp_path / "c")
     assert "Time to first token (p50), per workload" in card_dom.stdout and console_errors(card_dom.stderr) == []
@@ -230,3 +242,15 @@ def test_plugin_supplied_markup_is_escaped_and_never_runs(tmp_path):
         assert not re.search(r"<script\b", dom.stdout)  # no script element was created
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout  # the title is shown as text
         assert console_errors(dom.stderr) == []
+
+
+def test_chart_ticks_enclose_the_data_and_labels_never_overlap():
+    from arena_core.report.charts import nice_ticks, spread_labels
+
+    assert nice_ticks(0, 86.0) == [0, 20, 40, 60, 80, 100]
+    assert nice_ticks(0, 669.04) == [0, 200, 400, 600, 800]
+    wanted = [100.0, 101.0, 102.0, 300.0, 99.5]
+    placed = spread_labels(wanted, 14.0)
+    ordered = sorted(placed)
+    assert all(b - a >= 14.0 - 1e-9 for a, b in zip(ordered, ordered[1:]))
+    assert [wanted.index(w) for w in sorted(wanted)] == [placed.index(p) for p in ordered]  # the order of heights is kept
