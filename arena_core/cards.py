@@ -18,7 +18,7 @@ from arena_core.hooks import ArenaHooks
 from arena_core.manifest import MANIFEST, read_manifest
 from arena_core.registry import Registry
 from arena_core.store import find_run, list_runs, load_result
-from arena_core.types import CardWorkload, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult
+from arena_core.types import CardWorkload, ClosedLoopShape, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult, WorkloadSpec
 
 
 def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
@@ -76,8 +76,22 @@ def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
             "hardware_reason": manifest.hardware_reason,
             "model_facts": dict(manifest.model_facts) or ({"hf_model": model.item.hf_id, "precision": model.item.precision} if model else {}),
             "hardware_memory": _memory(profile),
+            "workloads": {name: _legend(registry.workloads[name].item) for name in (*suite(registry), *manifest.workloads) if name in registry.workloads},
         },
     )
+
+
+def _legend(workload: WorkloadSpec) -> dict[str, str]:
+    """A workload as a card explains it: title, what it measures, its parameters (standard size)."""
+    shape = workload.shape
+    if isinstance(shape, ClosedLoopShape):
+        parameters = f"{shape.prompt_tokens} in / {shape.generated_tokens} out, c={shape.concurrency}, {shape.runs} runs"
+        parameters += (f", depth {shape.depth}" if shape.depth else "") + (f", {shape.turns} turns" if shape.turns > 1 else "")
+    else:
+        tokens = f"{shape.input_tokens} in / {shape.output_tokens} out" if shape.dataset == "random" else "natural lengths"
+        parameters = f"{shape.dataset} ({tokens}), {shape.num_prompts} prompts at {shape.request_rate:g} req/s, burstiness {shape.burstiness:g}"
+        parameters += f", at most {shape.max_concurrency} in flight" if shape.max_concurrency else ""
+    return {"title": workload.title, "description": workload.description, "parameters": f"{parameters}, seed {workload.seed}"}
 
 
 def _memory(profile: HardwareProfile | None) -> str | None:

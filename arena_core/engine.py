@@ -310,7 +310,9 @@ class RunSession:
         for note in notes:
             self.progress(f"telemetry: {note}")
         runners = self.hooks.registry
-        commands = {w.name: line for w in plan.workloads if (line := runners.get("runners", w.runner).command_for(w, endpoint.base_url, endpoint.model))}
+        commands = {
+            w.name: line for w in plan.workloads if (line := runners.get("runners", w.runner).command_for(w, endpoint.base_url, endpoint.model, plan.options))
+        }
         self._record(
             backend_facts=facts,
             # what a server Arena attached to already held is not what loading took: only its own figure counts

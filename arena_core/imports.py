@@ -75,9 +75,11 @@ def _store(output: Path, results: list[WorkloadResult], registry: Registry, **or
     run_id, run_dir = new_run_dir(output)
     profile, model = registry.hardware.get(origin["hardware"]), registry.models.get(origin["model"])
     commands = {}
+    facts = origin.get("model_facts") or {}
+    served = str(facts.get("served_name") or facts.get("hf_model") or origin["model"])  # the id the publisher's server answered to
     for result in results:
         runner, workload = registry.runners.get(result.runner), registry.workloads.get(result.workload)
-        if runner is not None and workload is not None and (line := runner.item.command_for(workload.item, PLACEHOLDER_URL, origin["model"])):
+        if runner is not None and workload is not None and (line := runner.item.command_for(workload.item, PLACEHOLDER_URL, served)):
             commands[result.workload] = line
         if model is not None and profile is not None:  # an imported figure meets physics like a measured one
             result = apply_ceiling(result, model.item, profile.item, workload.item if workload else None)

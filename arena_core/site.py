@@ -19,7 +19,18 @@ from arena_core import __version__
 from arena_core.leaderboard import Row, rank, row_dict
 from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
-from arena_core.report.model_card import DECODE_TOTALS, headline_label, headline_tps, memory_rows, model_rows, platform_rows, quality_rows, workload_rows
+from arena_core.report.model_card import (
+    DECODE_TOTALS,
+    commands_of,
+    headline_label,
+    headline_tps,
+    legend_rows,
+    memory_rows,
+    model_rows,
+    platform_rows,
+    quality_rows,
+    workload_rows,
+)
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.types import ModelCard, Score
 
@@ -123,10 +134,14 @@ def publish(
     common = {"version": __version__, "score_version": ", ".join(versions), "nav": [(f"Leaderboard · {name}", href) for name, href in pages]}
     (directory / "cards").mkdir(parents=True, exist_ok=True)
     charts = _charts(cards)
+    # credit where figures were published by others (the seed site's cohort is CC-BY-4.0)
+    attribution = sorted({card.source for card in cards if card.source.startswith("published by")})
     for name, href in pages:
         rows = rank(cards, {c.run_id: all_scores[c.run_id][name] for c in cards})
         (directory / href).write_text(
-            env.get_template("leaderboard.html.j2").render(**common, title=f"Leaderboard · {name}", root="", profile=name, **_board(rows, verified), **charts),
+            env.get_template("leaderboard.html.j2").render(
+                **common, title=f"Leaderboard · {name}", root="", profile=name, attribution=attribution, **_board(rows, verified), **charts
+            ),
             encoding="utf-8",
         )
     for card in cards:
@@ -168,6 +183,8 @@ def _card_page(
         decode_totals=[(label, fmt_tps(card.workload(w).metrics.get("decode_tps_total") if card.workload(w) else None)) for label, w in DECODE_TOTALS],
         workload_rows=workload_rows(card),
         seed_rows=seed_rows(card),
+        legend_rows=legend_rows(card),
+        commands=[found for line in card.workloads for found in commands_of(line)],
         findings=found.get(card.run_id, []),
         memory_rows=memory_rows(card),
         platform_rows=platform_rows(card),

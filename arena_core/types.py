@@ -285,6 +285,9 @@ class RunnerSpec:
     check_external: Callable[[], ToolAvailability] | None = None
     #: ``command(workload, base_url, model)``: the reference tool's command line for a workload.
     command: Callable[[WorkloadSpec, str, str], list[str]] | None = None
+    #: ``command_options(workload, options)``: the flags a run's options add to that command (a
+    #: local tokenizer, the dataset file), so a card's command is the one to type.
+    command_options: Callable[[WorkloadSpec, RunOptions], list[str]] | None = None
     #: The reader of the reference tool's JSON, when the runner has one.
     report: ReportReader | None = None
     #: ``preflight(workload, engine, context)``: raise :class:`UsageError` (naming the flag that
@@ -293,10 +296,14 @@ class RunnerSpec:
     #: half-way for something that could have been known at the start.
     preflight: Callable[[WorkloadSpec, str, RunContext], None] | None = None
 
-    def command_for(self, workload: WorkloadSpec, base_url: str, model: str) -> str | None:
+    def command_for(self, workload: WorkloadSpec, base_url: str, model: str, options: RunOptions | None = None) -> str | None:
         """The reference tool's command for ``workload`` as one line (shown on cards and by
-        ``arena show workload``), or ``None`` when the runner has no reference tool."""
-        return " ".join(self.command(workload, base_url, model)) if self.command is not None else None
+        ``arena show workload``), with what ``options`` add; ``None`` when the runner has no
+        reference tool."""
+        if self.command is None:
+            return None
+        extra = self.command_options(workload, options) if options is not None and self.command_options is not None else []
+        return " ".join([*self.command(workload, base_url, model), *extra])
 
 
 class Backend(Protocol):

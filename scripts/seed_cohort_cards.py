@@ -76,7 +76,7 @@ def card(model: dict, modes: dict[str, str], licence: str) -> dict:
             for key, title in QUALITY.items()
             if quality.get("status")
         ],
-        "model_facts": {"hf_model": run["hf_model"], **{key: model.get(key) for key in FACTS}},
+        "model_facts": {"hf_model": run["hf_model"], "served_name": run["served_name"], **{key: model.get(key) for key in FACTS}},
         "published_scores": published,
         "workloads": workloads,
     }

@@ -99,6 +99,9 @@ def test_the_seed_figures_of_arenas_own_run(tmp_path):
     card = arena("card", run_dir.name, "--output", "store", cwd=tmp_path).stdout
     assert "As the seed site counts it" in card and "total ÷ peak concurrency; TTFT p50" in card and "per user at c=10; TTFT mean" in card
     assert "Throughput (the seed site's G, mean over 2 workloads)" in card
+    # the commands to type: the served model's id and the local tokenizer the run used
+    assert "--model fake-org/fake-model --pp " in card and f"--tokenizer {TOKENIZER}" in card
+    assert f"--max-concurrency 25 --seed 42 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,95,99 --tokenizer {TOKENIZER}" in card
 
 
 def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
@@ -114,6 +117,11 @@ def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
         re.escape("128 GB unified"),
         re.escape("published by the seed site (LLM Arena, CC-BY-4.0"),
         r"scored among\s+17 runs ranked together",
+        r"GPQA-Diamond\s+86\.0",  # a number keeps its trailing .0
+        r"reasoning\s+Reasoning workload: .+random \(1024 in / 4096 out\), 50 prompts at 0\.2 req/s, burstiness 1, seed 42",  # what it is
+        re.escape("vllm bench serve --backend openai-chat --base-url http://localhost:8000 --endpoint /v1/chat/completions --model qwen3.6-35b-a3b-fp8"),
+        re.escape("multi-turn, the seed site's literal command (measures 4 tokens of history, not five turns):\n    llama-benchy"),
+        re.escape("--pp 2048 --tg 512 --depth 4 --concurrency 10"),
     ):
         assert re.search(shown, card), shown
 
@@ -136,3 +144,16 @@ def test_an_imported_card_carries_quality_and_refuses_impossible_ones(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", "cards": [card]}))
     bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)
     assert bad.returncode == 2 and "$.cards[0].quality[0].value: a quality score is 0 to 100, not 150" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_cards_command_names_the_tokenizer_and_dataset_the_run_used(registry, tmp_path):
+    from arena_core import RunOptions
+
+    runner, sharegpt = registry.get("runners", "vllm-bench"), registry.get("workloads", "sharegpt")
+    (tmp_path / "tok").mkdir()
+    options = RunOptions(tokenizer=tmp_path / "tok" / "tokenizer.json", dataset=tmp_path / "sharegpt.json")
+    line = runner.command_for(sharegpt, "http://spark:8000", "org/model", options)
+    assert line.endswith(f"--tokenizer {tmp_path / 'tok'} --dataset-path {tmp_path / 'sharegpt.json'}")
+    plain = runner.command_for(sharegpt, "http://spark:8000", "org/model", RunOptions())
+    assert plain.endswith("--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json")  # the file vllm bench serve needs
+    assert "--tokenizer" not in plain and "--dataset-path" not in runner.command_for(sharegpt, "http://spark:8000", "org/model")

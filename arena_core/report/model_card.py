@@ -145,8 +145,38 @@ def score_lines(scores: Mapping[str, Score]) -> list[str]:
     ]
 
 
+def legend_rows(card: ModelCard) -> list[tuple[str, str, str]]:
+    """Each measured or expected workload: its title and description, and its parameters."""
+    legend = card.facts.get("workloads") or {}
+    return [(name, f"{legend[name]['title']}: {legend[name]['description']}", legend[name]["parameters"]) for name in legend]
+
+
+def seed_literal(command: str) -> str | None:
+    """The seed site's literal multi-turn command, from Arena's: ``--depth 4`` (llama-benchy reads
+    it as 4 tokens of history, not the five turns the seed card describes; workloads.md)."""
+    if "--depth 0 2560 5120 7680 10240" not in command:
+        return None
+    return command.replace("--depth 0 2560 5120 7680 10240", "--depth 4").replace(" --enable-prefix-caching", "")
+
+
+def commands_of(line: CardWorkload) -> list[tuple[str, str]]:
+    """(label, command) of a workload: Arena's reference command, and for multi-turn the seed's
+    literal one beside it, labelled."""
+    if not line.command:
+        return []
+    found = [(line.name, line.command)]
+    if line.name == "multi-turn" and (literal := seed_literal(line.command)):
+        found.append(("multi-turn, the seed site's literal command (measures 4 tokens of history, not five turns)", literal))
+    return found
+
+
 def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False) -> str:
     table = "github" if markdown else "simple"
+
+    def table_of(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+        # every cell is already written as the card shows it: "86.0" must not become 86
+        return tabulate(rows, headers=headers, tablefmt=table, disable_numparse=True)
+
     h1, h2 = ("# ", "## ") if markdown else ("", "")
     scale = f", scaled x{card.scale:g}" if card.scale != 1 else ""
     out = [
@@ -154,41 +184,40 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         "",
         f"{card.backend} · {card.engine} · measured {card.measured_at or 'unknown'} · run {card.run_id} · {card.source}{scale}",
         "",
-        tabulate(header_rows(card, scores), headers=["", ""], tablefmt=table),
+        table_of(header_rows(card, scores), headers=["", ""]),
         "",
         f"{h2}Model",
-        tabulate(model_rows(card) or [("—", "not in the catalog")], headers=["", ""], tablefmt=table),
+        table_of(model_rows(card) or [("—", "not in the catalog")], headers=["", ""]),
         "",
         f"{h2}Quality (published, not measured by Arena)",
-        tabulate(quality_rows(card), headers=["benchmark", "score", "source"], tablefmt=table),
+        table_of(quality_rows(card), headers=["benchmark", "score", "source"]),
         "",
         f"{h2}Decode throughput, total tok/s at c=10",
-        tabulate(
+        table_of(
             [[fmt_tps(card.workload(w).metrics.get("decode_tps_total") if card.workload(w) else None) for _, w in DECODE_TOTALS]],
             headers=[label for label, _ in DECODE_TOTALS],
-            tablefmt=table,
         ),
         "",
         f"{h2}Workloads",
-        tabulate(
-            workload_rows(card), headers=["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict", "notes"], tablefmt=table
-        ),
+        table_of(workload_rows(card), headers=["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict", "notes"]),
+        "",
+        f"{h2}What each workload is",
+        table_of(legend_rows(card) or [("—", "", "")], headers=["workload", "what it measures", "parameters"]),
         "",
         f"{h2}As the seed site counts it",
-        tabulate(
+        table_of(
             seed_rows(card) or [("—", "", "", "", "", "")],
             headers=["workload", "tokens/s (seed)", "TTFT (seed)", "G", "request rate served", "what the seed figures are"],
-            tablefmt=table,
         ),
         "",
         f"{h2}Findings",
         *(f"- {finding}" for finding in findings or ["(none)"]),
         "",
         f"{h2}Hardware and backend",
-        tabulate(platform_rows(card), headers=["", ""], tablefmt=table),
+        table_of(platform_rows(card), headers=["", ""]),
         "",
         f"{h2}Memory and energy",
-        tabulate(memory_rows(card), headers=["", ""], tablefmt=table),
+        table_of(memory_rows(card), headers=["", ""]),
         "",
         f"{h2}Score explained",
         *score_lines(scores),
@@ -196,6 +225,6 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         f"{h2}Commands",
     ]
     for line in card.workloads:
-        if line.command:
-            out += [f"{line.name}:", f"    {line.command}" if not markdown else f"```\n{line.command}\n```"]
+        for label, command in commands_of(line):
+            out += [f"{label}:", f"    {command}" if not markdown else f"```\n{command}\n```"]
     return "\n".join(out) + "\n"

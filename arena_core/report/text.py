@@ -11,7 +11,7 @@ from tabulate import tabulate
 
 def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A plain table; ``None`` cells show as a dash."""
-    return tabulate(list(rows), headers=list(headers), tablefmt="simple", missingval="—")
+    return tabulate(list(rows), headers=list(headers), tablefmt="simple", missingval="—", disable_numparse=True)  # "86.0" stays 86.0
 
 
 def render_json(data: Any) -> str:

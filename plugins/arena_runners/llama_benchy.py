@@ -232,6 +232,11 @@ def _create(engine: str) -> NativeEngine | ExternalEngine:
     return {"native": NativeEngine, "external": ExternalEngine}[engine]()
 
 
+def command_options(workload: arena.WorkloadSpec, options: arena.RunOptions) -> list[str]:
+    """The local tokenizer.json, when the run had one."""
+    return ["--tokenizer", str(options.tokenizer)] if options.tokenizer is not None else []
+
+
 def workload_command(workload: arena.WorkloadSpec, base_url: str, model: str) -> list[str]:
     return command_line(_shape(workload), base_url=base_url, model=model)
 
@@ -244,6 +249,7 @@ SPEC = arena.RunnerSpec(
     create=_create,
     check_external=check_external,
     command=workload_command,
+    command_options=command_options,
     report=arena.ReportReader(
         tool="llama-benchy", recognises=lambda data: "benchmarks" in data, read=read_report, caveat="failed requests are not recorded in its JSON"
     ),

@@ -213,6 +213,20 @@ def _create(engine: str) -> NativeEngine | ExternalEngine:
     return {"native": NativeEngine, "external": ExternalEngine}[engine]()
 
 
+#: The file ``vllm bench serve`` reads ShareGPT from, when the run named none (--dataset).
+SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
+
+
+def command_options(workload: arena.WorkloadSpec, options: arena.RunOptions) -> list[str]:
+    """The local tokenizer (its directory) and, for ShareGPT, the dataset file."""
+    extra = []
+    if options.tokenizer is not None:
+        extra += ["--tokenizer", str(options.tokenizer if options.tokenizer.is_dir() else options.tokenizer.parent)]
+    if _shape(workload).dataset == "sharegpt":
+        extra += ["--dataset-path", str(options.dataset or SHAREGPT_FILE)]
+    return extra
+
+
 def workload_command(workload: arena.WorkloadSpec, base_url: str, model: str) -> list[str]:
     return command_line(_shape(workload), base_url=base_url, model=model, seed=workload.seed)
 
@@ -225,6 +239,7 @@ SPEC = arena.RunnerSpec(
     create=_create,
     check_external=check_external,
     command=workload_command,
+    command_options=command_options,
     report=arena.ReportReader(tool="vllm bench serve", recognises=lambda data: "output_throughput" in data, read=read_report),
     preflight=preflight,
 )
