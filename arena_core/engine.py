@@ -31,6 +31,7 @@ from arena_core.redaction import remember
 from arena_core.registry import Registry
 from arena_core.report.expected import expected_work
 from arena_core.roofline import apply_ceiling
+from arena_core.sanity import DEADLINE_S, check_the_server_answers
 from arena_core.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
 from arena_core.telemetry import TelemetrySampler, memory_now, model_memory, stop_like_ctrl_c, summarise, watchdog_margin_bytes
 from arena_core.types import (
@@ -324,10 +325,12 @@ class RunSession:
         return endpoint
 
     def preflight(self, endpoint: Endpoint) -> None:
-        """Ask each runner whether its workloads can run here, before the first request (and an
-        unnamed server what it says of its machine)."""
+        """Before the first measured request: ask an unnamed server what it says of its machine,
+        check that the server answers a question with text (:mod:`arena_core.sanity`), and ask
+        each runner whether its workloads can run here."""
         if self.plan.hardware.name == UNNAMED_SERVER.name:
             self.progress(ask_about_its_machine(endpoint, self.hooks.registry.names("hardware")))
+        check_the_server_answers(endpoint, min(DEADLINE_S, self.plan.options.request_timeout_s))
         context = RunContext(endpoint=endpoint, output_dir=self.run_dir, options=self.plan.options, progress=self.progress)
         for workload in self.plan.workloads:
             runner = self.hooks.registry.get("runners", workload.runner)

@@ -120,8 +120,9 @@ def test_a_server_that_dies_between_workloads_is_lost_not_bad_input(tmp_path):
 
 
 def test_a_server_that_accepts_and_never_answers_does_not_hang_the_run(tmp_path):
-    """It answers /v1/models once (so the run starts) and then accepts connections and says
-    nothing: the run ends on its own with exit 5 and the resume command, never hangs."""
+    """It answers /v1/models and the sanity question (so the run starts) and then accepts
+    connections and says nothing: the run ends on its own with exit 5 and the resume command,
+    never hangs. Silent from the start, the sanity check ends the run before any workload."""
     import socket
     import threading
 
@@ -130,21 +131,24 @@ def test_a_server_that_accepts_and_never_answers_does_not_hang_the_run(tmp_path)
     listener.listen(64)
     held: list[socket.socket] = []
 
+    answers = {b"/v1/models": b'{"data": [{"id": "silent-model"}]}', b"one word": b'{"choices": [{"message": {"content": "Hello"}}]}'}
+
     def serve() -> None:
-        first = True
         while True:
             try:
                 connection, _ = listener.accept()
             except OSError:
                 return
-            if first:
-                connection.recv(65536)
-                body = b'{"data": [{"id": "silent-model"}]}'
+            if answers:
+                request = connection.recv(65536)
+                while not any(key in request for key in answers) and (more := connection.recv(65536)):
+                    request += more
+                key = next(key for key in answers if key in request)
+                body = answers.pop(key)
                 connection.sendall(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
                 )
                 connection.close()
-                first = False
             else:
                 held.append(connection)  # accepted, never answered
 

@@ -157,3 +157,23 @@ def test_a_cards_command_names_the_tokenizer_and_dataset_the_run_used(registry, 
     plain = runner.command_for(sharegpt, "http://spark:8000", "org/model", RunOptions())
     assert plain.endswith("--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json")  # the file vllm bench serve needs
     assert "--tokenizer" not in plain and "--dataset-path" not in runner.command_for(sharegpt, "http://spark:8000", "org/model")
+
+
+def test_a_server_answering_garbage_stops_the_run_before_its_first_workload(tmp_path):
+    """The sanity check before a suite: one question, and noise instead of text ends the run at
+    once, saying what came back; nothing measured, no run left behind."""
+    from arena_core.sanity import QUESTION, garbage
+    from arena_core.testing.fake_server import SANITY_QUESTION
+
+    assert QUESTION == SANITY_QUESTION
+    assert garbage("Hello") == "" and garbage("  \n") == "an empty answer" and garbage("\x00\ufffd\x07 hi").startswith("3 of 6 characters")
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--fault", "garbage"]) as rig:
+        done = subprocess.run(
+            rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat", scale="0.02"), capture_output=True, text=True, timeout=120
+        )
+        log = rig.stop()
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "sanity check" in last and "answered garbage" in last and "no workload was started" in last and "\\x00" in last
+    assert [e for e in log if e["path"] == "/v1/chat/completions" and not e.get("sanity")] == []
+    assert not any((p / "manifest.json").is_file() for p in (tmp_path / "store").iterdir()) if (tmp_path / "store").exists() else True

@@ -30,14 +30,19 @@ from typing import Any
 from attrs import field, frozen
 
 COHERENCE_QUESTION = "capital of france"
+#: Arena's sanity question (``arena_core.sanity.QUESTION``; the rig imports nothing of Arena's,
+#: so it starts fast and measures only itself -- a test keeps the two equal).
+SANITY_QUESTION = "Reply with one word: hello"
 #: What ``fault`` does to every ``fail_every``-th chat request: ``http`` answers ``fail_status``
 #: (500, 429, ...); ``reset`` drops the connection mid-stream; ``malformed`` sends a broken SSE
 #: event first; ``stall`` stops mid-stream and never ends; ``slow-start`` holds the first byte for
 #: ``slow_start_s``; ``content-type`` answers 200 with an HTML page; ``no-usage`` leaves out the
 #: usage chunk; ``exit`` ends the rig's process at once (a server killed mid-workload);
 #: ``echo-auth`` answers ``fail_status`` with the request's Authorization header in the error
-#: message (what a careless proxy does).
-FAULTS = ("none", "reset", "malformed", "stall", "http", "slow-start", "content-type", "no-usage", "exit", "echo-auth")
+#: message (what a careless proxy does); ``garbage`` answers Arena's sanity question with control
+#: and replacement characters instead of text (a broken model file, a wrong template). The sanity
+#: question is not counted among the ``fail_every`` requests: faults land on the measured traffic.
+FAULTS = ("none", "reset", "malformed", "stall", "http", "slow-start", "content-type", "no-usage", "exit", "echo-auth", "garbage")
 
 
 @frozen(kw_only=True)
@@ -257,8 +262,12 @@ class FakeOpenAIServer:
 
     async def _chat(self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any]) -> None:
         config = self.config
-        self._chat_count += 1
         messages = request.get("messages", [])
+        last_user = next((_message_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        if last_user == SANITY_QUESTION:  # Arena's check before a suite: not counted, so faults hit the traffic measured
+            await self._sanity(conn, entry, request)
+            return
+        self._chat_count += 1
         # Counting tokens is the rig's most expensive step: when the prefill time does not depend
         # on it, it waits until after the prefill, so a burst of arrivals is stamped promptly.
         prompt_tokens = self.prompt_tokens(messages) if config.prefill_per_token_s else None
@@ -284,7 +293,6 @@ class FakeOpenAIServer:
             return
         if fault == "slow-start":
             await asyncio.sleep(config.slow_start_s)
-        last_user = next((_message_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
         coherent = COHERENCE_QUESTION in last_user.lower()
         count = 1 if coherent else int(asked)
         prefill = config.prefill_base_s + config.prefill_per_token_s * (prompt_tokens or 0)
@@ -307,6 +315,13 @@ class FakeOpenAIServer:
             entry["completion_tokens"] = count
             return
         await self._stream(conn, entry, request, messages, prompt_tokens, count, prefill, fault, coherent)
+
+    async def _sanity(self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any]) -> None:
+        """The answer to the sanity question: text, or with the ``garbage`` fault noise."""
+        text = "\x00\ufffd\x07" * 4 if self.config.fault == "garbage" else "Hello"
+        entry.update(status=200, stream=bool(request.get("stream")), fault=self.config.fault if self.config.fault == "garbage" else "none", sanity=True)
+        message = {"role": "assistant", "content": text}
+        conn.respond_json(200, {"id": "chatcmpl-fake", "object": "chat.completion", "model": self.config.model, "choices": [{"index": 0, "message": message}]})
 
     async def _stream(
         self,
