@@ -14,7 +14,7 @@ from arena_core.imports import import_file, seed_cards_path
 
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
-@click.option("--seeds", is_flag=True, help="Import the two published reference cards that ship with Arena.")
+@click.option("--seeds", is_flag=True, help="Import the seed site's published cohort (17 models on a DGX Spark, CC-BY-4.0) that ships with Arena.")
 @click.option("--workload", help="Which workload the file measured (llama-benchy and vllm bench serve files).")
 @click.option("--model", help="Which catalog model it measured.")
 @click.option("--hardware", help="Which hardware profile it ran on.")

@@ -88,17 +88,18 @@ class SiteScorer:
     def score_cohort(self, cards: Sequence[ModelCard]) -> dict[str, Score]:
         """Every card's score relative to the best of ``cards``, by run id."""
         parts = {card.run_id: self._parts(card) for card in cards}
-        best = {key: max((p[key] for p in parts.values() if p[key] is not None), default=None) for key in ("Q", "G", "E")}
-        return {card.run_id: self._score(card, parts[card.run_id], best, len(cards)) for card in cards}
+        best = {key: max((p[key] for p, _ in parts.values() if p[key] is not None), default=None) for key in ("Q", "G", "E")}
+        return {card.run_id: self._score(card, *parts[card.run_id], best, len(cards)) for card in cards}
 
-    def _parts(self, card: ModelCard) -> Mapping[str, float | None]:
-        throughput, _ = self.throughput(card)
+    def _parts(self, card: ModelCard) -> tuple[Mapping[str, float | None], list[str]]:
+        """Q, G and E of ``card`` before the cohort makes them relative, and notes on G."""
+        throughput, notes = self.throughput(card)
         memory = card.model_memory_gb
         efficiency = throughput / memory if throughput is not None and memory else None
-        return {"Q": _quality(card), "G": throughput, "E": efficiency}
+        return {"Q": _quality(card), "G": throughput, "E": efficiency}, notes
 
-    def _score(self, card: ModelCard, part: Mapping[str, float | None], best: Mapping[str, float | None], cohort: int) -> Score:
-        _, notes = self.throughput(card)
+    def _score(self, card: ModelCard, part: Mapping[str, float | None], notes: list[str], best: Mapping[str, float | None], cohort: int) -> Score:
+        notes = [*notes]
         notes.append(f"cohort: {cohort} run{'s' if cohort != 1 else ''} ranked together (each component relative to its best)")
         missing = tuple(
             what for what, key in (("quality", "Q"), ("throughput", "G"), ("model memory", "E")) if part[key] is None and not (key == "E" and part["G"] is None)
@@ -122,7 +123,7 @@ class SiteScorer:
             high=value,
             quality=part["Q"],
             performance=relative["G"] or 0.0,
-            per_workload={name: round(g, 2) for line in card.workloads if line.name in SUITE and (g := line.site_tps) is not None for name in [line.name]},
+            per_workload={line.name: round(g, 2) for line in card.workloads if line.name in SUITE and (g := line.site_tps) is not None},
             missing=missing,
             publishable=bool(value is not None and not scaled and not card.custom and not invalid),
             notes=tuple(notes),
