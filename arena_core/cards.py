@@ -11,13 +11,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from arena_core.converter import CONVERTER
 from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
+from arena_core.loadgen.goodput import NAMED_SLOS, Slo, goodput
+from arena_core.loadgen.records_io import read_records
 from arena_core.manifest import MANIFEST, read_manifest
 from arena_core.registry import Registry
-from arena_core.store import find_run, list_runs, load_result
+from arena_core.store import find_run, list_runs, load_result, workload_dir
 from arena_core.types import CardWorkload, ClosedLoopShape, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult, WorkloadSpec
 
 
@@ -48,10 +52,27 @@ def suite(registry: Registry) -> tuple[str, ...]:
     return declared or default_workloads(registry)
 
 
-def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
-    """The card of the run stored in ``run_dir``; a corrupt file is a one-line error naming it."""
+def with_goodput(line: CardWorkload, records: Path, slo: Slo) -> CardWorkload:
+    """The line with its SLO figures recomputed from the stored request records (when kept)."""
+    if not records.is_file():
+        return line
+    try:
+        found = goodput(read_records(records), slo)
+    except (OSError, ValueError, UsageError):
+        return line  # a damaged records file: the line keeps the figures measured at the time
+    return attrs.evolve(line, metrics={**line.metrics, **found})
+
+
+def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None) -> ModelCard:
+    """The card of the run stored in ``run_dir``; a corrupt file is a one-line error naming it.
+    Goodput and SLO attainment are recomputed from the records under ``slo`` (default: interactive)."""
     manifest = read_manifest(run_dir)
-    lines = [card_line(result, manifest.commands.get(name)) for name in manifest.workloads if (result := load_result(run_dir, name)) is not None]
+    objective = slo or NAMED_SLOS["interactive"]
+    lines = [
+        with_goodput(card_line(result, manifest.commands.get(name)), workload_dir(run_dir, name) / "records.jsonl", objective)
+        for name in manifest.workloads
+        if (result := load_result(run_dir, name)) is not None
+    ]
     model = registry.models.get(manifest.model)
     profile = manifest.hardware_profile
     memory = manifest.model_memory
@@ -76,6 +97,7 @@ def card_from_run(run_dir: Path, registry: Registry) -> ModelCard:
             "hardware_reason": manifest.hardware_reason,
             "model_facts": dict(manifest.model_facts) or ({"hf_model": model.item.hf_id, "precision": model.item.precision} if model else {}),
             "hardware_memory": _memory(profile),
+            "slo": objective.describe(),
             "workloads": {name: _legend(registry.workloads[name].item) for name in (*suite(registry), *manifest.workloads) if name in registry.workloads},
         },
     )
@@ -100,7 +122,7 @@ def _memory(profile: HardwareProfile | None) -> str | None:
     return f"{profile.memory_gb:g} GB" + (" unified" if profile.unified_memory else "")
 
 
-def load_cards(output: Path, registry: Registry) -> tuple[list[ModelCard], list[str]]:
+def load_cards(output: Path, registry: Registry, slo: Slo | None = None) -> tuple[list[ModelCard], list[str]]:
     """Every stored run with at least one result, and a line for each run that could not be read."""
     cards, problems = [], []
     for row in list_runs(output):
@@ -109,7 +131,7 @@ def load_cards(output: Path, registry: Registry) -> tuple[list[ModelCard], list[
             problems.append(f"{run_dir}: listed in the index but gone")
             continue
         try:
-            card = card_from_run(run_dir, registry)
+            card = card_from_run(run_dir, registry, slo)
         except UsageError as exc:
             problems.append(str(exc))
             continue
@@ -118,8 +140,8 @@ def load_cards(output: Path, registry: Registry) -> tuple[list[ModelCard], list[
     return cards, problems
 
 
-def load_card(output: Path, run_id: str, registry: Registry) -> ModelCard:
-    return card_from_run(find_run(output, run_id, "arena card"), registry)
+def load_card(output: Path, run_id: str, registry: Registry, slo: Slo | None = None) -> ModelCard:
+    return card_from_run(find_run(output, run_id, "arena card"), registry, slo)
 
 
 def scorer_specs(registry: Registry) -> list[ScorerSpec]:

@@ -83,6 +83,14 @@ class ScoringSection:
 
 
 @frozen(kw_only=True)
+class SloSection:
+    """``[slo]``: the service-level objective goodput and attainment are judged by (capacity.md):
+    a named set (``interactive``, ``relaxed``, ``batch``) or limits, e.g. ``"ttft=2s,tps=10"``."""
+
+    objective: str = "interactive"
+
+
+@frozen(kw_only=True)
 class ArenaConfig:
     """The whole configuration file; every section is optional."""
 
@@ -90,6 +98,7 @@ class ArenaConfig:
     endpoint: EndpointSection = EndpointSection()
     workloads: dict[str, WorkloadOverride] = field(factory=dict)
     scoring: ScoringSection = ScoringSection()
+    slo: SloSection = SloSection()
     source: str = field(default="<defaults>", eq=False)  # where it was read from, for messages
 
 

@@ -11,6 +11,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.findings import findings
+from arena_core.loadgen.goodput import parse_slo
 from arena_core.report import render_json
 from arena_core.report.model_card import render_model_card
 
@@ -19,11 +20,14 @@ from arena_core.report.model_card import render_model_card
 @click.argument("run_id")
 @OUTPUT
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--slo", help="SLO for goodput and attainment: interactive, relaxed, batch, or limits such as ttft=2s,tps=10 (default: the config's [slo]).")
 @click.pass_obj
-def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str) -> None:
-    """The model card of stored run RUN_ID: scores, quality, per-workload figures, findings."""
+def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, slo: str | None) -> None:
+    """The model card of stored run RUN_ID: scores, quality, per-workload figures, goodput within
+    an SLO (recomputed from the stored requests), findings."""
     store = results_dir(app, output)
-    card = load_card(store, run_id, app.hooks.registry)
+    objective = parse_slo(slo, "--slo") if slo else parse_slo(app.config.slo.objective, f"{app.config.source}: $.slo.objective")
+    card = load_card(store, run_id, app.hooks.registry, objective)
     others, _ = load_cards(store, app.hooks.registry)
     scores = scores_for(card, app.hooks, custom_profiles(app), others)
     found = findings(card, others)

@@ -8,7 +8,7 @@ validity, scale), findings, hardware and backend, memory and energy, and each wo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tabulate import tabulate
 
@@ -170,6 +170,37 @@ def commands_of(line: CardWorkload) -> list[tuple[str, str]]:
     return found
 
 
+def slo_rows(card: ModelCard) -> list[tuple[str, ...]]:
+    """Per workload with stored requests: SLO attainment, goodput, the error-adjusted TTFT p95,
+    the queue-inclusive TTFT p50 (open loop) and the time to the first answer token (reasoning)."""
+    rows = []
+    for line in card.workloads:
+        metrics = line.metrics
+        if metrics.get("slo_attainment") is None:
+            continue
+        p95 = metrics.get("ttft_p95_error_adjusted_s")
+        rows.append(
+            (
+                line.name,
+                f"{metrics['slo_attainment']:.0%}",
+                f"{fmt_tps(metrics.get('goodput_rps'))} req/s, {fmt_tps(metrics.get('goodput_tps'))} tok/s",
+                fmt_seconds(p95) if p95 is not None else "∞ (failed requests)",
+                fmt_seconds(metrics.get("ttft_queue_inclusive_p50_s")),
+                fmt_seconds(metrics.get("ttfa_p50_s")),
+            )
+        )
+    return rows
+
+
+def slo_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
+    rows = slo_rows(card)
+    if not rows:
+        return []
+    objective = card.facts.get("slo", "")
+    headers = ["workload", "attainment", "goodput", "TTFT p95, failures as ∞", "TTFT p50 from the scheduled time", "first answer token p50"]
+    return [f"{h2}Within the SLO ({objective})", table_of(rows, headers), ""]
+
+
 def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False) -> str:
     table = "github" if markdown else "simple"
 
@@ -204,6 +235,7 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         f"{h2}What each workload is",
         table_of(legend_rows(card) or [("—", "", "")], headers=["workload", "what it measures", "parameters"]),
         "",
+        *slo_section(card, h2, table_of),
         f"{h2}As the seed site counts it",
         table_of(
             seed_rows(card) or [("—", "", "", "", "", "")],

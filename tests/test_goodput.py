@@ -1,0 +1,103 @@
+"""Goodput and SLO attainment (capacity.md section 1): pure functions of the stored records,
+recomputed by `arena card` under any SLO."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena_core import RequestRecord
+from arena_core.errors import UsageError
+from arena_core.loadgen.goodput import NAMED_SLOS, Slo, error_adjusted_percentile, goodput, parse_slo
+from arena_core.testing import rig_run_argv
+from arena_core.testing.fake_server import FakeServerProcess
+
+TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+S = 1_000_000_000  # ns in a second
+
+
+def record(index: int, *, ttft: float, tokens: int = 11, decode_s: float = 0.5, ok: bool = True, scheduled: float | None = None) -> RequestRecord:
+    """A request sent at ``index`` seconds: first token after ``ttft``, the rest over ``decode_s``."""
+    sent = index * S
+    first = sent + int(ttft * S)
+    return RequestRecord(
+        workload="w",
+        run_index=0,
+        request_index=index,
+        scheduled_ns=None if scheduled is None else int(scheduled * S),
+        sent_ns=sent,
+        chunk_ns=(first, first + int(decode_s * S)),
+        chunk_kinds="cc",
+        end_ns=first + int(decode_s * S),
+        completion_tokens_server=tokens,
+        http_status=200 if ok else 500,
+        error="" if ok else "HTTP 500",
+    )
+
+
+def test_parse_slo_named_sets_limits_and_errors():
+    assert parse_slo("interactive") == NAMED_SLOS["interactive"] == Slo(ttft_s=2.0, tps=10.0)
+    assert parse_slo("ttft=500ms,tps=none,e2e=30s,target=99%") == Slo(ttft_s=0.5, tps=None, e2e_s=30.0, target=0.99)
+    assert parse_slo("target=0.9") == Slo(target=0.9)
+    assert Slo().describe() == "TTFT ≤ 2 s and ≥ 10 tok/s for 95% of requests"
+    for bad, words in (
+        ("ttft=fast", "'ttft=fast' is not a limit"),
+        ("latency=2s", "unknown limit 'latency'"),
+        ("ttft=-1s", "is not a limit"),
+        ("target=150%", "is not a limit"),
+    ):
+        with pytest.raises(UsageError, match=words):
+            parse_slo(bad)
+
+
+def test_attainment_and_goodput_count_every_miss():
+    """Four requests: one meets the SLO, one is late, one decodes too slowly, one failed."""
+    records = [record(0, ttft=0.5), record(1, ttft=3.0), record(2, ttft=0.5, decode_s=5.0), record(3, ttft=0.5, ok=False)]
+    found = goodput(records, Slo())
+    assert found["slo_attainment"] == 0.25
+    span = (records[2].end_ns - records[0].sent_ns) / S  # first send to last end
+    assert found["goodput_rps"] == pytest.approx(1 / span) and found["goodput_tps"] == pytest.approx(11 / span)
+    assert found["ttft_p95_error_adjusted_s"] is None  # the failed request is the slowest of all
+    assert goodput(records, Slo(ttft_s=5, tps=None))["slo_attainment"] == 0.75  # looser limits, the failure still misses
+
+
+def test_error_adjusted_percentiles_and_queue_inclusive_ttft():
+    assert error_adjusted_percentile([1.0, 2.0, 3.0, 4.0], 0, 50) == 2.5  # numpy's rule
+    assert error_adjusted_percentile([1.0, 2.0, 3.0], 1, 50) == 2.5 and error_adjusted_percentile([1.0, 2.0, 3.0], 1, 95) is None
+    waited = [record(i, ttft=0.2, scheduled=i - 1.0) for i in range(1, 4)]  # each waited 1 s for a slot
+    found = goodput(waited, Slo())
+    assert found["ttft_queue_inclusive_p50_s"] == pytest.approx(1.2) and found["slo_attainment"] == 1.0
+
+
+def test_a_stored_run_gains_its_slo_figures_under_any_slo(tmp_path):
+    """`arena card` recomputes them from the stored records: under an SLO no request can meet
+    (every first token takes the rig's 20 ms prefill) attainment is 0 %."""
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1", "--prefill-base-ms", "20"]) as rig:
+        done = subprocess.run(
+            rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run_dir,) = [p for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file()]
+
+    def card(*extra: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path / "store"), *extra]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd)
+
+    plain = card().stdout
+    assert "Within the SLO (TTFT ≤ 2 s and ≥ 10 tok/s for 95% of requests)" in plain and "100%" in plain
+    strict = json.loads(card("--slo", "ttft=5ms", "--format", "json").stdout)["card"]["workloads"]
+    assert {w["name"]: w["metrics"]["slo_attainment"] for w in strict} == {"chat": 0.0, "monday-peak": 0.0}
+    assert all(w["metrics"]["ttft_queue_inclusive_p50_s"] is not None for w in strict if w["name"] == "monday-peak")
+    configured = tmp_path / "configured"
+    configured.mkdir()
+    (configured / "arena.toml").write_text('[slo]\nobjective = "ttft=5ms"\n')
+    assert "Within the SLO (TTFT ≤ 0.005 s and ≥ 10 tok/s for 95% of requests)" in card(cwd=configured).stdout  # the config's [slo]
+    bad = card("--slo", "ttft=soon")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("arena: error: --slo: 'ttft=soon' is not a limit")
