@@ -41,7 +41,7 @@ def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
         reasons=result.verdict.reasons,
         labels=result.verdict.labels,
         command=command,
-        metrics=dict(metrics),
+        metrics={"requests": float(result.requests), "failed": float(result.failed), **metrics},  # an imported file's own counts win
     )
 
 

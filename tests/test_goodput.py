@@ -4,6 +4,7 @@ recomputed by `arena card` under any SLO."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,49 @@ def test_a_stored_run_gains_its_slo_figures_under_any_slo(tmp_path):
     assert "Within the SLO (TTFT ≤ 0.005 s and ≥ 10 tok/s for 95% of requests)" in card(cwd=configured).stdout  # the config's [slo]
     bad = card("--slo", "ttft=soon")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("arena: error: --slo: 'ttft=soon' is not a limit")
+
+
+def sweep_card(steps: dict[float, tuple[float, float]]):
+    """A card holding rate-sweep steps: configured rate -> (achieved rate, TTFT p95 in s)."""
+    from arena_core import CardWorkload, ModelCard
+
+    lines = tuple(
+        CardWorkload(
+            name=f"rate-sweep-{rate:g}",
+            tokens_per_second=10.0,
+            ttft_p50_s=p95 / 2,
+            metrics={"requested_rate": rate, "request_throughput": achieved, "ttft_p95_tool_s": p95, "requests": 100.0, "failed": 0.0, "total_tps": 1.0},
+        )
+        for rate, (achieved, p95) in steps.items()
+    )
+    return ModelCard(
+        run_id="r",
+        model="m",
+        model_title="M",
+        hardware="gb10",
+        hardware_title="GB10",
+        backend="vllm",
+        engine="e",
+        measured_at="",
+        source="s",
+        expected=(),
+        workloads=lines,
+    )
+
+
+def test_the_seeds_rate_sweep_capacities_and_the_steps_it_did_not_serve():
+    """The published Gemma-4-26B example (capacity.md 2): capacity none at 2 s, 0.7 req/s at 5 s
+    (achieved 0.437, p95 4578 ms), 1.0 req/s at 10 s (achieved 0.527, p95 7628 ms). The spec quotes
+    those two steps; the four lower ones here are constructed to agree with "none at 2 s" (each
+    p95 over 2 s, served). Arena's own capacity leaves out the two steps the box never served."""
+    from arena_core.report.model_card import render_model_card
+    from arena_core.report.sweep import arena_capacity, seed_capacity, sweep_steps
+
+    card = sweep_card({0.1: (0.1, 2.4), 0.2: (0.2, 2.9), 0.3: (0.296, 3.5), 0.5: (0.49, 6.2), 0.7: (0.437, 4.578), 1.0: (0.527, 7.628)})
+    steps = sweep_steps(card)
+    assert [seed_capacity(steps, x) for x in (2, 5, 10)] == [None, 0.7, 1.0]  # the seed's published figures
+    assert [s.rate for s in steps if not s.served] == [0.7, 1.0]  # flagged: achieved 0.437 and 0.527
+    assert [arena_capacity(steps, x) for x in (2, 5, 10)] == [None, 0.3, 0.5]
+    text = render_model_card(card, {}, [])
+    assert "0.437 (not served)" in text and "0.527 (not served)" in text
+    assert re.search(r"TTFT p95 under 5 s\s+0\.7 req/s\s+0\.3 req/s", text) and re.search(r"TTFT p95 under 2 s\s+none\s+none", text)

@@ -41,6 +41,15 @@ def test_the_second_suite_is_registered_but_measured_only_when_named(registry):
     points = {(w.shape.prompt_tokens, w.shape.concurrency) for w in (r.item for r in registry.registrations("workloads")) if w.name.startswith("big-context-")}
     assert points == {(p, c) for p in (4096, 8192, 16384, 25000) for c in (1, 5, 10)}
     assert len(default_workloads(registry)) == 9 and "concurrency-stress" not in default_workloads(registry)
+    sweep = [w for w in (r.item for r in registry.registrations("workloads")) if w.name.startswith("rate-sweep-")]
+    assert [(w.shape.request_rate, w.shape.num_prompts, w.shape.burstiness, w.optional) for w in sweep] == [
+        (0.1, 100, 0.7, True),
+        (0.2, 100, 0.7, True),
+        (0.3, 100, 0.7, True),
+        (0.5, 125, 0.7, True),
+        (0.7, 175, 0.7, True),
+        (1.0, 250, 0.7, True),
+    ]
 
 
 class TenthWorkload:
@@ -96,6 +105,7 @@ def test_the_seed_figures_of_arenas_own_run(tmp_path):
     peak = json.loads((run_dir / "workloads" / "monday-peak" / "result.json").read_text())["metrics"]
     assert chat["ttfr_mean_s"] > 0 and chat["ttft_p50_s"] > 0 and chat["decode_tps_total"] > 0
     assert peak["peak_concurrency"] >= 1 and peak["site_tps"] == pytest.approx(peak["total_tps"] / peak["peak_concurrency"])
+    assert peak["ttft_p95_tool_s"] >= peak["ttft_p50_s"] > 0  # vllm bench serve's own p95, as the rate sweep judges it
     card = arena("card", run_dir.name, "--output", "store", cwd=tmp_path).stdout
     assert "As the seed site counts it" in card and "total ÷ peak concurrency; TTFT p50" in card and "per user at c=10; TTFT mean" in card
     assert "Throughput (the seed site's G, mean over 2 workloads)" in card

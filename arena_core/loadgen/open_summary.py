@@ -62,6 +62,8 @@ def _summary(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, An
         "output_tps": metrics["output_throughput"],
         "total_tps": metrics["total_token_throughput"],
         "peak_concurrency": float(metrics["max_concurrent_requests"]),
+        # vllm bench serve's own p95 (numpy's rule, every completed request): the seed's sweep judges by it
+        "ttft_p95_tool_s": p95 / 1000 if (p95 := dict(metrics["percentiles_ttft_ms"]).get(95)) is not None and metrics["completed"] else None,
         # the seed site's open-loop "tokens/sec": total token throughput over peak concurrency
         "site_tps": metrics["total_token_throughput"] / metrics["max_concurrent_requests"] if metrics["max_concurrent_requests"] else None,
         "request_throughput": metrics["request_throughput"],

@@ -14,6 +14,7 @@ from tabulate import tabulate
 
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
+from arena_core.report.sweep import capacity_rows, sweep_steps
 from arena_core.types import CardWorkload, ModelCard, Score
 
 #: The card's "decode throughput, total t/s at c=10" row: label -> workload.
@@ -201,6 +202,27 @@ def slo_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequence[
     return [f"{h2}Within the SLO ({objective})", table_of(rows, headers), ""]
 
 
+def sweep_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
+    """The seed's request-rate sweep: a row per step, then the seed's capacity and Arena's."""
+    steps = sweep_steps(card)
+    if not steps:
+        return []
+    rows = [
+        (
+            f"{s.rate:g}",
+            f"{s.achieved:.3f}" + ("" if s.served else " (not served)") if s.achieved is not None else "—",
+            f"{s.completed}/{s.sent}",
+            " / ".join(fmt_seconds(v) for v in (s.ttft_p50_s, s.ttft_p95_s, s.ttft_p99_s)),
+            fmt_tps(s.output_tps),
+            f"{s.peak_concurrency:.0f}" if s.peak_concurrency is not None else "—",
+        )
+        for s in steps
+    ]
+    capacity = table_of(capacity_rows(steps), ["", "capacity (the seed's rule)", "capacity (Arena: served steps only)"])
+    headers = ["req/s asked", "req/s achieved", "completed/sent", "TTFT p50 / p95 / p99", "output tok/s", "peak concurrency"]
+    return [f"{h2}Request-rate sweep", table_of(rows, headers), "", capacity, ""]
+
+
 def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False) -> str:
     table = "github" if markdown else "simple"
 
@@ -236,6 +258,7 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         table_of(legend_rows(card) or [("—", "", "")], headers=["workload", "what it measures", "parameters"]),
         "",
         *slo_section(card, h2, table_of),
+        *sweep_section(card, h2, table_of),
         f"{h2}As the seed site counts it",
         table_of(
             seed_rows(card) or [("—", "", "", "", "", "")],

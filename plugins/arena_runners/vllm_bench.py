@@ -161,6 +161,7 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
         "request_throughput": _finite(report.get("request_throughput", 0.0)),
         "duration_s": report.get("duration"),
         "ttft_p50_s": _ms_to_s(report, "median_ttft_ms") if completed else None,
+        "ttft_p95_tool_s": _ms_to_s(report, "p95_ttft_ms") if completed else None,
         "tpot_median_s": _ms_to_s(report, "median_tpot_ms"),
         "itl_median_s": _ms_to_s(report, "median_itl_ms"),
         "e2el_median_s": arena.median(report["latencies"]) if report.get("latencies") else None,

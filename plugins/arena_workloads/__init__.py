@@ -26,13 +26,14 @@ def _closed(name: str, title: str, description: str, *, concurrency: int = 10, o
     )
 
 
-def _open(name: str, title: str, description: str, **shape: object) -> WorkloadSpec:
+def _open(name: str, title: str, description: str, *, optional: bool = False, **shape: object) -> WorkloadSpec:
     return WorkloadSpec(
         name=name,
         title=title,
         description=description,
         runner=OPEN_LOOP_RUNNER,
         shape=OpenLoopShape(**shape),  # type: ignore[arg-type]
+        optional=optional,
     )
 
 
@@ -118,7 +119,9 @@ STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
 
 #: The seed site's second suite (August 2026), registered as optional workloads: a run measures
 #: them only when named (``--workloads concurrency-stress,big-context-25k-c10``), and no score
-#: counts them. Its request-rate sweep is ``arena capacity``'s; its sanity check is every run's.
+#: counts them. Its request-rate sweep (test 11) is one workload per step, ``rate-sweep-0.1`` to
+#: ``rate-sweep-1.0``; the card sums the steps up (capacity.md section 2). Its sanity check is every run's.
+SWEEP_STEPS = ((0.1, 100), (0.2, 100), (0.3, 100), (0.5, 125), (0.7, 175), (1.0, 250))
 BIG_CONTEXT_PROMPTS = {"4k": 4096, "8k": 8192, "16k": 16384, "25k": 25000}
 BIG_CONTEXT_USERS = (1, 5, 10)
 SECOND_SUITE: tuple[WorkloadSpec, ...] = (
@@ -143,6 +146,22 @@ SECOND_SUITE: tuple[WorkloadSpec, ...] = (
         )
         for label, tokens in BIG_CONTEXT_PROMPTS.items()
         for users in BIG_CONTEXT_USERS
+    ),
+    *(
+        _open(
+            f"rate-sweep-{rate:g}",
+            f"Rate sweep · {rate:g} req/s",
+            f"One step of the seed's request-rate sweep: 4000 in / 500 out at {rate:g} req/s, bursty (gamma 0.7), {prompts} prompts.",
+            dataset="random",
+            input_tokens=4000,
+            output_tokens=500,
+            range_ratio=0.9,
+            request_rate=rate,
+            burstiness=0.7,
+            num_prompts=prompts,
+            optional=True,
+        )
+        for rate, prompts in SWEEP_STEPS
     ),
 )
 
