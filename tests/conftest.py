@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from arena_core.plugins import ENV_DISABLE_AUTOLOAD, ENV_DISABLED, ENV_STRICT, ENV_TRACE
@@ -45,3 +47,25 @@ def corpus_path(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
     path.write_text(english_like_text(30000, seed=11), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def rig_run(tmp_path: Path):
+    """``rig_run(*rig_args)``: measure chat and monday-peak (scaled x0.02) with ``arena run`` on the
+    rig started with ``rig_args`` and the fixture tokenizer; returns the stored run's folder."""
+    import subprocess
+
+    from arena_core.testing import rig_run_argv
+    from arena_core.testing.fake_server import FakeServerProcess
+
+    tokenizer = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+
+    def run(*rig_args: str) -> Path:
+        with FakeServerProcess(["--tokenizer", str(tokenizer / "tokenizer.json"), *rig_args]) as rig:
+            argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=tokenizer, workloads="chat,monday-peak", scale="0.02")
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        (run_dir,) = [p for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file()]
+        return run_dir
+
+    return run

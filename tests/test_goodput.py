@@ -14,8 +14,6 @@ import pytest
 from arena_core import RequestRecord
 from arena_core.errors import UsageError
 from arena_core.loadgen.goodput import NAMED_SLOS, Slo, error_adjusted_percentile, goodput, parse_slo
-from arena_core.testing import rig_run_argv
-from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 S = 1_000_000_000  # ns in a second
@@ -74,18 +72,10 @@ def test_error_adjusted_percentiles_and_queue_inclusive_ttft():
     assert found["ttft_queue_inclusive_p50_s"] == pytest.approx(1.2) and found["slo_attainment"] == 1.0
 
 
-def test_a_stored_run_gains_its_slo_figures_under_any_slo(tmp_path):
+def test_a_stored_run_gains_its_slo_figures_under_any_slo(tmp_path, rig_run):
     """`arena card` recomputes them from the stored records: under an SLO no request can meet
     (every first token takes the rig's 20 ms prefill) attainment is 0 %."""
-    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1", "--prefill-base-ms", "20"]) as rig:
-        done = subprocess.run(
-            rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02"),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (run_dir,) = [p for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file()]
+    run_dir = rig_run("--decode-gap-ms", "1", "--prefill-base-ms", "20")
 
     def card(*extra: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess:
         argv = [sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path / "store"), *extra]

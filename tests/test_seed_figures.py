@@ -89,18 +89,10 @@ def test_a_workload_with_one_of_its_two_figures_counts_as_missing_and_is_named(t
     assert score.per_workload["chat"] == 0 and "chat" in score.missing and "chat: no TTFT p50, scored as missing" in score.notes
 
 
-def test_the_seed_figures_of_arenas_own_run(tmp_path):
+def test_the_seed_figures_of_arenas_own_run(tmp_path, rig_run):
     """Measured by Arena: the closed-loop TTFT mean (the seed's "TTFT p50") beside the true p50,
     the open-loop total ÷ peak concurrency beside output throughput, G and the rate served."""
-    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]) as rig:
-        done = subprocess.run(
-            rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02"),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (run_dir,) = [p for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file()]
+    run_dir = rig_run("--decode-gap-ms", "1")
     chat = json.loads((run_dir / "workloads" / "chat" / "result.json").read_text())["metrics"]
     peak = json.loads((run_dir / "workloads" / "monday-peak" / "result.json").read_text())["metrics"]
     assert chat["ttfr_mean_s"] > 0 and chat["ttft_p50_s"] > 0 and chat["decode_tps_total"] > 0
