@@ -17,9 +17,9 @@ from arena_core.converter import CONVERTER
 from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
-from arena_core.loadgen.goodput import NAMED_SLOS, Slo, goodput
+from arena_core.loadgen.goodput import NAMED_SLOS, Slo, goodput, parse_slo
 from arena_core.loadgen.records_io import read_records
-from arena_core.manifest import MANIFEST, read_manifest
+from arena_core.manifest import MANIFEST, Manifest, read_manifest
 from arena_core.registry import Registry
 from arena_core.store import find_run, list_runs, load_result, workload_dir
 from arena_core.types import CardWorkload, ClosedLoopShape, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult, WorkloadSpec
@@ -63,11 +63,20 @@ def with_goodput(line: CardWorkload, records: Path, slo: Slo) -> CardWorkload:
     return attrs.evolve(line, metrics={**line.metrics, **found})
 
 
+def _recorded_slo(manifest: Manifest) -> Slo | None:
+    """The SLO a run was judged by when it recorded one (a capacity search does)."""
+    recorded = (manifest.config.get("slo") or {}).get("objective") if isinstance(manifest.config, Mapping) else None
+    try:
+        return parse_slo(recorded, "the run's recorded SLO") if isinstance(recorded, str) else None
+    except UsageError:
+        return None
+
+
 def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None) -> ModelCard:
     """The card of the run stored in ``run_dir``; a corrupt file is a one-line error naming it.
     Goodput and SLO attainment are recomputed from the records under ``slo`` (default: interactive)."""
     manifest = read_manifest(run_dir)
-    objective = slo or NAMED_SLOS["interactive"]
+    objective = slo or _recorded_slo(manifest) or NAMED_SLOS["interactive"]
     lines = [
         with_goodput(card_line(result, manifest.commands.get(name)), workload_dir(run_dir, name) / "records.jsonl", objective)
         for name in manifest.workloads
@@ -98,7 +107,12 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None) -> 
             "model_facts": dict(manifest.model_facts) or ({"hf_model": model.item.hf_id, "precision": model.item.precision} if model else {}),
             "hardware_memory": _memory(profile),
             "slo": objective.describe(),
-            "workloads": {name: _legend(registry.workloads[name].item) for name in (*suite(registry), *manifest.workloads) if name in registry.workloads},
+            "slo_target": objective.target,
+            "workloads": {
+                name: _legend(registry.workloads[name].item)
+                for name in (*(suite(registry) if set(suite(registry)) & set(manifest.workloads) else ()), *manifest.workloads)
+                if name in registry.workloads
+            },
         },
     )
 

@@ -87,7 +87,7 @@ class SloSection:
     """``[slo]``: the service-level objective goodput and attainment are judged by (capacity.md):
     a named set (``interactive``, ``relaxed``, ``batch``) or limits, e.g. ``"ttft=2s,tps=10"``."""
 
-    objective: str = "interactive"
+    objective: str | None = None  # None: the SLO a run recorded (a capacity search's), else interactive
 
 
 @frozen(kw_only=True)

@@ -337,6 +337,22 @@ class RunSession:
             if runner.preflight is not None and not (self.resuming and load_result(self.run_dir, workload.name)):
                 runner.preflight(workload, self.plan.engine, context)
 
+    def run_probe(self, workload: WorkloadSpec, endpoint: Endpoint) -> WorkloadResult:
+        """Measure a workload the plan did not list (a capacity search chooses each probe from the
+        last): it joins the plan and the manifest's workloads, with its reference command, and
+        its result joins the session's."""
+        runner = self.hooks.registry.get("runners", workload.runner)
+        command = runner.command_for(workload, endpoint.base_url, endpoint.model, self.plan.options)
+        done = [spec for spec in self.plan.workloads if spec.name in {r.workload for r in self.results}]
+        self.plan = attrs.evolve(self.plan, workloads=(*done, workload))
+        self._record(workloads=tuple(w.name for w in self.plan.workloads), commands={**self.manifest.commands, **({workload.name: command} if command else {})})
+        self.results.append(result := self.run_workload(len(self.plan.workloads), workload, endpoint))
+        return result
+
+    def record_slo(self, objective: str) -> None:
+        """Keep the SLO a run was judged by with its configuration: its card judges by it too."""
+        self._record(config={**self.manifest.config, "slo": {"objective": objective}})
+
     def run_workload(self, index: int, workload: WorkloadSpec, endpoint: Endpoint) -> WorkloadResult:
         """Measure one workload (or keep it, when a resumed run already has it) and store it."""
         plan, count = self.plan, len(self.plan.workloads)

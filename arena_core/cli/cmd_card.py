@@ -26,7 +26,8 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, slo: s
     """The model card of stored run RUN_ID: scores, quality, per-workload figures, goodput within
     an SLO (recomputed from the stored requests), findings."""
     store = results_dir(app, output)
-    objective = parse_slo(slo, "--slo") if slo else parse_slo(app.config.slo.objective, f"{app.config.source}: $.slo.objective")
+    configured = app.config.slo.objective
+    objective = parse_slo(slo, "--slo") if slo else parse_slo(configured, f"{app.config.source}: $.slo.objective") if configured else None
     card = load_card(store, run_id, app.hooks.registry, objective)
     others, _ = load_cards(store, app.hooks.registry)
     scores = scores_for(card, app.hooks, custom_profiles(app), others)

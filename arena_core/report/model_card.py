@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tabulate import tabulate
 
+from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.sweep import capacity_rows, sweep_steps
@@ -42,8 +43,10 @@ def _tail(line: CardWorkload, q: int) -> str:
 
 
 def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
+    """The scored suite ("—" where missing), then whatever else the run measured (probes, optional workloads)."""
     rows = []
-    for name in card.expected:
+    suite = card.expected if any(card.workload(name) for name in card.expected) else ()  # a capacity search measures none of it
+    for name in (*suite, *(line.name for line in card.workloads if line.name not in card.expected)):
         line = card.workload(name)
         if line is None:
             rows.append((name, "—", "—", "—", "—", "not completed", ""))
@@ -223,6 +226,27 @@ def sweep_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequenc
     return [f"{h2}Request-rate sweep", table_of(rows, headers), "", capacity, ""]
 
 
+def capacity_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
+    """A capacity search's headline and curve: one row per probe, by users."""
+    probes = capacity_probes(card)
+    if not probes:
+        return []
+    rows = [
+        (
+            str(p.users),
+            f"{p.attainment:.0%}" if p.attainment is not None else "—",
+            "pass" if p.passed else "fail",
+            fmt_seconds(p.ttft_p50_s),
+            fmt_seconds(p.ttft_p95_s) if p.ttft_p95_s is not None else "∞",
+            fmt_tps(p.per_user_tps),
+            fmt_tps(p.total_tps),
+        )
+        for p in probes
+    ]
+    headers = ["users", "within the SLO", "", "TTFT p50", "TTFT p95 (failures ∞)", "tok/s per user", "tok/s total"]
+    return [f"{h2}{capacity_headline(card)}", table_of(rows, headers), ""]
+
+
 def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False) -> str:
     table = "github" if markdown else "simple"
 
@@ -259,6 +283,7 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         "",
         *slo_section(card, h2, table_of),
         *sweep_section(card, h2, table_of),
+        *capacity_section(card, h2, table_of),
         f"{h2}As the seed site counts it",
         table_of(
             seed_rows(card) or [("—", "", "", "", "", "")],

@@ -76,6 +76,9 @@ class FakeServerConfig:
     metrics: bool = True
     #: Where ``vllm:cache_config_info`` says the KV cache lives: ``gpu`` or ``cpu`` (vLLM's CPU backend).
     kv_cache_on: str = "gpu"
+    #: Decode at most this many requests at once, queueing the rest (a server with that many
+    #: slots: its capacity for a TTFT limit under one service time follows from it); 0: no limit.
+    slots: int = 0
     #: Serve vLLM's opt-in ``GET /tokenizer_info`` (``--enable-tokenizer-info-endpoint``) naming
     #: the tokenizer this (vLLM's ``name_or_path``: a hub id or the directory it was loaded from).
     tokenizer_info: str | None = None
@@ -152,6 +155,7 @@ class FakeOpenAIServer:
         self._piece = " the"  # one token in any English BPE vocabulary
         self._piece_ids = self.tokens.encode(self._piece)[:1] if self.tokens.exact else [0]
         self._frame_cache: dict[tuple[int, bool, str | None], bytes] = {}
+        self._slots = asyncio.Semaphore(config.slots) if config.slots > 0 else None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -210,7 +214,11 @@ class FakeOpenAIServer:
         elif method == "POST" and path == "/v1/chat/completions":
             self._in_flight += 1
             try:
-                await self._chat(conn, entry, json.loads(body or b"{}"))
+                if self._slots is None:
+                    await self._chat(conn, entry, json.loads(body or b"{}"))
+                else:
+                    async with self._slots:  # beyond its slots a request waits, its first byte with it
+                        await self._chat(conn, entry, json.loads(body or b"{}"))
             finally:
                 self._in_flight -= 1
         elif method == "GET" and path == "/tokenizer_info" and self.config.tokenizer_info is not None:
@@ -564,6 +572,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--claim-prompt-tokens", type=int, help="report this usage.prompt_tokens, whatever was sent")
     parser.add_argument("--claim-completion-tokens", type=int, help="report this usage.completion_tokens, whatever was streamed")
     parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
+    parser.add_argument("--slots", type=int, default=0, help="serve at most this many chat requests at once; queue the rest (0: no limit)")
     parser.add_argument("--kv-cache-on", choices=("gpu", "cpu"), default="gpu", help="where /metrics says the KV cache lives")
     parser.add_argument("--tokenizer-info", metavar="NAME", help="serve vLLM's opt-in GET /tokenizer_info, naming the tokenizer NAME")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
@@ -595,6 +604,7 @@ def main(argv: list[str] | None = None) -> None:
         vocabulary=not args.no_vocabulary,
         metrics=not args.no_metrics,
         kv_cache_on=args.kv_cache_on,
+        slots=args.slots,
         tokenizer_info=args.tokenizer_info,
     )
 
