@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from arena_core import __version__
 from arena_core.leaderboard import Row, rank, row_dict
+from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
 from arena_core.report.model_card import (
@@ -161,6 +162,24 @@ def _board(rows: Sequence[Row], verified: Mapping[str, str]) -> dict:
     return {"rows": data, "buckets": [(name, found) for name, found in buckets.items() if found]}
 
 
+def _capacity(card: ModelCard) -> dict | None:
+    """A capacity search's headline, its curve (share within the SLO per load) and the per-user
+    against total throughput of its probes; None for a run that searched nothing."""
+    probes = capacity_probes(card)
+    if not probes:
+        return None
+    return {
+        "headline": capacity_headline(card),
+        "curve": bar_chart("Share of requests within the SLO, per probe", [(f"{p.users} users", (p.attainment or 0.0) * 100) for p in probes], "%"),
+        "pareto": bubble_chart(
+            "Per-user against total throughput, per probe",
+            [(f"{p.users} users", p.per_user_tps, p.total_tps, None) for p in probes if p.per_user_tps is not None and p.total_tps is not None],
+            "tok/s per user",
+            "tok/s total",
+        ),
+    }
+
+
 def _card_page(
     env: Environment, common: dict, card: ModelCard, scores: Mapping[str, Score], found: Mapping[str, list[str]], verified: Mapping[str, str]
 ) -> str:
@@ -190,6 +209,7 @@ def _card_page(
         platform_rows=platform_rows(card),
         explained=_explained(scores),
         integrity=_integrity(card.run_id, verified),
+        capacity=_capacity(card),
         tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
         ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
     )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from arena_core.capacity import Probe, search
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
 def known(capacity: int):
@@ -68,3 +70,22 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_id, "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60)
     assert "Capacity: 4 users (TTFT ≤ 0.05 s for 95% of requests, fails at 5)" in card.stdout  # judged by the SLO the run recorded
     assert re.search(r"chat-users-5\s+\S+\s+\S+", card.stdout)
+    # the site draws the curve and the probes' per-user against total throughput
+    site = tmp_path / "site"
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "arena_core", "publish", str(site), "--output", str(tmp_path / "store")], capture_output=True, timeout=60
+        ).returncode
+        == 0
+    )
+    page = site / "cards" / f"{run_id}.html"
+    html = page.read_text()
+    assert "<title>Share of requests within the SLO, per probe</title>" in html and "<title>Per-user against total throughput, per probe</title>" in html
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium:  # CI installs it (scripts/install-test-browser.sh); test_site.py fails there without it
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = ARTIFACTS / "site-capacity.png"
+        shot.unlink(missing_ok=True)
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1100,2600"]
+        taken = subprocess.run([chromium, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
+        assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
