@@ -178,14 +178,14 @@ def test_site_in_headless_chromium(store, tmp_path):
         assert title in dom.stdout
     assert console_errors(dom.stderr) == []
     ARTIFACTS.mkdir(exist_ok=True)
-    for page, name in (("index.html", "site-leaderboard.png"), ("leaderboard-batch.html", "site-leaderboard-batch.png")):
+    pages = {"index.html": "site-leaderboard.png", **{f"leaderboard-{p}.html": f"site-leaderboard-{p}.png" for p in ("chat", "agent", "batch", "reasoning")}}
+    for page, name in pages.items():  # every preset page, whole: the table, size buckets and both charts
+        shown = _chromium("--dump-dom", (site / page).resolve().as_uri(), user_data=tmp_path / f"dom-{page}")
+        assert shown.stdout.count('class="leaderboard-row') == 18 and console_errors(shown.stderr) == []
         shot = ARTIFACTS / name
-        shot.unlink(missing_ok=True)  # the whole page: the table, size buckets and both charts
+        shot.unlink(missing_ok=True)
         taken = _chromium("--window-size=1100,3400", f"--screenshot={shot}", (site / page).resolve().as_uri(), user_data=tmp_path / name)
         assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
-    for page in ("leaderboard-chat.html", "leaderboard-agent.html", "leaderboard-reasoning.html"):
-        shown = _chromium("--dump-dom", (site / page).resolve().as_uri(), user_data=tmp_path / page)
-        assert shown.stdout.count('class="leaderboard-row') == 18 and console_errors(shown.stderr) == []
     card_page = next((site / "cards").glob("*.html")).resolve().as_uri()
     card_dom = _chromium("--dump-dom", card_page, user_data=tmp_path / "c")
     assert "Time to first token (p50), per workload" in card_dom.stdout and console_errors(card_dom.stderr) == []
