@@ -34,3 +34,13 @@ def test_the_open_loop_bench_client_keeps_its_schedule_and_records(tmp_path):
         out = child("open_loop_overhead.py", rig.url, "50", "20", "16", "8", "0", str(tmp_path / "run"))
     assert out["records"] == 20 and out["failed"] == 0 and out["tokens"] == 20 * 8
     assert 0 <= out["send_lateness_p50_ms"] <= out["send_lateness_p99_ms"]
+
+
+def test_the_capacity_bench_finds_the_rigs_slots_both_ways():
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "capacity_search.py"), "--slots", "2", "--max-users", "4", "--json"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["search_capacity"] == out["grid_capacity"] == out["true_capacity"] == 2
+    assert out["grid_probes"] == 4 and out["search_probes"] <= out["grid_probes"]
