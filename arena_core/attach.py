@@ -90,6 +90,7 @@ def _clip(text: str) -> str:
 def ask_about_its_machine(endpoint: Endpoint, profiles: list[str]) -> str:
     """The line a run prints when its server's machine is not named: what the server says of it
     (``/props``, ``/metrics``; each read with a deadline, either may be absent) and how to name it."""
+    # (imported here: the load generator's codec imports this module for server_is_here)
     from arena_core.loadgen import ChatClient, run_measurement
     from arena_core.telemetry import read_metrics_page
 

@@ -23,6 +23,14 @@ from arena_core.loadgen.records_io import read_records
 from arena_core.store import workload_dir
 from arena_core.types import ClosedLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
 
+#: How a probe's workload says what it is (its ``custom`` label), so a card can find the probes.
+PROBE_LABEL = "capacity probe"
+
+
+def passes(attainment: float | None, failed: float, target: float) -> bool:
+    """A probe passes with at least ``target`` of its requests within the SLO and none failed."""
+    return attainment is not None and attainment >= target and not failed
+
 
 @frozen(kw_only=True)
 class Probe:
@@ -74,7 +82,7 @@ def probe_workload(base: WorkloadSpec, users: int, probe_requests: int) -> Workl
         base,
         name=f"{base.name}-users-{users}",
         shape=attrs.evolve(base.shape, concurrency=users, runs=runs),
-        custom=f"capacity probe: {users} user{'s' if users != 1 else ''}, {runs} runs",
+        custom=f"{PROBE_LABEL}: {users} user{'s' if users != 1 else ''}, {runs} runs",
     )
 
 
@@ -82,8 +90,7 @@ def judge(result: WorkloadResult, records: Sequence[RequestRecord], slo: Slo, us
     """Whether one probe met the SLO: attainment at or above the target and no failed request."""
     found = goodput(records, slo)
     attainment = found.get("slo_attainment")
-    passed = attainment is not None and attainment >= slo.target and result.failed == 0
-    return Probe(users=users, passed=passed, attainment=attainment, failed=result.failed)
+    return Probe(users=users, passed=passes(attainment, result.failed, slo.target), attainment=attainment, failed=result.failed)
 
 
 def records_of(run_dir: Path, workload: str) -> list[RequestRecord]:

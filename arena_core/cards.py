@@ -72,19 +72,19 @@ def _recorded_slo(manifest: Manifest) -> Slo | None:
         return None
 
 
-def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None) -> ModelCard:
+def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, slo_figures: bool = True) -> ModelCard:
     """The card of the run stored in ``run_dir``; a corrupt file is a one-line error naming it.
-    Goodput and SLO attainment are recomputed from the records under ``slo`` (default: interactive)."""
+    With ``slo_figures``, goodput and SLO attainment are recomputed from the stored records under
+    ``slo`` (default: the run's own, else interactive); without, no records file is read."""
     manifest = read_manifest(run_dir)
     objective = slo or _recorded_slo(manifest) or NAMED_SLOS["interactive"]
-    lines = [
-        with_goodput(card_line(result, manifest.commands.get(name)), workload_dir(run_dir, name) / "records.jsonl", objective)
-        for name in manifest.workloads
-        if (result := load_result(run_dir, name)) is not None
-    ]
+    lines = [card_line(result, manifest.commands.get(name)) for name in manifest.workloads if (result := load_result(run_dir, name)) is not None]
+    if slo_figures:
+        lines = [with_goodput(line, workload_dir(run_dir, line.name) / "records.jsonl", objective) for line in lines]
     model = registry.models.get(manifest.model)
     profile = manifest.hardware_profile
     memory = manifest.model_memory
+    expected = suite(registry)
     return ModelCard(
         run_id=manifest.run_id,
         model=manifest.model,
@@ -95,7 +95,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None) -> 
         engine=manifest.engine_description or manifest.engine,
         measured_at=manifest.measured_at,
         source=manifest.source,
-        expected=suite(registry),
+        expected=expected,
         workloads=tuple(lines),
         quality=manifest.quality or (model.item.quality if model else ()),
         model_memory_gb=memory.gb if memory else None,
@@ -110,7 +110,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None) -> 
             "slo_target": objective.target,
             "workloads": {
                 name: _legend(registry.workloads[name].item)
-                for name in (*(suite(registry) if set(suite(registry)) & set(manifest.workloads) else ()), *manifest.workloads)
+                for name in (*(expected if set(expected) & set(manifest.workloads) else ()), *manifest.workloads)
                 if name in registry.workloads
             },
         },
@@ -136,8 +136,9 @@ def _memory(profile: HardwareProfile | None) -> str | None:
     return f"{profile.memory_gb:g} GB" + (" unified" if profile.unified_memory else "")
 
 
-def load_cards(output: Path, registry: Registry, slo: Slo | None = None) -> tuple[list[ModelCard], list[str]]:
-    """Every stored run with at least one result, and a line for each run that could not be read."""
+def load_cards(output: Path, registry: Registry, slo: Slo | None = None, *, slo_figures: bool = False) -> tuple[list[ModelCard], list[str]]:
+    """Every stored run with at least one result, and a line for each run that could not be read.
+    SLO figures (every records file read again) only when asked: a leaderboard needs none."""
     cards, problems = [], []
     for row in list_runs(output):
         run_dir = output / row["run_id"]
@@ -145,7 +146,7 @@ def load_cards(output: Path, registry: Registry, slo: Slo | None = None) -> tupl
             problems.append(f"{run_dir}: listed in the index but gone")
             continue
         try:
-            card = card_from_run(run_dir, registry, slo)
+            card = card_from_run(run_dir, registry, slo, slo_figures=slo_figures)
         except UsageError as exc:
             problems.append(str(exc))
             continue
@@ -201,6 +202,26 @@ def scores_for(card: ModelCard, hooks: ArenaHooks, custom_profiles: Mapping[str,
             score = score_cohort(spec, profile, cohort if spec.relative else [card], custom_profiles)[card.run_id]
             scores[profile if index == 0 else f"{profile} ({score.version})"] = score
     return scores
+
+
+def scores_for_all(cards: Sequence[ModelCard], hooks: ArenaHooks, custom_profiles: Mapping[str, Any] | None = None) -> dict[str, dict[str, Score]]:
+    """:func:`scores_for` of every card, each shared cohort scored once: the standard-suite runs of
+    one hardware are one cohort; a scaled or custom run is scored in its own (itself and them)."""
+    found: dict[str, dict[str, Score]] = {card.run_id: {} for card in cards}
+    for index, spec in enumerate(scorer_specs(hooks.registry)):
+        for profile in profiles_of(spec, custom_profiles):
+            scores: dict[str, Score] = {}
+            if spec.relative:
+                for hardware in {card.hardware for card in cards}:
+                    standard = [c for c in cards if c.hardware == hardware and c.scale == 1 and not c.custom]
+                    scores |= score_cohort(spec, profile, standard, custom_profiles)
+                    for other in (c for c in cards if c.hardware == hardware and c.run_id not in scores):
+                        scores[other.run_id] = score_cohort(spec, profile, cohort_of(other, standard), custom_profiles)[other.run_id]
+            else:
+                scores = score_cohort(spec, profile, cards, custom_profiles)
+            for run_id, score in scores.items():
+                found[run_id][profile if index == 0 else f"{profile} ({score.version})"] = score
+    return found
 
 
 def card_json(card: ModelCard, scores: Mapping[str, Score], findings: list[str]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "vllm" / "tokenizer"
-SLO = "ttft=50ms,tps=none"
+SLO = "ttft=200ms,tps=none"  # half one answer (20 tokens x 20 ms), twenty times an unqueued TTFT
 
 
 def capacity(url: str, output: Path, start: int, limit: int, probe_requests: int) -> tuple[list[tuple[int, bool]], float]:
@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--probe-requests", type=int, default=20)
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     args = parser.parse_args()
-    rig = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--slots", str(args.slots), "--prefill-base-ms", "10", "--decode-gap-ms", "5"]
+    rig = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--slots", str(args.slots), "--prefill-base-ms", "10", "--decode-gap-ms", "20"]
     with tempfile.TemporaryDirectory(prefix="arena-capacity-bench-") as scratch, FakeServerProcess(rig) as server:
         searched, search_s = capacity(server.url, Path(scratch) / "search", 1, args.max_users, args.probe_requests)
         grid, grid_s = [], 0.0

@@ -248,3 +248,15 @@ def test_the_site_throughput_of_a_workload(seed_cards):
     measured = attrs.evolve(small.workload("monday-peak"), metrics={"total_tps": 100.0, "peak_concurrency": 4.0})  # an Arena run's figures
     assert measured.site_tps == 25.0
     assert attrs.evolve(small.workload("chat"), metrics={"tokens_per_second": 1.0}).site_tps is None
+
+
+def test_every_cards_scores_at_once_are_each_cards_own(seed_cards, hooks):
+    """The site scores each shared cohort once; a scaled run still gets its own cohort."""
+    from arena_core.cards import scores_for_all
+
+    cards = list(seed_cards.values())
+    scaled = attrs.evolve(cards[0], run_id="scaled", workloads=tuple(attrs.evolve(w, scale=0.1) for w in cards[0].workloads))
+    cards.append(scaled)
+    together = scores_for_all(cards, hooks)
+    assert together == {card.run_id: scores_for(card, hooks, None, cards) for card in cards}
+    assert any(note.startswith("cohort: 18 runs") for note in together["scaled"]["aggregate"].notes)

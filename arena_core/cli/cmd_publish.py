@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from arena_core.cards import load_cards, scores_for
+from arena_core.cards import load_cards, scores_for_all
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
@@ -24,13 +24,13 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
     """Write a self-contained site into DIRECTORY (open DIRECTORY/index.html; no network needed)."""
     from arena_core.site import publish
 
-    cards, problems = load_cards(results_dir(app, output), app.hooks.registry)
+    cards, problems = load_cards(results_dir(app, output), app.hooks.registry, slo_figures=True)  # a capacity run's page draws its curve
     for problem in problems:
         echo(f"warning: skipped {problem}", err=True)
     if not cards:
         raise UsageError("arena publish: no stored runs to publish (arena run measures one; arena import --seeds adds the published cards)")
     custom = custom_profiles(app)
-    all_scores = {c.run_id: scores_for(c, app.hooks, custom, cards) for c in cards}
+    all_scores = scores_for_all(cards, app.hooks, custom)
     if profile not in next(iter(all_scores.values())):
         raise UnknownNameError("scoring profile", profile, next(iter(all_scores.values())), source="--profile")
     found = {c.run_id: findings(c, cards) for c in cards}

@@ -136,6 +136,6 @@ def goodput(records: Sequence[RequestRecord], slo: Slo) -> dict[str, float | Non
         found["ttft_queue_inclusive_p50_s"] = percentile(queued, 50)
         found["ttft_queue_inclusive_p95_s"] = percentile(queued, 95)
     answers = [t for r in measured if r.ok and (t := first_token_s(r, answer=True)) is not None]
-    if answers and any(ANSWER != kind for r in measured for kind in r.chunk_kinds[:1]):  # thinking came first somewhere
+    if answers and any(r.chunk_kinds[:1] not in ("", ANSWER) for r in measured):  # thinking came first somewhere
         found["ttfa_p50_s"] = percentile(answers, 50)
     return found

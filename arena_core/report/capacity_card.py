@@ -7,6 +7,7 @@ import re
 
 from attrs import frozen
 
+from arena_core.capacity import PROBE_LABEL, passes
 from arena_core.types import ModelCard
 
 PROBE_NAME = re.compile(r".+-users-([0-9]+)")
@@ -24,17 +25,17 @@ class ProbeLine:
 
 
 def capacity_probes(card: ModelCard) -> list[ProbeLine]:
-    """The card's probes by users; a probe passes with no failed request and at least the SLO's
-    target share within it (the card's figures carry the attainment, the SLO its target)."""
+    """The card's probes by users, each judged by :func:`~arena_core.capacity.passes` from the
+    card's figures (recomputed under the card's SLO)."""
     target = float(card.facts.get("slo_target", 0.95))
     found = []
     for line in card.workloads:
         match = PROBE_NAME.fullmatch(line.name)
-        if not match or not line.custom.startswith("capacity probe"):
+        if not match or not line.custom.startswith(PROBE_LABEL):
             continue
         metrics = line.metrics
         attainment = metrics.get("slo_attainment")
-        passed = attainment is not None and attainment >= target and not metrics.get("failed")
+        passed = passes(attainment, metrics.get("failed") or 0, target)
         found.append(
             ProbeLine(
                 users=int(match.group(1)),
