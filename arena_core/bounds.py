@@ -73,6 +73,8 @@ WEIGHT = Bound(0, 1_000_000)
 #: ``--scale``: shrinks workloads for small machines, or grows them up to a hundredfold.
 SCALE = Bound(0, 100, above=True)
 TIMEOUT_S = Bound(0, 7 * 86_400, above=True)
+#: A stated duration, 0 for none.
+DURATION_S = Bound(0, 7 * 86_400)
 #: A machine's or a model's published figures (GB, GB/s, W, billions of parameters, layers, heads).
 FIGURE = Bound(0, 1_000_000, above=True)
 COUNT = Bound(0, 1_000_000, integer=True, above=True)

@@ -1,96 +1,170 @@
-"""Arena's capacity search (``shared/spec/capacity.md`` section 3): how many concurrent users a
-server serves within an SLO.
+"""Arena's capacity search (``shared/spec/capacity.md`` section 3): how much load a server serves
+within an SLO, in concurrent users or in requests per second.
 
 Users are closed-loop: each waits for its answer before asking again (llama-benchy's runs of c
-simultaneous requests). The search starts low and doubles until a probe fails the SLO
-(attainment below its target, or any failed request), then bisects between the last pass and the
-first fail until the interval is within ``precision`` of the answer (at least one user). Each
-probe is a workload of its own, ``<workload>-users-<n>``, long enough for its percentiles
-(``probe_requests`` requests), stored in one ordinary run: card, compare and verify work on it.
+simultaneous requests). A rate is open-loop: requests arrive on the workload's schedule whether
+or not the last ones were answered. The search starts low and doubles until a probe fails (SLO
+attainment below its target, any failed request, or, for a rate, a server that fell behind),
+then bisects between the last pass and the first fail until the interval is within
+``precision`` of the answer (and, for users, within one user). Each probe is a workload of its
+own, ``<workload>-users-<n>`` or ``<workload>-rate-<r>``, long enough for its percentiles
+(``probe_requests`` requests, or a stated duration with at least :data:`MIN_PROBE_REQUESTS`),
+stored in one ordinary run: card, compare and verify work on it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import attrs
-from attrs import frozen
+from attrs import field, frozen
+from attrs.validators import in_
 
 from arena_core.loadgen.goodput import Slo, goodput
 from arena_core.loadgen.records_io import read_records
 from arena_core.store import workload_dir
-from arena_core.types import ClosedLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
+from arena_core.types import ClosedLoopShape, OpenLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
 
 #: How a probe's workload says what it is (its ``custom`` label), so a card can find the probes.
 PROBE_LABEL = "capacity probe"
+#: A probe with a stated duration still has at least this many requests (a p95 needs some).
+MIN_PROBE_REQUESTS = 20
+#: A rate probe is served when the server kept up with at least this share of what was sent.
+SERVED_SHARE = 0.95
+
+Load = Literal["users", "rate"]
+#: A probe's workload name: the base workload, the load's kind, the load.
+PROBE_NAME = re.compile(r"(?P<base>.+)-(?P<load>users|rate)-(?P<value>[0-9]+(?:\.[0-9]+)?)")
 
 
-def passes(attainment: float | None, failed: float, target: float) -> bool:
-    """A probe passes with at least ``target`` of its requests within the SLO and none failed."""
-    return attainment is not None and attainment >= target and not failed
+def passes(attainment: float | None, failed: float, target: float, served: float | None = None) -> bool:
+    """A probe passes with at least ``target`` of its requests within the SLO, none failed and,
+    for a rate, a server that kept up (``served``: its share of the offered rate, see
+    :func:`~arena_core.loadgen.goodput.served_share`)."""
+    kept_up = served is None or served >= SERVED_SHARE
+    return attainment is not None and attainment >= target and not failed and kept_up
+
+
+def load_text(load: Load, value: float) -> str:
+    if load == "users":
+        return f"{value:g} user{'s' if value != 1 else ''}"
+    return f"{value:g} req/s"
+
+
+@frozen(kw_only=True)
+class SearchSettings:
+    """What a capacity search was asked, recorded with its run so that ``--resume`` carries on
+    the same search (and a changed flag is refused, not quietly obeyed)."""
+
+    workload: str
+    load: Load = field(validator=in_(("users", "rate")))
+    slo: str
+    start: float
+    limit: float
+    precision: float
+    probe_requests: int
+    probe_seconds: float | None
+    #: The slots the user fixed for a server Arena starts (None: sized for the largest probe).
+    slots: int | None = None
+
+    @property
+    def whole(self) -> bool:
+        """Users come in whole numbers; a rate does not."""
+        return self.load == "users"
+
+    @classmethod
+    def recorded(cls, config: Mapping[str, object]) -> SearchSettings | None:
+        """The settings a run's manifest ``config`` recorded, or None (not a capacity search)."""
+        found = config.get("capacity") if isinstance(config, Mapping) else None
+        if not isinstance(found, Mapping):
+            return None
+        try:
+            return cls(**found)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
 
 
 @frozen(kw_only=True)
 class Probe:
-    users: int
+    load: float
     passed: bool
     attainment: float | None
     failed: int
+    served: float | None = None
 
 
 @frozen(kw_only=True)
 class Capacity:
-    """The answer: the most users that passed (None: not even the first probe), the fewest that
+    """The answer: the most load that passed (None: not even the first probe), the least that
     failed (None: none failed up to the limit), and every probe in the order run."""
 
-    users: int | None
-    failed_at: int | None
+    found: float | None
+    failed_at: float | None
     probes: tuple[Probe, ...]
 
 
-def search(probe: Callable[[int], Probe], *, start: int = 1, limit: int = 256, precision: float = 0.1) -> Capacity:
+def _middle(low: float, high: float, whole: bool) -> float:
+    if whole:
+        return float((int(low) + int(high)) // 2)
+    middle = (low + high) / 2
+    return float(f"{middle:.3g}")  # a rate a person can read back; bisection to 10 % needs no more
+
+
+def search(probe: Callable[[float], Probe], *, start: float = 1, limit: float = 256, precision: float = 0.1, whole: bool = True) -> Capacity:
     """Double from ``start`` until a probe fails or ``limit`` is passed, then bisect."""
     probes: list[Probe] = []
-    passed: int | None = None
-    failed: int | None = None
-    users = start
+    passed: float | None = None
+    failed: float | None = None
+    load = start
     while True:
-        probes.append(result := probe(users))
+        probes.append(result := probe(load))
         if not result.passed:
-            failed = users
+            failed = load
             break
-        passed = users
-        if users >= limit:
+        passed = load
+        if load >= limit:
             break
-        users = min(users * 2, limit)
+        load = min(load * 2, limit)
     if passed is not None and failed is not None:
-        while failed - passed > max(1.0, precision * passed):
-            middle = (passed + failed) // 2
+        while failed - passed > max(1.0 if whole else 0.0, precision * passed):
+            middle = _middle(passed, failed, whole)
+            if middle in (passed, failed):
+                break  # a rate at three figures cannot be cut finer
             probes.append(result := probe(middle))
             passed, failed = (middle, failed) if result.passed else (passed, middle)
-    return Capacity(users=passed, failed_at=failed, probes=tuple(probes))
+    return Capacity(found=passed, failed_at=failed, probes=tuple(probes))
 
 
-def probe_workload(base: WorkloadSpec, users: int, probe_requests: int) -> WorkloadSpec:
-    """``base`` at ``users`` concurrent users, with enough runs for ``probe_requests`` requests."""
-    if not isinstance(base.shape, ClosedLoopShape):
-        raise ValueError(f"workload {base.name!r} is open-loop; a capacity search over users needs a closed-loop one")
-    runs = max(1, math.ceil(probe_requests / users))
-    return attrs.evolve(
-        base,
-        name=f"{base.name}-users-{users}",
-        shape=attrs.evolve(base.shape, concurrency=users, runs=runs),
-        custom=f"{PROBE_LABEL}: {users} user{'s' if users != 1 else ''}, {runs} runs",
-    )
+def probe_workload(base: WorkloadSpec, settings: SearchSettings, load: float) -> WorkloadSpec:
+    """``base`` at one load: enough requests for ``probe_requests``, or, with a stated duration,
+    as many as fit in it (at least :data:`MIN_PROBE_REQUESTS`)."""
+    shape, seconds, wanted = base.shape, settings.probe_seconds, settings.probe_requests
+    if settings.load == "users":
+        if not isinstance(shape, ClosedLoopShape):
+            raise ValueError(f"workload {base.name!r} is open-loop; a search over users needs a closed-loop one (or --load rate)")
+        users = int(load)
+        runs = max(1, math.ceil(wanted / users))
+        fewest = min(runs, math.ceil(MIN_PROBE_REQUESTS / users)) if seconds else 1
+        probed: ClosedLoopShape | OpenLoopShape = attrs.evolve(shape, concurrency=users, runs=runs, duration_s=seconds, min_runs=fewest)
+        length = f"{runs} runs" + (f" or {seconds:g} s" if seconds else "")
+    else:
+        if not isinstance(shape, OpenLoopShape):
+            raise ValueError(f"workload {base.name!r} is closed-loop; a search over request rate needs an open-loop one (or --load users)")
+        prompts = wanted if not seconds else max(MIN_PROBE_REQUESTS, min(wanted, math.ceil(load * seconds)))
+        probed = attrs.evolve(shape, request_rate=load, num_prompts=prompts)
+        length = f"{prompts} requests"
+    return attrs.evolve(base, name=f"{base.name}-{settings.load}-{load:g}", shape=probed, custom=f"{PROBE_LABEL}: {load_text(settings.load, load)}, {length}")
 
 
-def judge(result: WorkloadResult, records: Sequence[RequestRecord], slo: Slo, users: int) -> Probe:
-    """Whether one probe met the SLO: attainment at or above the target and no failed request."""
+def judge(result: WorkloadResult, records: Sequence[RequestRecord], slo: Slo, load: float) -> Probe:
+    """Whether one probe met the SLO (see :func:`passes`)."""
     found = goodput(records, slo)
-    attainment = found.get("slo_attainment")
-    return Probe(users=users, passed=passes(attainment, result.failed, slo.target), attainment=attainment, failed=result.failed)
+    attainment, served = found.get("slo_attainment"), found.get("served_share")
+    return Probe(load=load, passed=passes(attainment, result.failed, slo.target, served), attainment=attainment, failed=result.failed, served=served)
 
 
 def records_of(run_dir: Path, workload: str) -> list[RequestRecord]:

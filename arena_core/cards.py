@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from arena_core.capacity import SearchSettings
 from arena_core.converter import CONVERTER
 from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
@@ -63,11 +64,12 @@ def with_goodput(line: CardWorkload, records: Path, slo: Slo) -> CardWorkload:
     return attrs.evolve(line, metrics={**line.metrics, **found})
 
 
-def _recorded_slo(manifest: Manifest) -> Slo | None:
-    """The SLO a run was judged by when it recorded one (a capacity search does)."""
+def _recorded_objective(manifest: Manifest) -> tuple[str, Slo] | None:
+    """The SLO a run was judged by when it recorded one (a capacity search does), as it was given
+    ("interactive", "ttft=2s,tps=10") and parsed."""
     recorded = (manifest.config.get("slo") or {}).get("objective") if isinstance(manifest.config, Mapping) else None
     try:
-        return parse_slo(recorded, "the run's recorded SLO") if isinstance(recorded, str) else None
+        return (recorded, parse_slo(recorded, "the run's recorded SLO")) if isinstance(recorded, str) else None
     except UsageError:
         return None
 
@@ -75,11 +77,13 @@ def _recorded_slo(manifest: Manifest) -> Slo | None:
 def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, slo_figures: bool = True) -> ModelCard:
     """The card of the run stored in ``run_dir``; a corrupt file is a one-line error naming it.
     With ``slo_figures``, goodput and SLO attainment are recomputed from the stored records under
-    ``slo`` (default: the run's own, else interactive); without, no records file is read."""
+    ``slo`` (default: the run's own, else interactive); without, no records file is read, except
+    for a capacity search, whose probes are judged by them."""
     manifest = read_manifest(run_dir)
-    objective = slo or _recorded_slo(manifest) or NAMED_SLOS["interactive"]
+    recorded = _recorded_objective(manifest) if slo is None else None
+    objective = slo or (recorded[1] if recorded else NAMED_SLOS["interactive"])
     lines = [card_line(result, manifest.commands.get(name)) for name in manifest.workloads if (result := load_result(run_dir, name)) is not None]
-    if slo_figures:
+    if slo_figures or SearchSettings.recorded(manifest.config):
         lines = [with_goodput(line, workload_dir(run_dir, line.name) / "records.jsonl", objective) for line in lines]
     model = registry.models.get(manifest.model)
     profile = manifest.hardware_profile
@@ -107,6 +111,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
             "model_facts": dict(manifest.model_facts) or ({"hf_model": model.item.hf_id, "precision": model.item.precision} if model else {}),
             "hardware_memory": _memory(profile),
             "slo": objective.describe(),
+            "slo_name": recorded[0] if recorded else "",
             "slo_target": objective.target,
             "workloads": {
                 name: _legend(registry.workloads[name].item)

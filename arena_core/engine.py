@@ -10,7 +10,7 @@ with ``--resume RUN_ID``: finished workloads are kept, the unfinished one starts
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -82,6 +82,9 @@ class RunRequest:
     request_timeout: float | None = None
     dataset: Path | None = None
     corpus: Path | None = None
+    #: The parallel slots of a server Arena starts (llama.cpp ``-np``, vLLM ``--max-num-seqs``);
+    #: None: as many as the workloads' most concurrent requests.
+    slots: int | None = None
 
     @classmethod
     def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
@@ -107,6 +110,7 @@ class RunPlan:
     options: RunOptions
     endpoint: EndpointSettings
     config: ArenaConfig
+    slots: int | None = None
 
 
 def default_workloads(registry: Registry) -> tuple[str, ...]:
@@ -156,7 +160,16 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         options=options,
         endpoint=endpoint,
         config=config,
+        slots=_slots(request.slots, backend, endpoint),
     )
+
+
+def _slots(slots: int | None, backend: BackendSpec, endpoint: EndpointSettings) -> int | None:
+    """The slots the user fixed, refused for a server Arena does not start (it has its own)."""
+    if slots is not None and backend.attaches:
+        where = f" at {endpoint.base_url}" if endpoint.base_url else ""
+        raise UsageError(f"--slots sizes a server Arena starts; the server{where} was started with its own (llama.cpp -np, vLLM --max-num-seqs)")
+    return slots
 
 
 def _endpoint_settings(request: RunRequest, section: EndpointSettings, source: str) -> EndpointSettings:
@@ -251,8 +264,11 @@ def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
 class RunSession:
     """One run being carried out: its folder, its manifest, the backend and what was measured."""
 
-    def __init__(self, plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None, live: LiveUpdate | None) -> None:
+    def __init__(
+        self, plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None, live: LiveUpdate | None, resume_command: str = "arena run"
+    ) -> None:
         self.plan, self.hooks, self.progress, self.live, self.resuming = plan, hooks, progress, live, resume is not None
+        self.resume_command = resume_command
         if resume:
             self.run_dir = find_run(plan.output, resume)
             self.lock = RunLock(self.run_dir)  # before reading: a second resumer stops here
@@ -276,6 +292,7 @@ class RunSession:
                 hardware=plan.hardware,
                 max_context_tokens=max(w.shape.context_needed() for w in plan.workloads),
                 max_concurrency=max(w.shape.concurrency_needed() for w in plan.workloads),
+                slots=plan.slots,
             )
         )
         # what observers are told: the run's identity as its manifest records it
@@ -291,7 +308,7 @@ class RunSession:
         index_run(self.plan.output, self.manifest)
 
     def resume_hint(self) -> str:
-        return f"resume with: arena run --resume {self.run_id} --output {self.plan.output}"
+        return f"resume with: {self.resume_command} --resume {self.run_id} --output {self.plan.output}"
 
     def start_backend(self) -> Endpoint:
         """Start the server (or attach to it), measure what loading the model took, and record
@@ -349,9 +366,10 @@ class RunSession:
         self.results.append(result := self.run_workload(len(self.plan.workloads), workload, endpoint))
         return result
 
-    def record_slo(self, objective: str) -> None:
-        """Keep the SLO a run was judged by with its configuration: its card judges by it too."""
-        self._record(config={**self.manifest.config, "slo": {"objective": objective}})
+    def record_search(self, slo: str, search: Mapping[str, object]) -> None:
+        """Keep the SLO a capacity search judges by, and what it was asked, with the run's
+        configuration: its card judges by that SLO, and ``--resume`` carries on the same search."""
+        self._record(config={**self.manifest.config, "slo": {"objective": slo}, "capacity": dict(search)})
 
     def run_workload(self, index: int, workload: WorkloadSpec, endpoint: Endpoint) -> WorkloadResult:
         """Measure one workload (or keep it, when a resumed run already has it) and store it."""

@@ -170,10 +170,10 @@ def _capacity(card: ModelCard) -> dict | None:
         return None
     return {
         "headline": capacity_headline(card),
-        "curve": bar_chart("Share of requests within the SLO, per probe", [(f"{p.users} users", (p.attainment or 0.0) * 100) for p in probes], "%"),
+        "curve": bar_chart("Share of requests within the SLO, per probe", [(p.label, (p.attainment or 0.0) * 100) for p in probes], "%"),
         "pareto": bubble_chart(
             "Per-user against total throughput, per probe",
-            [(f"{p.users} users", p.per_user_tps, p.total_tps, None) for p in probes if p.per_user_tps is not None and p.total_tps is not None],
+            [(p.label, p.per_user_tps, p.total_tps, None) for p in probes if p.per_user_tps is not None and p.total_tps is not None],
             "tok/s per user",
             "tok/s total",
         ),

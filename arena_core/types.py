@@ -60,6 +60,14 @@ class ClosedLoopShape:
     concurrency: int = field(default=10, validator=bounds.CONCURRENCY)
     runs: int = field(default=3, validator=bounds.RUNS)
     latency_mode: LatencyMode = field(default="generation", validator=in_(("api", "generation", "none")))
+    #: A stated duration (a capacity probe): no measured run starts once this many seconds have
+    #: passed since the first one started and ``min_runs`` are done; ``runs`` stays the most.
+    duration_s: float | None = field(default=None, validator=optional(bounds.TIMEOUT_S))
+    min_runs: int = field(default=1, validator=bounds.RUNS)
+
+    def __attrs_post_init__(self) -> None:
+        if self.min_runs > self.runs:
+            raise ValueError(f"min_runs {self.min_runs} is more than runs {self.runs}")
 
     def scaled(self, factor: float) -> ClosedLoopShape:
         """Token lengths and runs times ``factor`` (workloads.md, "Scaling for small machines");
@@ -71,7 +79,8 @@ class ClosedLoopShape:
             prompt_tokens=_tokens(self.prompt_tokens, factor),
             generated_tokens=_tokens(self.generated_tokens, factor),
             depth=_tokens(self.depth, factor) if self.depth else 0,
-            runs=_count(self.runs, factor),
+            runs=(runs := _count(self.runs, factor)),
+            min_runs=min(self.min_runs, runs),
         )
 
     def context_needed(self) -> int:
@@ -348,6 +357,8 @@ class BackendRequest:
     max_concurrency: int
     endpoint: EndpointSettings = EndpointSettings()
     hardware: HardwareProfile | None = None
+    #: The parallel slots the user fixed for a server Arena starts; None: ``max_concurrency``.
+    slots: int | None = field(default=None, validator=optional(bounds.CONCURRENCY))
 
 
 @frozen(kw_only=True)

@@ -29,7 +29,7 @@ SLO = "ttft=200ms,tps=none"  # half one answer (20 tokens x 20 ms), twenty times
 def capacity(url: str, output: Path, start: int, limit: int, probe_requests: int) -> tuple[list[tuple[int, bool]], float]:
     """``arena capacity`` from ``start`` to ``limit`` users: its probes (users, passed) and seconds."""
     argv = [sys.executable, "-m", "arena_core", "capacity", "--base-url", url, "--tokenizer", str(TOKENIZER), "--scale", "0.02", "--slo", SLO]
-    argv += ["--start-users", str(start), "--max-users", str(limit), "--probe-requests", str(probe_requests), "--precision", "0", "--output", str(output)]
+    argv += ["--start", str(start), "--limit", str(limit), "--probe-requests", str(probe_requests), "--precision", "0", "--output", str(output)]
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:

@@ -24,7 +24,7 @@ def known(capacity: int):
 
     def probe(users: int) -> Probe:
         tried.append(users)
-        return Probe(users=users, passed=users <= capacity, attainment=1.0 if users <= capacity else 0.5, failed=0)
+        return Probe(load=users, passed=users <= capacity, attainment=1.0 if users <= capacity else 0.5, failed=0)
 
     return probe, tried
 
@@ -33,18 +33,18 @@ def known(capacity: int):
 def test_the_search_lands_within_its_precision_of_the_true_capacity(true):
     probe, tried = known(true)
     found = search(probe, start=1, limit=256, precision=0.1)
-    assert found.users is not None and found.failed_at is not None
-    assert found.users <= true < found.failed_at and found.failed_at - found.users <= max(1, 0.1 * found.users)
+    assert found.found is not None and found.failed_at is not None
+    assert found.found <= true < found.failed_at and found.failed_at - found.found <= max(1, 0.1 * found.found)
     assert len(tried) == len(set(tried)) == len(found.probes)  # no load probed twice
     assert len(tried) <= 16  # doubling to 256 takes at most 9 probes, bisecting to 10 % at most 7 more
 
 
 def test_the_search_says_none_and_says_when_nothing_failed():
     probe, _ = known(0)
-    assert search(probe, start=1, limit=64).users is None
+    assert search(probe, start=1, limit=64).found is None
     probe, tried = known(1000)
     found = search(probe, start=1, limit=64)
-    assert found.users == 64 and found.failed_at is None and tried == [1, 2, 4, 8, 16, 32, 64]
+    assert found.found == 64 and found.failed_at is None and tried == [1, 2, 4, 8, 16, 32, 64]
 
 
 def test_arena_capacity_finds_the_rigs_slots(tmp_path):
@@ -55,7 +55,7 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     rig_args = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--slots", "4", "--prefill-base-ms", "10", "--decode-gap-ms", "20"]
     with FakeServerProcess(rig_args) as rig:
         argv = [sys.executable, "-m", "arena_core", "capacity", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--scale", "0.02"]
-        argv += ["--slo", "ttft=200ms,tps=none", "--max-users", "16", "--probe-requests", "20", "--output", str(tmp_path / "store")]
+        argv += ["--slo", "ttft=200ms,tps=none", "--limit", "16", "--probe-requests", "20", "--output", str(tmp_path / "store")]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Capacity: 4 users (TTFT ≤ 0.2 s for 95% of requests), fails at 5" in done.stdout

@@ -1,96 +1,188 @@
-"""``arena capacity``: how many concurrent users a server serves within an SLO (a search, stored
-as an ordinary run with one result per probe)."""
+"""``arena capacity``: how much load a server serves within an SLO, in concurrent users or in
+requests per second (a search, stored as an ordinary run with one result per probe)."""
 
 from __future__ import annotations
 
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 import click
+from click.core import ParameterSource
 
 from arena_core import bounds
-from arena_core.capacity import Capacity, judge, probe_workload, records_of, search
+from arena_core.capacity import Capacity, Probe, SearchSettings, judge, load_text, probe_workload, records_of, search
 from arena_core.cli.app import CliApp
 from arena_core.cli.cmd_run import stopped_like_ctrl_c
 from arena_core.cli.output import echo
-from arena_core.cli.params import Within
-from arena_core.engine import RunRequest, RunSession, plan_run
+from arena_core.cli.params import Within, server_options
+from arena_core.engine import RunPlan, RunRequest, RunSession, plan_run
 from arena_core.errors import Interrupted, UsageError
 from arena_core.loadgen.goodput import parse_slo
+from arena_core.manifest import read_manifest
+from arena_core.store import find_run
+from arena_core.types import ClosedLoopShape
+
+#: The flags that say what a search measures; a resumed search keeps its own and refuses others.
+SEARCH_FLAGS = ("model", "backend", "hardware", "base_url", "served_model", "scale", "slots", "workload", "load", "slo")
+SEARCH_FLAGS += ("start", "limit", "precision", "probe_requests", "probe_seconds")
+#: The workload each load searches with when none is named: a chat user; the seed's test 11 shape.
+DEFAULT_WORKLOAD = {"users": "chat", "rate": "office-baseline"}
+DEFAULT_RANGE = {"users": (1.0, 64.0), "rate": (0.5, 64.0)}
+#: The slots of a server Arena starts for a rate search (in flight at a rate is not known ahead).
+RATE_SLOTS = 32
 
 
 @click.command("capacity")
 @click.argument("model", required=False)
-@click.option("--base-url", help="Search a server that is already running.")
-@click.option("--backend", help="Backend name (default: the embedded one, or the one that attaches with --base-url).")
-@click.option("--hardware", help="Hardware profile (default: detected).")
-@click.option("--served-model", help="Model name the server expects (default: asked from /v1/models).")
-@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
-@click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize).")
-@click.option("--workload", default="chat", show_default=True, help="The closed-loop workload whose shape each user repeats.")
+@server_options
+@click.option("--load", type=click.Choice(["users", "rate"]), default="users", show_default=True, help="Search over concurrent users or request rate.")
+@click.option("--workload", help="The workload whose shape each probe repeats (default: chat for users, office-baseline for a rate).")
 @click.option("--slo", default="interactive", show_default=True, help="interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
-@click.option("--start-users", type=click.IntRange(1, 4096), default=1, show_default=True)
+@click.option("--start", type=Within(bounds.FIGURE), help="The first load probed (default: 1 user, 0.5 req/s).")
+@click.option("--limit", type=Within(bounds.FIGURE), help="The most load probed (default: 64 users, 64 req/s); the embedded server gets this many slots.")
 @click.option(
-    "--max-users", type=click.IntRange(1, 4096), default=64, show_default=True, help="The most users a probe tries (the embedded server gets this many slots)."
+    "--slots",
+    type=click.IntRange(1, 4096),
+    help="Fix the slots of a server Arena starts (llama.cpp -np, vLLM --max-num-seqs; default: the most users probed, 32 for a rate).",
 )
 @click.option(
     "--precision", type=Within(bounds.FRACTION), default=0.1, show_default=True, help="Stop bisecting when the interval is within this share of the answer."
 )
+@click.option("--probe-requests", type=click.IntRange(1, 100_000), default=100, show_default=True, help="Requests per probe, at most.")
 @click.option(
-    "--probe-requests", type=click.IntRange(1, 100_000), default=100, show_default=True, help="Requests per probe (its runs of simultaneous requests)."
+    "--probe-seconds",
+    type=Within(bounds.DURATION_S),
+    default=30.0,
+    show_default=True,
+    help="A probe's stated duration: it stops once this long has passed (at least 20 requests); 0 for none.",
 )
 @click.option("--scale", type=Within(bounds.SCALE), help="Multiply the workload's token lengths (default: 0.1 for the embedded server, else 1).")
-@click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
-@click.pass_obj
-def capacity_command(app: CliApp, workload: str, slo: str, start_users: int, max_users: int, precision: float, probe_requests: int, **flags: object) -> None:
-    """How many concurrent users MODEL serves within an SLO: doubling, then bisection, one probe
-    per load, each with a progress line; Ctrl-C keeps the finished probes."""
-    objective = parse_slo(slo, "--slo")
-    if start_users > max_users:
-        raise UsageError(f"--start-users {start_users} is more than --max-users {max_users}")
-    base = app.hooks.registry.get("workloads", workload)
-    request = RunRequest(workloads=(workload,), **flags)  # type: ignore[arg-type]
+@click.option("--resume", metavar="RUN_ID", help="Carry on an interrupted search: its finished probes are kept, not run again.")
+@click.pass_context
+def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> None:
+    """How much load MODEL serves within an SLO: doubling, then bisection, one probe per load,
+    each with a progress line; Ctrl-C keeps the finished probes (carry on with --resume).
+
+    Exit status: 0 when the search finished, 5 when the server stopped answering, 6 when a
+    server Arena launched never came up, 2 for bad input, 130 when interrupted."""
+    app: CliApp = ctx.obj
+    if resume is not None:
+        settings, request = _resumed(ctx, resume, flags)
+    else:
+        settings, request = _asked(app, flags)
+    objective = parse_slo(settings.slo, "--slo")
+    base = app.hooks.registry.get("workloads", settings.workload)
     plan = plan_run(request, app.config, app.hooks)
     shape = plan.workloads[0]  # the workload as this run measures it (scaled)
-    sized = probe_workload(shape, max_users, probe_requests)  # the server is sized for the largest probe
-    plan = attrs.evolve(plan, workloads=(sized,))
+    if settings.load == "users" and not isinstance(shape.shape, ClosedLoopShape):
+        raise UsageError(f"--workload {base.name} is open-loop: search it over request rate (--load rate), or name a closed-loop workload")
+    if settings.load == "rate" and isinstance(shape.shape, ClosedLoopShape):
+        raise UsageError(f"--workload {base.name} is closed-loop: search it over users (--load users), or name an open-loop workload")
+    plan = attrs.evolve(plan, workloads=(probe_workload(shape, settings, settings.limit),))  # the server is sized for the largest probe
+    if settings.load == "rate" and plan.slots is None and not plan.backend.attaches:
+        plan = attrs.evolve(plan, slots=RATE_SLOTS)
     started = time.perf_counter()
 
     def progress(line: str) -> None:
         echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
 
-    progress(f"capacity search: {base.name} users within {objective.describe()}, {start_users} to {max_users} users, within {precision:.0%}")
-    session = RunSession(plan, app.hooks, progress, resume=None, live=None)
+    reach = f"{load_text(settings.load, settings.start)} to {load_text(settings.load, settings.limit)}"
+    progress(f"capacity search: {base.name} {settings.load} within {objective.describe()}, {reach}, within {settings.precision:.0%}")
+    session = RunSession(plan, app.hooks, progress, resume=resume, live=None, resume_command="arena capacity")
     status, found = "failed", None
     with stopped_like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
         try:
             endpoint = session.start_backend()
-            session.record_slo(slo)
+            if resume is None:
+                session.record_search(settings.slo, attrs.asdict(settings))
+            progress(_slots_line(session.manifest.backend_facts, plan, settings.slots))
             session.preflight(endpoint)
 
-            def probe(users: int):
-                probed = probe_workload(shape, users, probe_requests)
+            def probe(load: float) -> Probe:
+                probed = probe_workload(shape, settings, load)
                 result = session.run_probe(probed, endpoint)
-                verdict = judge(result, records_of(session.run_dir, probed.name), objective, users)
-                attained = f"{verdict.attainment:.0%}" if verdict.attainment is not None else "—"
-                progress(f"probe {users} users: {attained} within the SLO, {verdict.failed} failed: {'pass' if verdict.passed else 'fail'}")
+                verdict = judge(result, records_of(session.run_dir, probed.name), objective, load)
+                progress(f"probe {load_text(settings.load, load)}: {_verdict_text(verdict)}")
                 return verdict
 
-            found = search(probe, start=start_users, limit=max_users, precision=precision)
+            found = search(probe, start=settings.start, limit=settings.limit, precision=settings.precision, whole=settings.whole)
             status = "completed"
         except KeyboardInterrupt:
             status = "interrupted"
-            raise Interrupted(f"interrupted: {len(session.results)} probes kept in run {session.run_id}") from None
+            raise Interrupted(f"interrupted: {len(session.results)} probes kept in run {session.run_id}; {session.resume_hint()}") from None
         finally:
             session.finish(status)
-    echo(_headline(found, objective.describe(), max_users))
+    echo(_headline(found, settings, objective.describe()))
     echo(f"results: {session.run_dir}  (arena card {session.run_id})")
 
 
-def _headline(found: Capacity | None, objective: str, limit: int) -> str:
-    if found is None or found.users is None:
+def _asked(app: CliApp, flags: dict[str, Any]) -> tuple[SearchSettings, RunRequest]:
+    """A new search: its settings from the flags, over the defaults of its load."""
+    load = flags.pop("load")
+    low, high = DEFAULT_RANGE[load]
+    start, limit = flags.pop("start") or low, flags.pop("limit") or high
+    if load == "users" and (start != int(start) or limit != int(limit)):
+        raise UsageError(f"--start {start:g} / --limit {limit:g}: users come in whole numbers")
+    if start > limit:
+        raise UsageError(f"--start {start:g} is more than --limit {limit:g}")
+    parse_slo(flags["slo"], "--slo")  # a bad SLO is refused before a server starts
+    workload = flags.pop("workload") or DEFAULT_WORKLOAD[load]
+    app.hooks.registry.get("workloads", workload)
+    settings = SearchSettings(
+        workload=workload,
+        load=load,
+        slo=flags.pop("slo"),
+        start=start,
+        limit=limit,
+        precision=flags.pop("precision"),
+        probe_requests=flags.pop("probe_requests"),
+        probe_seconds=flags.pop("probe_seconds") or None,
+        slots=flags["slots"],
+    )
+    return settings, RunRequest(workloads=(workload,), engine="native", **flags)
+
+
+def _resumed(ctx: click.Context, run_id: str, flags: dict[str, Any]) -> tuple[SearchSettings, RunRequest]:
+    """An interrupted search carried on as it was started: its recorded settings; a flag that
+    would change what it measures is refused."""
+    if not run_id.strip():
+        raise click.BadParameter("is empty: give the id of the search to carry on (arena runs lists them)", param_hint="--resume")
+    given = [name for name in SEARCH_FLAGS if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)]
+    if given:
+        flags_given = ", ".join(f"--{name.replace('_', '-')}" if name != "model" else "MODEL" for name in given)
+        raise UsageError(f"--resume carries on the search as it was started; {flags_given} would change what it measures (start a new search instead)")
+    app: CliApp = ctx.obj
+    manifest = read_manifest(find_run(flags["output"] or Path(app.config.run.output), run_id))
+    settings = SearchSettings.recorded(manifest.config)
+    if settings is None:
+        raise UsageError(f"run {run_id} is not a capacity search: finish it with arena run --resume {run_id}")
+    if manifest.status == "completed":
+        raise UsageError(f"the capacity search {run_id} has finished: arena card {run_id} shows it")
+    kept = {name: flags[name] for name in ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer") if flags[name] is not None}
+    request = attrs.evolve(RunRequest.resuming(manifest, **kept), workloads=(settings.workload,), slots=settings.slots)
+    return settings, request
+
+
+def _slots_line(facts: Any, plan: RunPlan, settings_slots: int | None) -> str:
+    """How many requests the server takes at once, as far as Arena knows it."""
+    slots = facts.get("parallel") or facts.get("max_num_seqs")
+    if not slots:
+        return "server slots: the server's own (Arena attached to it; its -np or --max-num-seqs decides how many requests it serves at once)"
+    why = "fixed by --slots" if settings_slots else ("a rate search's default; --slots sets them" if plan.slots else "sized for the largest probe")
+    return f"server slots: {slots} ({why})"
+
+
+def _verdict_text(verdict: Probe) -> str:
+    attained = f"{verdict.attainment:.0%}" if verdict.attainment is not None else "—"
+    served = f", kept up with {verdict.served:.0%} of the rate" if verdict.served is not None else ""
+    return f"{attained} within the SLO, {verdict.failed} failed{served}: {'pass' if verdict.passed else 'fail'}"
+
+
+def _headline(found: Capacity | None, settings: SearchSettings, objective: str) -> str:
+    if found is None or found.found is None:
         return f"Capacity: none (not even the first probe stayed within {objective})"
-    upper = f", fails at {found.failed_at}" if found.failed_at is not None else f" (no probe up to --max-users {limit} failed)"
-    return f"Capacity: {found.users} users ({objective}){upper}; {len(found.probes)} probes"
+    upper = f", fails at {found.failed_at:g}" if found.failed_at is not None else f" (no probe up to --limit {settings.limit:g} failed)"
+    return f"Capacity: {load_text(settings.load, found.found)} ({objective}){upper}; {len(found.probes)} probes"

@@ -11,8 +11,9 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
-from arena_core.leaderboard import choose, rank, row_dict
+from arena_core.leaderboard import Row, choose, rank, row_dict
 from arena_core.report import render_json, render_table
+from arena_core.report.capacity_card import capacity_by_model
 
 
 @click.command("leaderboard")
@@ -46,8 +47,13 @@ def leaderboard_command(
         echo(f"warning: skipped {problem}", err=True)
     cohort = choose(cards, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
     rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
+    capacities = capacity_by_model(cards)  # the newest capacity search of each model on each machine
+
+    def capacity_of(row: Row) -> str | None:
+        return capacities.get((row.card.model, row.card.hardware, row.card.scale))
+
     if as_json:
-        echo(render_json([row_dict(r) for r in rows]))
+        echo(render_json([{**row_dict(r), "capacity": capacity_of(r)} for r in rows]))
         return
     if not rows:
         echo("No runs to rank (arena run measures one; arena import --seeds adds the published cards).")
@@ -59,9 +65,10 @@ def leaderboard_command(
         data = row_dict(row)
         place = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
         score = "—" if data["score"] is None else f"{data['score']:.1f}" + (f" [{data['low']:.1f}–{data['high']:.1f}]" if data["low"] != data["high"] else "")
-        table.append((place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], row.card.run_id, ", ".join(row.labels)))
+        cells = (place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], capacity_of(row) or "—", row.card.run_id)
+        table.append((*cells, ", ".join(row.labels)))
     version = rows[0].score.version
-    echo(render_table(["rank", "model", "hardware", "backend", f"score ({version}, {profile})", "benches", "run", "labels"], table))
+    echo(render_table(["rank", "model", "hardware", "backend", f"score ({version}, {profile})", "benches", "capacity", "run", "labels"], table))
     if spec.relative:
         echo(f"cohort: the {len(cohort)} runs above; each score is relative to the best of them")
     if problems:  # the table above is whole for what could be read; say plainly what could not

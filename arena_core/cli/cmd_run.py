@@ -16,9 +16,10 @@ import click
 
 from arena_core import bounds
 from arena_core.attach import UNNAMED_SERVER
+from arena_core.capacity import SearchSettings
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
-from arena_core.cli.params import Within, regular_file
+from arena_core.cli.params import Within, regular_file, server_options
 from arena_core.config import ArenaConfig, structure_config, with_settings
 from arena_core.engine import RunPlan, RunRequest, default_workloads, execute, plan_run
 from arena_core.errors import ConfigError, InvalidResults, UnknownNameError, UsageError
@@ -54,17 +55,10 @@ RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tok
 
 @click.command("run")
 @click.argument("model", required=False)
-@click.option("--backend", help="Backend name (default: the embedded one, or the one that attaches with --base-url).")
-@click.option("--hardware", help="Hardware profile (default: detected).")
-@click.option("--base-url", help="Measure a server that is already running (chooses the backend that attaches to one).")
-@click.option("--served-model", help="Model name the server expects (default: asked from /v1/models).")
-@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
-@click.option("--api-key-file", metavar="FILE", help="File holding the API key.")
+@server_options
 @click.option("--workloads", callback=_workload_names, help="Comma-separated workload names (default: all).")
 @click.option("--scale", type=Within(bounds.SCALE), help="Multiply token lengths and request counts, up to 100 (default: 0.1 for the embedded server, else 1).")
 @click.option("--engine", type=click.Choice(["native", "external"]), help="Arena's own instrument, or the reference tools.")
-@click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
-@click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize).")
 @click.option(
     "--dataset",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -78,12 +72,6 @@ RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tok
     help="A text file for closed-loop prompts (default: prose from the ShareGPT package).",
 )
 @click.option("--exact-output/--natural-output", default=None, help="Ask for exactly each workload's output length (default: on for the embedded server).")
-@click.option(
-    "--request-timeout",
-    type=Within(bounds.TIMEOUT_S),
-    metavar="SECONDS",
-    help="Give up on one request after this long (default: 3600); it is recorded as failed.",
-)
 @click.option(
     "--set",
     "settings",
@@ -106,6 +94,8 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
         raise click.BadParameter("is empty: give the id of the run to finish (arena runs lists them)", param_hint="--resume")
     if resume:  # the run's own settings; only what a manifest never holds comes from the flags
         manifest = read_manifest(find_run(flags["output"] or Path(config.run.output), resume))
+        if SearchSettings.recorded(manifest.config):
+            raise UsageError(f"run {resume} is a capacity search: carry it on with arena capacity --resume {resume}")
         changed = [f"--{name.replace('_', '-')}" for name in RESUME_FIXES if flags[name] not in (None, ()) and flags[name] != getattr(manifest, name)]
         if settings:
             changed.append("--set")

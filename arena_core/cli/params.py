@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from arena_core.bounds import Bound
+from arena_core.bounds import TIMEOUT_S, Bound
 from arena_core.cli.app import CliApp
 from arena_core.errors import UnknownNameError
 from arena_core.registry import KINDS, Kind, find_kind
@@ -76,3 +76,27 @@ class Within(click.ParamType):
         if problem := self.bound.problem(number):
             self.fail(problem, param, ctx)
         return number
+
+
+#: The options that say which server to measure and how to reach it, shared by ``arena run`` and
+#: ``arena capacity`` (named as :class:`~arena_core.engine.RunRequest`'s fields).
+_SERVER_OPTIONS = (
+    click.option("--backend", help="Backend name (default: the embedded one, or the one that attaches with --base-url)."),
+    click.option("--hardware", help="Hardware profile (default: detected)."),
+    click.option("--base-url", help="Measure a server that is already running (chooses the backend that attaches to one)."),
+    click.option("--served-model", help="Model name the server expects (default: asked from /v1/models)."),
+    click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key."),
+    click.option("--api-key-file", metavar="FILE", help="File holding the API key."),
+    click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize)."),
+    click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results)."),
+    click.option(
+        "--request-timeout", type=Within(TIMEOUT_S), metavar="SECONDS", help="Give up on one request after this long (default: 3600); it is recorded as failed."
+    ),
+)
+
+
+def server_options(command: Any) -> Any:
+    """Decorate ``command`` with :data:`_SERVER_OPTIONS`, in the order listed."""
+    for option in reversed(_SERVER_OPTIONS):
+        command = option(command)
+    return command

@@ -98,6 +98,7 @@ class ClosedLoopDriver:
         self.on_interrupt: Callable[[list[RequestRecord]], None] | None = None
         self._in_run: list[RequestRecord] = []
         self._done = self._tokens = 0
+        self._measuring_since = 0.0
         self._total = (plan.shape.runs + plan.warmup) * plan.shape.concurrency * plan.shape.turns * (2 if plan.prefix_caching and plan.shape.depth > 0 else 1)
 
     # --- session phases --------------------------------------------------------------------
@@ -233,6 +234,8 @@ class ClosedLoopDriver:
         await self.client.http.warm(plan.shape.concurrency)
         records: list[RequestRecord] = []
         for run_index, batch in zip(all_runs, prepared):
+            if self._time_is_up(run_index):
+                break
             started = time.perf_counter()
             run_records: list[RequestRecord] = []
             for phase in ("context", "inference") if phased else ("standard",):
@@ -255,6 +258,8 @@ class ClosedLoopDriver:
         await self.client.http.warm(plan.shape.concurrency)
         records: list[RequestRecord] = []
         for run_index, conversations in zip(all_runs, user_turns):
+            if self._time_is_up(run_index):
+                break
             started = time.perf_counter()
             with paused_gc():
                 results = await asyncio.gather(*(self._conversation(run_index, i, turns, prompt) for i, turns in enumerate(conversations)))
@@ -287,6 +292,19 @@ class ClosedLoopDriver:
             history.append({"role": "assistant", "content": record.content})
             answered += record.completion_tokens_server or self.plan.shape.generated_tokens
         return records
+
+    def _time_is_up(self, run_index: int) -> bool:
+        """Whether a test with a stated duration should start no more measured runs: its time
+        has passed (counted from the first measured run) and it has its fewest runs."""
+        shape = self.plan.shape
+        if run_index == 1:
+            self._measuring_since = time.perf_counter()
+        if shape.duration_s is None or run_index <= shape.min_runs:
+            return False
+        if time.perf_counter() - self._measuring_since < shape.duration_s:
+            return False
+        self.progress(f"{self.plan.workload}: {shape.duration_s:g} s have passed: {run_index - 1} of at most {shape.runs} runs measured")
+        return True
 
     async def _finish_run(self, run_index: int, records: list[RequestRecord], seconds: float) -> list[RequestRecord]:
         """Hand a finished run to ``on_run`` (which counts and stores it) between runs, when no

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from statistics import median
 
 from attrs import evolve, frozen
 
@@ -112,6 +113,25 @@ def error_adjusted_percentile(values: Sequence[float], failures: int, q: float) 
     return ordered[lower] + ((ordered[upper] - ordered[lower]) * fraction if fraction > 0 else 0.0)
 
 
+def served_share(records: Sequence[RequestRecord]) -> float | None:
+    """How much of an open-loop schedule the server kept up with: 1 when the requests due last
+    waited no longer than those due first; below 1 as a backlog grows. Above its service rate μ a
+    server given λ requests/s answers the request due at t after about t·(λ/μ - 1) more seconds,
+    so the growth of the median latency (due → end) from the first quarter of requests to the
+    last, over the time between them, is λ/μ - 1: the share served, μ/λ, is 1/(1 + that).
+    None for closed-loop records (nothing was due) and for fewer than 8 answered requests."""
+    answered = sorted((r.scheduled_ns, r.end_ns) for r in records if r.ok and r.scheduled_ns is not None and r.end_ns is not None)
+    if len(answered) < 8:
+        return None
+    quarter = len(answered) // 4
+    first, last = answered[:quarter], answered[-quarter:]
+    apart = median([due for due, _ in last]) - median([due for due, _ in first])
+    if apart <= 0:
+        return None
+    growth = median([end - due for due, end in last]) - median([end - due for due, end in first])
+    return 1.0 / (1.0 + max(0.0, growth) / apart)
+
+
 def goodput(records: Sequence[RequestRecord], slo: Slo) -> dict[str, float | None]:
     """The SLO figures of one workload's measured requests (warm-ups left out)."""
     measured = [r for r in records if not r.warmup]
@@ -135,6 +155,8 @@ def goodput(records: Sequence[RequestRecord], slo: Slo) -> dict[str, float | Non
     if queued:  # open loop: from when the request was due, the client's own wait included
         found["ttft_queue_inclusive_p50_s"] = percentile(queued, 50)
         found["ttft_queue_inclusive_p95_s"] = percentile(queued, 95)
+    if (served := served_share(measured)) is not None:
+        found["served_share"] = served
     answers = [t for r in measured if r.ok and (t := first_token_s(r, answer=True)) is not None]
     if answers and any(r.chunk_kinds[:1] not in ("", ANSWER) for r in measured):  # thinking came first somewhere
         found["ttfa_p50_s"] = percentile(answers, 50)

@@ -1,31 +1,36 @@
-"""A capacity search as its card shows it: the probes (``<workload>-users-<n>``) judged again
-from their stored figures under the card's SLO, the headline and the curve."""
+"""A capacity search as its card shows it: the probes (``<workload>-users-<n>`` or
+``<workload>-rate-<r>``) judged again from their stored figures under the card's SLO, the
+headline and the curve."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from arena_core.capacity import PROBE_LABEL, passes
+from arena_core.capacity import PROBE_LABEL, PROBE_NAME, load_text, passes
 from arena_core.types import ModelCard
-
-PROBE_NAME = re.compile(r".+-users-([0-9]+)")
 
 
 @frozen(kw_only=True)
 class ProbeLine:
-    users: int
+    load: float
+    unit: str  # "users" or "rate"
     attainment: float | None
     passed: bool
     ttft_p50_s: float | None
     ttft_p95_s: float | None
     per_user_tps: float | None
     total_tps: float | None
+    served: float | None
+
+    @property
+    def label(self) -> str:
+        return load_text(self.unit, self.load)  # type: ignore[arg-type]
 
 
 def capacity_probes(card: ModelCard) -> list[ProbeLine]:
-    """The card's probes by users, each judged by :func:`~arena_core.capacity.passes` from the
+    """The card's probes by load, each judged by :func:`~arena_core.capacity.passes` from the
     card's figures (recomputed under the card's SLO)."""
     target = float(card.facts.get("slo_target", 0.95))
     found = []
@@ -34,29 +39,56 @@ def capacity_probes(card: ModelCard) -> list[ProbeLine]:
         if not match or not line.custom.startswith(PROBE_LABEL):
             continue
         metrics = line.metrics
-        attainment = metrics.get("slo_attainment")
-        passed = passes(attainment, metrics.get("failed") or 0, target)
+        attainment, served = metrics.get("slo_attainment"), metrics.get("served_share")
+        per_user, total = line.tokens_per_second, metrics.get("decode_tps_total")
+        if match.group("load") == "rate":  # open loop: a stream's speed is 1/TPOT; the total is the output rate
+            per_user, total = (1 / tpot if (tpot := metrics.get("tpot_median_s")) else None), metrics.get("output_tps")
         found.append(
             ProbeLine(
-                users=int(match.group(1)),
+                load=float(match.group("value")),
+                unit=match.group("load"),
                 attainment=attainment,
-                passed=passed,
+                passed=passes(attainment, metrics.get("failed") or 0, target, served),
                 ttft_p50_s=line.ttft_p50_s,
                 ttft_p95_s=metrics.get("ttft_p95_error_adjusted_s"),
-                per_user_tps=line.tokens_per_second,
-                total_tps=metrics.get("decode_tps_total"),
+                per_user_tps=per_user,
+                total_tps=total,
+                served=served,
             )
         )
-    return sorted(found, key=lambda probe: probe.users)
+    return sorted(found, key=lambda probe: probe.load)
+
+
+def capacity_found(probes: Sequence[ProbeLine]) -> tuple[ProbeLine | None, ProbeLine | None]:
+    """The most load that passed and the least above it that failed (either may be None)."""
+    passed = [p for p in probes if p.passed]
+    best = max(passed, key=lambda p: p.load, default=None)
+    above = [p for p in probes if not p.passed and p.load > (best.load if best else 0)]
+    return best, min(above, key=lambda p: p.load, default=None)
 
 
 def capacity_headline(card: ModelCard) -> str:
     """ "Capacity: 4 users (TTFT ≤ 2 s … for 95% of requests)", or why there is none."""
     probes = capacity_probes(card)
     objective = card.facts.get("slo", "the SLO")
-    passed = [p.users for p in probes if p.passed]
-    failed = [p.users for p in probes if not p.passed and p.users > max(passed, default=0)]
-    if not passed:
-        return f"Capacity: none ({objective}; not even {probes[0].users} users)" if probes else "Capacity: not searched"
-    upper = f", fails at {min(failed)}" if failed else ", no probe failed"
-    return f"Capacity: {max(passed)} users ({objective}{upper})"
+    best, failed = capacity_found(probes)
+    if best is None:
+        return f"Capacity: none ({objective}; not even {probes[0].label})" if probes else "Capacity: not searched"
+    upper = f", fails at {failed.load:g}" if failed else ", no probe failed"
+    return f"Capacity: {best.label} ({objective}{upper})"
+
+
+def capacity_by_model(cards: Sequence[ModelCard]) -> Mapping[tuple[str, str, float], str]:
+    """The capacity each (model, hardware, scale) was last found to have, as a leaderboard cell:
+    "24 users (interactive)"; from the newest capacity search of each."""
+    found: dict[tuple[str, str, float], tuple[str, str]] = {}
+    for card in cards:
+        probes = capacity_probes(card)
+        if not probes:
+            continue
+        best, _ = capacity_found(probes)
+        cell = f"{best.label if best else 'none'} ({card.facts.get('slo_name') or 'SLO'})"
+        key = (card.model, card.hardware, card.scale)
+        if key not in found or card.measured_at > found[key][0]:
+            found[key] = (card.measured_at, cell)
+    return {key: cell for key, (_, cell) in found.items()}

@@ -227,14 +227,17 @@ def sweep_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequenc
 
 
 def capacity_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
-    """A capacity search's headline and curve: one row per probe, by users."""
+    """A capacity search's headline and curve: one row per probe, by load (for a rate, how much
+    of it the server kept up with)."""
     probes = capacity_probes(card)
     if not probes:
         return []
+    rate = probes[0].unit == "rate"
     rows = [
         (
-            str(p.users),
+            f"{p.load:g}",
             f"{p.attainment:.0%}" if p.attainment is not None else "—",
+            *([f"{p.served:.0%}" if p.served is not None else "—"] if rate else []),
             "pass" if p.passed else "fail",
             fmt_seconds(p.ttft_p50_s),
             fmt_seconds(p.ttft_p95_s) if p.ttft_p95_s is not None else "∞",
@@ -243,7 +246,8 @@ def capacity_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequ
         )
         for p in probes
     ]
-    headers = ["users", "within the SLO", "", "TTFT p50", "TTFT p95 (failures ∞)", "tok/s per user", "tok/s total"]
+    headers = ["req/s" if rate else "users", "within the SLO", *(["kept up"] if rate else []), "", "TTFT p50", "TTFT p95 (failures ∞)"]
+    headers += ["tok/s per user", "tok/s total"]
     return [f"{h2}{capacity_headline(card)}", table_of(rows, headers), ""]
 
 

@@ -79,6 +79,10 @@ class FakeServerConfig:
     #: Decode at most this many requests at once, queueing the rest (a server with that many
     #: slots: its capacity for a TTFT limit under one service time follows from it); 0: no limit.
     slots: int = 0
+    #: Tokens per second the rig decodes in all, shared by the streams decoding at once (a batch
+    #: server bound by its memory bandwidth: n streams get ``shared_tps / n`` each, never more
+    #: than one ``decode_gap_s`` allows); 0: every stream decodes at its own pace.
+    shared_tps: float = 0.0
     #: Serve vLLM's opt-in ``GET /tokenizer_info`` (``--enable-tokenizer-info-endpoint``) naming
     #: the tokenizer this (vLLM's ``name_or_path``: a hub id or the directory it was loaded from).
     tokenizer_info: str | None = None
@@ -156,6 +160,7 @@ class FakeOpenAIServer:
         self._piece_ids = self.tokens.encode(self._piece)[:1] if self.tokens.exact else [0]
         self._frame_cache: dict[tuple[int, bool, str | None], bytes] = {}
         self._slots = asyncio.Semaphore(config.slots) if config.slots > 0 else None
+        self._decoding = 0  # streams writing tokens now (for ``shared_tps``)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -382,10 +387,21 @@ class FakeOpenAIServer:
         self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any], count: int, decode_start: float, fault: str, coherent: bool
     ) -> bool:
         """Write the tokens, ``tokens_per_chunk`` a chunk, chunk j at ``decode_start + j*k*gap``
-        (an absolute schedule: sleeps never drift). False when a fault cut the stream."""
+        (an absolute schedule: sleeps never drift; with ``shared_tps`` the gap is the moment's
+        share). False when a fault cut the stream."""
+        with_ids = self.config.token_ids and bool(request.get("return_token_ids"))
+        self._decoding += 1
+        try:
+            return await self._write_tokens(conn, entry, with_ids, count, decode_start, fault, coherent)
+        finally:
+            self._decoding -= 1
+
+    async def _write_tokens(
+        self, conn: _Connection, entry: dict[str, Any], with_ids: bool, count: int, decode_start: float, fault: str, coherent: bool
+    ) -> bool:
         config = self.config
-        with_ids = config.token_ids and bool(request.get("return_token_ids"))
         k = max(1, config.tokens_per_chunk)
+        next_at = decode_start
         sent = 0
         pending: list[bytes] = []
         while sent < count:
@@ -405,7 +421,7 @@ class FakeOpenAIServer:
                 conn.abort()
                 return False
             stalling = fault == "stall" and sent >= count // 2
-            if config.decode_gap_s > 0 or len(pending) >= config.messages_per_write or last or stalling:
+            if config.decode_gap_s > 0 or config.shared_tps > 0 or len(pending) >= config.messages_per_write or last or stalling:
                 now = time.perf_counter_ns()
                 entry.setdefault("first_content_ns", now)
                 entry["last_content_ns"] = now
@@ -415,7 +431,11 @@ class FakeOpenAIServer:
             if stalling:
                 entry["stalled"] = True
                 await asyncio.sleep(3600)
-            if config.decode_gap_s > 0 and not last:
+            if config.shared_tps > 0 and not last:  # the pace of the moment: how many decode now
+                next_at += n * max(config.decode_gap_s, self._decoding / config.shared_tps)
+                if (delay := next_at - time.perf_counter()) > 0:
+                    await asyncio.sleep(delay)
+            elif config.decode_gap_s > 0 and not last:
                 delay = decode_start + (sent // k) * k * config.decode_gap_s - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
@@ -573,6 +593,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--claim-completion-tokens", type=int, help="report this usage.completion_tokens, whatever was streamed")
     parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
     parser.add_argument("--slots", type=int, default=0, help="serve at most this many chat requests at once; queue the rest (0: no limit)")
+    parser.add_argument("--shared-tps", type=float, default=0.0, help="decode this many tokens/s in all, shared by the streams decoding at once (0: no limit)")
     parser.add_argument("--kv-cache-on", choices=("gpu", "cpu"), default="gpu", help="where /metrics says the KV cache lives")
     parser.add_argument("--tokenizer-info", metavar="NAME", help="serve vLLM's opt-in GET /tokenizer_info, naming the tokenizer NAME")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
@@ -605,6 +626,7 @@ def main(argv: list[str] | None = None) -> None:
         metrics=not args.no_metrics,
         kv_cache_on=args.kv_cache_on,
         slots=args.slots,
+        shared_tps=args.shared_tps,
         tokenizer_info=args.tokenizer_info,
     )
 

@@ -54,7 +54,7 @@ class LlamaCppServer(LocalServer):
             raise UsageError(f"model {request.model.name!r} has no GGUF file for the llama-cpp backend")
         super().__init__(request.run_dir, request.model.name)
         self.source = source
-        self.parallel = max(1, request.max_concurrency)
+        self.parallel = request.slots or max(1, request.max_concurrency)
         # one unified KV cache, room for every slot's longest sequence at once (up to the
         # model's 32k); any single slot may use it all
         self.context = min(MAX_CONTEXT, max(4096, request.max_context_tokens * self.parallel))

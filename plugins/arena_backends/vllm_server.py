@@ -40,6 +40,7 @@ class VllmServer(LocalServer):
         unified = request.hardware is not None and request.hardware.unified_memory
         self.memory_utilization = UNIFIED_MEMORY_UTILIZATION if unified else DISCRETE_MEMORY_UTILIZATION
         self.max_model_len = request.max_context_tokens
+        self.max_num_seqs = request.slots  # vLLM's own default (256 or more) unless the user fixed it
 
     def start(self) -> Endpoint:
         executable = shutil.which(EXECUTABLE)
@@ -59,10 +60,20 @@ class VllmServer(LocalServer):
             f"{self.memory_utilization:.2f}",
             "--max-model-len",
             str(self.max_model_len),
+            *(["--max-num-seqs", str(self.max_num_seqs)] if self.max_num_seqs else []),
         ]
         return self.launch(command, START_TIMEOUT_S)
 
     @property
     def facts(self) -> Mapping[str, object]:
         text = self._log.read_text(errors="replace") if self._log.exists() else ""
-        return {"backend": "vllm", "command": self.command, "pid": self.pid, "gpu_memory_utilization": self.memory_utilization, **log_facts(text)}
+        facts: dict[str, object] = {
+            "backend": "vllm",
+            "command": self.command,
+            "pid": self.pid,
+            "gpu_memory_utilization": self.memory_utilization,
+            **log_facts(text),
+        }
+        if self.max_num_seqs:
+            facts["max_num_seqs"] = self.max_num_seqs
+        return facts

@@ -134,6 +134,10 @@ class ExternalEngine:
 
     def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         shape = _shape(workload)
+        if shape.duration_s is not None:
+            raise arena.UsageError(
+                f"workload {workload.name!r} runs for a stated duration, which llama-benchy has no flag for: measure it with --engine native"
+            )
         check_external().require()
         if context.options.tokenizer is None:
             raise arena.UsageError("the external llama-benchy needs a local tokenizer.json (--tokenizer FILE); offline it cannot use the server's tokenizer")
