@@ -150,7 +150,7 @@ def probe_workload(base: WorkloadSpec, settings: SearchSettings, load: float) ->
         runs = max(1, math.ceil(wanted / users))
         fewest = min(runs, math.ceil(MIN_PROBE_REQUESTS / users)) if seconds else 1
         probed: ClosedLoopShape | OpenLoopShape = attrs.evolve(shape, concurrency=users, runs=runs, duration_s=seconds, min_runs=fewest)
-        length = f"{runs} runs" + (f" or {seconds:g} s" if seconds else "")
+        length = f"{runs} run{'s' if runs != 1 else ''}" + (f" or {seconds:g} s" if seconds else "")
     else:
         if not isinstance(shape, OpenLoopShape):
             raise ValueError(f"workload {base.name!r} is closed-loop; a search over request rate needs an open-loop one (or --load users)")

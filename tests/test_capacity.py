@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from arena_core.capacity import Probe, search
+from arena_core.capacity import Probe, passes, search
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
@@ -47,6 +49,112 @@ def test_the_search_says_none_and_says_when_nothing_failed():
     assert found.found == 64 and found.failed_at is None and tried == [1, 2, 4, 8, 16, 32, 64]
 
 
+def test_a_probe_with_a_failed_request_fails_whatever_its_attainment():
+    assert passes(1.0, 0, 0.95) and not passes(1.0, 1, 0.95)  # a failure is never hidden by the others
+    assert not passes(0.9, 0, 0.95) and not passes(None, 0, 0.95)
+    assert passes(1.0, 0, 0.95, served=0.97) and not passes(1.0, 0, 0.95, served=0.9)  # a rate the server fell behind
+
+
+def test_a_rate_search_bisects_between_rates_at_three_figures():
+    tried = []
+
+    def probe(rate: float) -> Probe:
+        tried.append(rate)
+        return Probe(load=rate, passed=rate <= 2.7, attainment=1.0, failed=0)
+
+    found = search(probe, start=0.5, limit=64, precision=0.1, whole=False)
+    assert found.found is not None and found.failed_at is not None
+    assert found.found <= 2.7 < found.failed_at and found.failed_at - found.found <= 0.1 * found.found
+    assert tried[:4] == [0.5, 1.0, 2.0, 4.0] and all(f"{rate:.3g}" == f"{rate}".rstrip("0").rstrip(".") or rate == float(f"{rate:.3g}") for rate in tried)
+
+
+def rig_capacity(rig_url: str, store: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "arena_core", "capacity", "--base-url", rig_url, "--tokenizer", str(TOKENIZER / "tokenizer.json"), "--output", str(store)]
+    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def probes_seen(stderr: str) -> list[tuple[str, str]]:
+    return re.findall(r"probe ([0-9.]+) (?:users?|req/s): .*: (pass|fail)", stderr)
+
+
+def test_arena_capacity_finds_the_rigs_throughput_bound(tmp_path):
+    """The rig decodes 60 tokens/s in all, shared by the streams decoding at once: c users get
+    60/c tokens/s each. Under an SLO of at least 17.3 tokens/s per user (between 60/3 = 20 and
+    60/4 = 15, 13 % from either), queueing arithmetic gives a capacity of exactly 3 users. A
+    probe's stated duration of 2 s bounds each probe, at 20 requests at least."""
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--shared-tps", "60", "--decode-gap-ms", "1"]) as rig:
+        done = rig_capacity(rig.url, tmp_path / "store", "--scale", "0.02", "--slo", "ttft=5s,tps=17.3", "--limit", "16", "--probe-seconds", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Capacity: 3 users (TTFT ≤ 5 s and ≥ 17.3 tok/s for 95% of requests), fails at 4" in done.stdout
+    assert probes_seen(done.stderr) == [("1", "pass"), ("2", "pass"), ("4", "fail"), ("3", "pass")]
+    # the stated duration ended the 1-user probe after its 20 requests (not the 100 asked for)
+    measured = re.findall(r"chat-users-1: 2 s have passed: (\d+) of at most 100 runs measured", done.stderr)
+    assert measured and 20 <= int(measured[0]) < 100
+
+
+def test_arena_capacity_over_request_rate_finds_the_rate_the_rig_keeps_up_with(tmp_path):
+    """Two slots, each answer 10 ms + 19 × 19.3 ms = 0.377 s: the rig serves at most 2/0.377 =
+    5.3 requests/s. Arrivals nearly regular and every answer as long (burstiness 100 and range
+    ratio 0, from the config file), so below that
+    rate nothing queues and above it a backlog grows: 5 req/s is kept up with, 6 is not (the
+    server keeps up with 88 % of it). The SLO's TTFT limit is loose; the rate decides."""
+    config = tmp_path / "arena.toml"
+    config.write_text("[workloads.office-baseline]\nburstiness = 100\nrange_ratio = 0.0\n")
+    rig_args = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--slots", "2", "--prefill-base-ms", "10", "--decode-gap-ms", "19.3"]
+    with FakeServerProcess(rig_args) as rig:
+        args = ["--load", "rate", "--scale", "0.04", "--slo", "ttft=10s,tps=none", "--start", "2", "--limit", "32", "--precision", "0.3"]
+        done = rig_capacity(rig.url, tmp_path / "store", *args, "--probe-requests", "20", "--probe-seconds", "0", "--config", str(config))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Capacity: 5 req/s (TTFT ≤ 10 s for 95% of requests), fails at 6" in done.stdout, done.stderr[-3000:]
+    assert probes_seen(done.stderr) == [("2", "pass"), ("4", "pass"), ("8", "fail"), ("6", "fail"), ("5", "pass")]
+    run_id = re.search(r"arena card (\S+)\)", done.stdout).group(1)
+    card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_id, "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60)
+    assert "Capacity: 5 req/s" in card.stdout and re.search(r"req/s +within the SLO +kept up", card.stdout), card.stdout
+
+
+def test_an_interrupted_search_carries_on_where_it_stopped(tmp_path):
+    """Ctrl-C after the second probe keeps two probes; --resume runs neither again and finds
+    what an uninterrupted search finds. A flag that would change the search is refused."""
+    rig_args = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--slots", "4", "--prefill-base-ms", "10", "--decode-gap-ms", "20"]
+    store = tmp_path / "store"
+    with FakeServerProcess(rig_args) as rig:
+        argv = [sys.executable, "-m", "arena_core", "capacity", "--base-url", rig.url, "--tokenizer", str(TOKENIZER / "tokenizer.json")]
+        argv += ["--scale", "0.02", "--slo", "ttft=200ms,tps=none", "--limit", "16", "--probe-requests", "20", "--output", str(store)]
+        search = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        seen = []
+        for line in search.stderr:
+            seen.append(line)
+            if re.search(r"probe 2 users: .*: pass", line):
+                search.send_signal(signal.SIGINT)
+                break
+        out, rest = search.communicate(timeout=120)
+        stderr = "".join(seen) + rest
+        assert search.returncode == 130, stderr[-3000:]
+        run_id = re.search(r"--resume (\S+)", stderr).group(1)
+        assert f"resume with: arena capacity --resume {run_id}" in stderr
+        refused = rig_capacity(rig.url, store, "--resume", run_id, "--limit", "8")
+        assert refused.returncode == 2 and "--limit would change what it measures" in refused.stderr
+        not_capacity = subprocess.run([sys.executable, "-m", "arena_core", "run", "--resume", run_id, "--output", str(store)], capture_output=True, text=True)
+        assert not_capacity.returncode == 2 and f"arena capacity --resume {run_id}" in not_capacity.stderr
+        resumed = subprocess.run([*argv[:6], "--output", str(store), "--resume", run_id], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "chat-users-1: already measured, kept" in resumed.stderr and "chat-users-2: already measured, kept" in resumed.stderr
+    assert "Capacity: 4 users (TTFT ≤ 0.2 s for 95% of requests), fails at 5" in resumed.stdout
+    assert [load for load, _ in probes_seen(resumed.stderr)] == ["1", "2", "4", "8", "6", "5"]
+    assert f"results: {store / run_id}" in resumed.stdout or run_id in resumed.stdout
+
+
+def test_slots_are_for_a_server_arena_starts(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "arena_core", "capacity", "--base-url", "http://127.0.0.1:9", "--slots", "4", "--output", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--slots sizes a server Arena starts; the server at http://127.0.0.1:9 was started with its own" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     """The rig serves 4 requests at once and queues the rest; one answer takes about 20 tokens ×
     20 ms + 10 ms. Under a TTFT limit of 200 ms (half one service time, twenty times the unqueued
@@ -57,7 +165,11 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
         argv = [sys.executable, "-m", "arena_core", "capacity", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--scale", "0.02"]
         argv += ["--slo", "ttft=200ms,tps=none", "--limit", "16", "--probe-requests", "20", "--output", str(tmp_path / "store")]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        # a plain run of the same model on the same server, at the same scale, after the search
+        plain = [sys.executable, "-m", "arena_core", "run", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--workloads", "chat"]
+        measured = subprocess.run([*plain, "--scale", "0.02", "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert measured.returncode == 0, measured.stderr[-3000:]
     assert "Capacity: 4 users (TTFT ≤ 0.2 s for 95% of requests), fails at 5" in done.stdout
     assert re.findall(r"probe (\d+) users?: .*: (pass|fail)", done.stderr) == [
         ("1", "pass"),
@@ -71,6 +183,17 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_id, "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60)
     assert "Capacity: 4 users (TTFT ≤ 0.2 s for 95% of requests, fails at 5)" in card.stdout  # judged by the SLO the run recorded
     assert re.search(r"chat-users-5\s+\S+\s+\S+", card.stdout)
+    # the leaderboard's capacity column: a search's own, and for the plain run the newest search
+    # of its model on its machine
+    board = subprocess.run(
+        [sys.executable, "-m", "arena_core", "leaderboard", "--include-scaled", "--json", "--output", str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    rows = {row["run_id"]: row["capacity"] for row in json.loads(board.stdout)}
+    assert rows.pop(run_id) == "4 users (ttft=200ms,tps=none)"
+    assert list(rows.values()) == ["4 users (ttft=200ms,tps=none)"]
     # the site draws the curve and the probes' per-user against total throughput
     site = tmp_path / "site"
     assert (

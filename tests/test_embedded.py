@@ -85,3 +85,25 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
     assert telemetry["requests_running_peak"] >= 1  # llama.cpp's requests_processing, under its engine-neutral name
     # prompts were token-exact through the server's own tokenizer (template added, then adapted away)
     assert all(abs(r.prompt_tokens_server - 32) <= 2 for r in records if r.workload == "tiny-chat")
+
+
+@pytest.mark.slow
+def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
+    """The same search on the embedded server with 4 and with 8 slots (llama.cpp -np): a TTFT
+    limit of 2.5 s is well above an unqueued first token (a 128-token prompt) and well below one
+    whole answer (128 tokens, about 5 s at 4 users here), so a user beyond the slots waits too long.
+    With 4 slots the fifth user fails; with 8, eight users pass."""
+    import re
+    import subprocess
+    import sys
+
+    found = {}
+    for slots in (4, 8):
+        argv = [sys.executable, "-m", "arena_core", "capacity", "--slots", str(slots), "--scale", "0.125", "--slo", "ttft=2.5s,tps=none"]
+        argv += ["--start", "4", "--limit", "8", "--probe-requests", "8", "--probe-seconds", "0", "--output", str(tmp_path / "store")]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"server slots: {slots} (fixed by --slots)" in done.stderr
+        found[slots] = int(re.search(r"Capacity: (\d+) users", done.stdout).group(1))
+    assert found[4] < found[8], found
+    assert found[4] == 4 and found[8] == 8, found

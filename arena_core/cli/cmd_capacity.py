@@ -26,8 +26,10 @@ from arena_core.store import find_run
 from arena_core.types import ClosedLoopShape
 
 #: The flags that say what a search measures; a resumed search keeps its own and refuses others.
-SEARCH_FLAGS = ("model", "backend", "hardware", "base_url", "served_model", "scale", "slots", "workload", "load", "slo")
+SEARCH_FLAGS = ("model", "backend", "hardware", "base_url", "scale", "slots", "workload", "load", "slo")
 SEARCH_FLAGS += ("start", "limit", "precision", "probe_requests", "probe_seconds")
+#: What a resumed search takes from the flags when they are given: where to find things.
+RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "served_model")
 #: The workload each load searches with when none is named: a chat user; the seed's test 11 shape.
 DEFAULT_WORKLOAD = {"users": "chat", "rate": "office-baseline"}
 DEFAULT_RANGE = {"users": (1.0, 64.0), "rate": (0.5, 64.0)}
@@ -146,14 +148,11 @@ def _asked(app: CliApp, flags: dict[str, Any]) -> tuple[SearchSettings, RunReque
 
 
 def _resumed(ctx: click.Context, run_id: str, flags: dict[str, Any]) -> tuple[SearchSettings, RunRequest]:
-    """An interrupted search carried on as it was started: its recorded settings; a flag that
+    """An interrupted search carried on as it was started: its recorded settings. A flag given
+    the same as the search had is fine (a resume command may repeat the original); one that
     would change what it measures is refused."""
     if not run_id.strip():
         raise click.BadParameter("is empty: give the id of the search to carry on (arena runs lists them)", param_hint="--resume")
-    given = [name for name in SEARCH_FLAGS if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)]
-    if given:
-        flags_given = ", ".join(f"--{name.replace('_', '-')}" if name != "model" else "MODEL" for name in given)
-        raise UsageError(f"--resume carries on the search as it was started; {flags_given} would change what it measures (start a new search instead)")
     app: CliApp = ctx.obj
     manifest = read_manifest(find_run(flags["output"] or Path(app.config.run.output), run_id))
     settings = SearchSettings.recorded(manifest.config)
@@ -161,9 +160,21 @@ def _resumed(ctx: click.Context, run_id: str, flags: dict[str, Any]) -> tuple[Se
         raise UsageError(f"run {run_id} is not a capacity search: finish it with arena run --resume {run_id}")
     if manifest.status == "completed":
         raise UsageError(f"the capacity search {run_id} has finished: arena card {run_id} shows it")
-    kept = {name: flags[name] for name in ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer") if flags[name] is not None}
+    had = {**attrs.asdict(settings), **{name: getattr(manifest, name) for name in ("model", "backend", "hardware", "base_url", "scale")}}
+    changed = [
+        "MODEL" if name == "model" else f"--{name.replace('_', '-')}"
+        for name in SEARCH_FLAGS
+        if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None) and _as_recorded(name, flags[name]) != had[name]
+    ]
+    if changed:
+        raise UsageError(f"--resume carries on the search as it was started; {', '.join(changed)} would change what it measures (start a new search instead)")
+    kept = {name: flags[name] for name in RESUME_TAKES if flags[name] is not None}
     request = attrs.evolve(RunRequest.resuming(manifest, **kept), workloads=(settings.workload,), slots=settings.slots)
     return settings, request
+
+
+def _as_recorded(name: str, value: Any) -> Any:
+    return (value or None) if name == "probe_seconds" else value  # 0: no stated duration
 
 
 def _slots_line(facts: Any, plan: RunPlan, settings_slots: int | None) -> str:

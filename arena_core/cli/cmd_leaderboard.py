@@ -13,7 +13,7 @@ from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.leaderboard import Row, choose, rank, row_dict
 from arena_core.report import render_json, render_table
-from arena_core.report.capacity_card import capacity_by_model
+from arena_core.report.capacity_card import capacity_cells
 
 
 @click.command("leaderboard")
@@ -47,10 +47,10 @@ def leaderboard_command(
         echo(f"warning: skipped {problem}", err=True)
     cohort = choose(cards, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
     rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
-    capacities = capacity_by_model(cards)  # the newest capacity search of each model on each machine
+    own, newest = capacity_cells(cards)  # a search's own capacity; else the newest of the model on that machine
 
     def capacity_of(row: Row) -> str | None:
-        return capacities.get((row.card.model, row.card.hardware, row.card.scale))
+        return own.get(row.card.run_id) or newest.get((row.card.model, row.card.hardware, row.card.scale))
 
     if as_json:
         echo(render_json([{**row_dict(r), "capacity": capacity_of(r)} for r in rows]))

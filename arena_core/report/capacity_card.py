@@ -78,17 +78,18 @@ def capacity_headline(card: ModelCard) -> str:
     return f"Capacity: {best.label} ({objective}{upper})"
 
 
-def capacity_by_model(cards: Sequence[ModelCard]) -> Mapping[tuple[str, str, float], str]:
-    """The capacity each (model, hardware, scale) was last found to have, as a leaderboard cell:
-    "24 users (interactive)"; from the newest capacity search of each."""
-    found: dict[tuple[str, str, float], tuple[str, str]] = {}
+def capacity_cells(cards: Sequence[ModelCard]) -> tuple[Mapping[str, str], Mapping[tuple[str, str, float], str]]:
+    """Leaderboard cells such as "24 users (interactive)": each capacity search's own, by run id,
+    and the newest search's of each (model, hardware, scale), for that model's other runs."""
+    own: dict[str, str] = {}
+    newest: dict[tuple[str, str, float], tuple[tuple[str, str], str]] = {}
     for card in cards:
         probes = capacity_probes(card)
         if not probes:
             continue
         best, _ = capacity_found(probes)
-        cell = f"{best.label if best else 'none'} ({card.facts.get('slo_name') or 'SLO'})"
-        key = (card.model, card.hardware, card.scale)
-        if key not in found or card.measured_at > found[key][0]:
-            found[key] = (card.measured_at, cell)
-    return {key: cell for key, (_, cell) in found.items()}
+        own[card.run_id] = cell = f"{best.label if best else 'none'} ({card.facts.get('slo_name') or 'SLO'})"
+        key, when = (card.model, card.hardware, card.scale), (card.measured_at, card.run_id)  # run ids sort by start time
+        if key not in newest or when > newest[key][0]:
+            newest[key] = (when, cell)
+    return own, {key: cell for key, (_, cell) in newest.items()}
