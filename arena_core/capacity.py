@@ -157,7 +157,15 @@ def probe_workload(base: WorkloadSpec, settings: SearchSettings, load: float) ->
         prompts = wanted if not seconds else max(MIN_PROBE_REQUESTS, min(wanted, math.ceil(load * seconds)))
         probed = attrs.evolve(shape, request_rate=load, num_prompts=prompts)
         length = f"{prompts} requests"
-    return attrs.evolve(base, name=f"{base.name}-{settings.load}-{load:g}", shape=probed, custom=f"{PROBE_LABEL}: {load_text(settings.load, load)}, {length}")
+    return attrs.evolve(
+        base,
+        name=f"{base.name}-{settings.load}-{load:g}",
+        # each probe draws prompts of its own: one that repeated an earlier probe's would find
+        # them in the server's prompt cache, and its TTFT would be better than a new user's
+        seed=(base.seed + round(load * 1000)) % 2**32,
+        shape=probed,
+        custom=f"{PROBE_LABEL}: {load_text(settings.load, load)}, {length}",
+    )
 
 
 def judge(result: WorkloadResult, records: Sequence[RequestRecord], slo: Slo, load: float) -> Probe:

@@ -9,7 +9,7 @@ Templates are Jinja2 with autoescape on: every name and text a plugin supplies i
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from arena_core import __version__
 from arena_core.leaderboard import Row, rank, row_dict
-from arena_core.report.capacity_card import capacity_headline, capacity_probes
+from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
 from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
 from arena_core.report.model_card import (
@@ -49,10 +49,11 @@ def _integrity(run_id: str, verified: Mapping[str, str]) -> str:
     return verified.get(run_id, "not checked")
 
 
-def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str]) -> list[dict]:
+def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None]) -> list[dict]:
     found = []
     for row in rows:
         data = row_dict(row)
+        data["capacity"] = capacity_of(row.card) or "—"
         data["integrity"] = _integrity(row.card.run_id, verified)
         data["place"] = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
         data["score"] = fmt_score(row.score) if row.score.value is not None else "—"
@@ -135,13 +136,14 @@ def publish(
     common = {"version": __version__, "score_version": ", ".join(versions), "nav": [(f"Leaderboard · {name}", href) for name, href in pages]}
     (directory / "cards").mkdir(parents=True, exist_ok=True)
     charts = _charts(cards)
+    capacity_of = capacity_column(cards)
     # credit where figures were published by others (the seed site's cohort is CC-BY-4.0)
     attribution = sorted({card.source for card in cards if card.source.startswith("published by")})
     for name, href in pages:
         rows = rank(cards, {c.run_id: all_scores[c.run_id][name] for c in cards})
         (directory / href).write_text(
             env.get_template("leaderboard.html.j2").render(
-                **common, title=f"Leaderboard · {name}", root="", profile=name, attribution=attribution, **_board(rows, verified), **charts
+                **common, title=f"Leaderboard · {name}", root="", profile=name, attribution=attribution, **_board(rows, verified, capacity_of), **charts
             ),
             encoding="utf-8",
         )
@@ -150,9 +152,9 @@ def publish(
     return directory / "index.html"
 
 
-def _board(rows: Sequence[Row], verified: Mapping[str, str]) -> dict:
+def _board(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None]) -> dict:
     """The table rows (with size bucket and colour band) and the same rows grouped by size."""
-    data = _leaderboard_rows(rows, verified)
+    data = _leaderboard_rows(rows, verified, capacity_of)
     values = [row.score.value for row in rows if row.rank and row.score.value is not None]
     low, high = min(values, default=0.0), max(values, default=0.0)
     for row, shown in zip(rows, data):

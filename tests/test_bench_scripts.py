@@ -38,9 +38,12 @@ def test_the_open_loop_bench_client_keeps_its_schedule_and_records(tmp_path):
 
 def test_the_capacity_bench_finds_the_rigs_slots_both_ways():
     done = subprocess.run(
-        [sys.executable, str(BENCH / "capacity_search.py"), "--slots", "2", "--max-users", "4", "--json"], capture_output=True, text=True, timeout=300
+        [sys.executable, str(BENCH / "capacity_search.py"), "--load", "users", "--slots", "2", "--limit", "4", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = json.loads(done.stdout.strip().splitlines()[-1])["users"]
     assert out["search_capacity"] == out["grid_capacity"] == out["true_capacity"] == 2
     assert out["grid_probes"] == 4 and out["search_probes"] <= out["grid_probes"]

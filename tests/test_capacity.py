@@ -202,6 +202,7 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
         ).returncode
         == 0
     )
+    assert "<th>capacity</th>" in (site / "index.html").read_text() and "4 users (ttft=200ms,tps=none)" in (site / "index.html").read_text()
     page = site / "cards" / f"{run_id}.html"
     html = page.read_text()
     assert "<title>Share of requests within the SLO, per probe</title>" in html and "<title>Per-user against total throughput, per probe</title>" in html

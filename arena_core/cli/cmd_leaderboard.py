@@ -11,9 +11,9 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
-from arena_core.leaderboard import Row, choose, rank, row_dict
+from arena_core.leaderboard import choose, rank, row_dict
 from arena_core.report import render_json, render_table
-from arena_core.report.capacity_card import capacity_cells
+from arena_core.report.capacity_card import capacity_column
 
 
 @click.command("leaderboard")
@@ -47,13 +47,10 @@ def leaderboard_command(
         echo(f"warning: skipped {problem}", err=True)
     cohort = choose(cards, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
     rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
-    own, newest = capacity_cells(cards)  # a search's own capacity; else the newest of the model on that machine
-
-    def capacity_of(row: Row) -> str | None:
-        return own.get(row.card.run_id) or newest.get((row.card.model, row.card.hardware, row.card.scale))
+    capacity_of = capacity_column(cards)
 
     if as_json:
-        echo(render_json([{**row_dict(r), "capacity": capacity_of(r)} for r in rows]))
+        echo(render_json([{**row_dict(r), "capacity": capacity_of(r.card)} for r in rows]))
         return
     if not rows:
         echo("No runs to rank (arena run measures one; arena import --seeds adds the published cards).")
@@ -65,7 +62,7 @@ def leaderboard_command(
         data = row_dict(row)
         place = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
         score = "—" if data["score"] is None else f"{data['score']:.1f}" + (f" [{data['low']:.1f}–{data['high']:.1f}]" if data["low"] != data["high"] else "")
-        cells = (place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], capacity_of(row) or "—", row.card.run_id)
+        cells = (place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], capacity_of(row.card) or "—", row.card.run_id)
         table.append((*cells, ", ".join(row.labels)))
     version = rows[0].score.version
     echo(render_table(["rank", "model", "hardware", "backend", f"score ({version}, {profile})", "benches", "capacity", "run", "labels"], table))

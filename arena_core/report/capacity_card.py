@@ -4,7 +4,7 @@ headline and the curve."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from attrs import frozen
 
@@ -78,9 +78,14 @@ def capacity_headline(card: ModelCard) -> str:
     return f"Capacity: {best.label} ({objective}{upper})"
 
 
-def capacity_cells(cards: Sequence[ModelCard]) -> tuple[Mapping[str, str], Mapping[tuple[str, str, float], str]]:
-    """Leaderboard cells such as "24 users (interactive)": each capacity search's own, by run id,
-    and the newest search's of each (model, hardware, scale), for that model's other runs."""
+def capacity_column(cards: Sequence[ModelCard]) -> Callable[[ModelCard], str | None]:
+    """The leaderboard's capacity cell of a card, such as "24 users (interactive)": a capacity
+    search's own; for another run, the newest search of its model on its hardware at its scale."""
+    own, newest = _capacity_cells(cards)
+    return lambda card: own.get(card.run_id) or newest.get((card.model, card.hardware, card.scale))
+
+
+def _capacity_cells(cards: Sequence[ModelCard]) -> tuple[Mapping[str, str], Mapping[tuple[str, str, float], str]]:
     own: dict[str, str] = {}
     newest: dict[tuple[str, str, float], tuple[tuple[str, str], str]] = {}
     for card in cards:
