@@ -463,6 +463,10 @@ class ModelArchitecture:
     linear_conv_kernel: int = field(default=0, validator=bounds.COUNT_OR_NONE)
     experts: int = field(default=0, validator=bounds.COUNT_OR_NONE)
     experts_per_token: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    #: The model's width (the LM head is vocab x hidden, kept in 16 bits in quantised checkpoints)
+    #: and its query heads (attention FLOPs); 0 where not recorded.
+    hidden: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    query_heads: int = field(default=0, validator=bounds.COUNT_OR_NONE)
 
     def kv_bytes_per_token(self, bytes_per_element: float = 2.0) -> float:
         """K and V of every full-attention layer (hardware.md 3.2)."""

@@ -18,6 +18,7 @@ def arena_register_commands(cli: click.Group) -> None:
     from arena_core.cli.cmd_leaderboard import leaderboard_command
     from arena_core.cli.cmd_list import list_command
     from arena_core.cli.cmd_plugins import plugins_command
+    from arena_core.cli.cmd_predict import predict_command
     from arena_core.cli.cmd_publish import publish_command
     from arena_core.cli.cmd_run import run_command
     from arena_core.cli.cmd_runs import runs_command
@@ -27,6 +28,7 @@ def arena_register_commands(cli: click.Group) -> None:
     for command in (
         run_command,
         capacity_command,
+        predict_command,
         runs_command,
         card_command,
         leaderboard_command,

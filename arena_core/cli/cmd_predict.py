@@ -1,0 +1,106 @@
+"""``arena predict``: what each workload will do for a model on a machine, before anyone downloads
+it (the step simulator of :mod:`arena_core.simulator`), each figure with an interval."""
+
+from __future__ import annotations
+
+import click
+
+from arena_core.capacity import Probe, search
+from arena_core.cli.app import CliApp
+from arena_core.cli.output import echo
+from arena_core.engine import default_workloads
+from arena_core.errors import UsageError
+from arena_core.loadgen.goodput import parse_slo
+from arena_core.prediction import ENGINE_LIMITS, Figures, WorkloadPrediction, closed_rounds, predict
+from arena_core.report import render_json, render_table
+from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.simulator import PRIORS, Machine
+from arena_core.types import ClosedLoopShape
+
+
+@click.command("predict")
+@click.argument("model")
+@click.option("--hardware", required=True, help="The hardware profile to predict for (arena list hardware).")
+@click.option("--backend", type=click.Choice(sorted(ENGINE_LIMITS)), default="vllm", show_default=True, help="The engine whose scheduling is simulated.")
+@click.option("--workloads", help="Comma-separated workload names (default: the nine).")
+@click.option("--capacity", "with_capacity", is_flag=True, help="Also predict how many chat users the box serves within --slo.")
+@click.option("--slo", default="interactive", show_default=True, help="The SLO of --capacity: interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+@click.pass_obj
+def predict_command(app: CliApp, model: str, hardware: str, backend: str, workloads: str | None, with_capacity: bool, slo: str, as_json: bool) -> None:
+    """Predict MODEL's figures on every workload (tokens/s per user and in total, TTFT p50), each
+    with an interval, and what bounds each: tier 0, from the specs and the engine's priors."""
+    registry = app.hooks.registry
+    spec = registry.get("models", model)
+    profile = registry.get("hardware", hardware)
+    if profile.measure is not None:
+        profile = profile.measured()  # a CPU host's bandwidth is measured here, not known ahead
+    objective = parse_slo(slo, "--slo")
+    names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(default_workloads(registry))
+    chosen = [registry.get("workloads", name) for name in names]
+    try:
+        found = [predict(workload, spec, profile, engine=backend) for workload in chosen]
+    except ValueError as exc:
+        raise UsageError(f"cannot predict {model} on {hardware}: {exc}") from None
+    capacity = _capacity(spec, profile, backend, registry.get("workloads", "chat"), objective) if with_capacity else None
+    prior = PRIORS[backend]
+    tier = f"tier 0: the specs and {backend}'s priors (bandwidth {prior.bandwidth:.0%}, compute {prior.compute:.0%}, {prior.overhead_s * 1000:g} ms a step)"
+    if as_json:
+        echo(
+            render_json(
+                {"model": model, "hardware": hardware, "backend": backend, "tier": tier, "workloads": [_as_dict(p) for p in found], "capacity": capacity}
+            )
+        )
+        return
+    echo(f"Predicted: {spec.title} on {profile.title} ({backend}); {tier}; not measured")
+    rows = [
+        (p.workload, _range(p, "per_user_tps", fmt_tps), _range(p, "total_tps", fmt_tps), _range(p, "ttft_p50_s", fmt_seconds), p.central.bound) for p in found
+    ]
+    echo(render_table(["workload", "tok/s per user [interval]", "tok/s total [interval]", "TTFT p50 [interval]", "bound by"], rows))
+    for note in sorted({note for p in found for note in p.notes}):
+        echo(f"note: {note}")
+    if capacity is not None:
+        echo(
+            f"Predicted capacity: {capacity['users']} chat users ({objective.describe()})"
+            + (f", fails at {capacity['fails_at']}" if capacity["fails_at"] else "")
+        )
+
+
+def _range(prediction: WorkloadPrediction, key: str, shown) -> str:
+    central, low, high = (getattr(f, key) for f in (prediction.central, prediction.low, prediction.high))
+    if central is None:
+        return "—"
+    ends = sorted(v for v in (low, high) if v is not None)
+    return f"{shown(central)} [{shown(ends[0])}–{shown(ends[-1])}]" if ends else shown(central)
+
+
+def _as_dict(prediction: WorkloadPrediction) -> dict:
+    def figures(f: Figures) -> dict:
+        return {"per_user_tps": f.per_user_tps, "total_tps": f.total_tps, "ttft_p50_s": f.ttft_p50_s, "bound": f.bound}
+
+    return {
+        "workload": prediction.workload,
+        "central": figures(prediction.central),
+        "low": figures(prediction.low),
+        "high": figures(prediction.high),
+        "notes": list(prediction.notes),
+    }
+
+
+def _capacity(spec, profile, backend, chat, objective) -> dict:
+    """The capacity search of ``arena capacity``, run on the simulator: each probe a closed-loop
+    round of ``users`` chat requests, judged by the SLO per request."""
+    import attrs
+
+    machine = Machine.of(profile, spec.precision)
+    assert isinstance(chat.shape, ClosedLoopShape)
+
+    def probe(users: float) -> Probe:
+        workload = attrs.evolve(chat, shape=attrs.evolve(chat.shape, concurrency=int(users), runs=1))
+        served = [s for done in closed_rounds(workload, spec, machine, PRIORS[backend], backend) for s in done.served]
+        within = [s for s in served if s.ttft_s <= objective.ttft_s and (objective.tps is None or (s.decode_tps or 0) >= objective.tps)]
+        attainment = len(within) / len(served) if served else 0.0
+        return Probe(load=users, passed=attainment >= objective.target, attainment=attainment, failed=0)
+
+    found = search(probe, start=1, limit=256, precision=0.1)
+    return {"users": int(found.found) if found.found else 0, "fails_at": int(found.failed_at) if found.failed_at else None}

@@ -1,0 +1,167 @@
+"""What a workload will do, from the step simulator (:mod:`arena_core.simulator`): each
+workload's request stream built as its runner builds it, served by the simulated engine, summed
+up into the card's figures, each with an interval from the efficiencies' plausible range.
+
+A closed-loop run is ``concurrency`` requests sent together, run after run; a conversation of
+several turns sends each turn with the earlier ones in the server's prefix cache. An open-loop
+workload's requests arrive on the *same* seeded schedule the runner uses
+(:func:`~arena_core.loadgen.arrivals.arrival_offsets`), with the random dataset's lengths drawn
+as it draws them; ShareGPT's lengths are not known without the data and are taken at their
+typical sizes (said in the notes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+from attrs import frozen
+
+from arena_core.loadgen.arrivals import arrival_offsets
+from arena_core.simulator import PRIORS, Efficiency, Machine, Request, Served, Simulation, percentile, physics, simulate
+from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, OpenLoopShape, WorkloadSpec
+
+#: The engines' own batching limits: sequences at once and tokens per step.
+ENGINE_LIMITS = {"vllm": (256, 8192), "llama-cpp": (0, 2048)}  # llama.cpp: one slot per concurrent request
+#: ShareGPT's typical lengths (first two turns of ShareGPT V3, as vLLM samples them).
+SHAREGPT_TOKENS = (230, 200)
+#: The efficiencies' plausible range around a prior, for the interval (hardware.md 4.2).
+SPREAD = {"bandwidth": (0.85, 1.2), "compute": (0.7, 1.5), "overhead_s": (0.5, 2.0)}
+
+
+@frozen(kw_only=True)
+class Figures:
+    per_user_tps: float | None
+    total_tps: float | None
+    ttft_p50_s: float | None
+    bound: str
+
+
+@frozen(kw_only=True)
+class WorkloadPrediction:
+    workload: str
+    central: Figures
+    low: Figures  # the slow end of the interval
+    high: Figures  # the fast end
+    notes: tuple[str, ...] = ()
+
+
+def _closed_requests(shape: ClosedLoopShape) -> list[list[Request]]:
+    """One run's rounds: a single round, or a round per turn of a conversation."""
+    prompt = shape.prompt_tokens + shape.depth
+    if shape.turns <= 1:
+        return [[Request(arrival_s=0.0, prompt=prompt, output=shape.generated_tokens) for _ in range(shape.concurrency)]]
+    rounds = []
+    for turn in range(shape.turns):
+        cached = shape.depth + turn * (shape.prompt_tokens + shape.generated_tokens)
+        rounds.append([Request(arrival_s=0.0, prompt=shape.prompt_tokens, output=shape.generated_tokens, cached=cached) for _ in range(shape.concurrency)])
+    return rounds
+
+
+def _open_requests(shape: OpenLoopShape, seed: int) -> tuple[list[Request], list[str]]:
+    offsets = arrival_offsets(shape.num_prompts, shape.request_rate, shape.burstiness, seed)
+    if shape.dataset == "random":
+        assert shape.input_tokens is not None and shape.output_tokens is not None
+        rng = np.random.default_rng(seed)  # the random dataset's own draws, in its order
+        r = shape.range_ratio
+        inputs = rng.integers(math.floor(shape.input_tokens * (1 - r)), math.ceil(shape.input_tokens * (1 + r)) + 1, size=shape.num_prompts)
+        outputs = rng.integers(max(math.floor(shape.output_tokens * (1 - r)), 1), max(math.ceil(shape.output_tokens * (1 + r)), 1) + 1, size=shape.num_prompts)
+        return [Request(arrival_s=at, prompt=int(i), output=int(o)) for at, i, o in zip(offsets, inputs, outputs)], []
+    prompt, output = SHAREGPT_TOKENS
+    return [Request(arrival_s=at, prompt=prompt, output=output) for at in offsets], [f"ShareGPT lengths taken at their typical {prompt} in / {output} out"]
+
+
+def figures(served: Sequence[Served], bound: str, *, per_round: bool, gated: bool = False) -> Figures:
+    """The card's figures of served requests: llama-benchy's means over requests (``per_round``)
+    or ``vllm bench serve``'s medians. ``gated``: the client held requests back (its
+    ``--max-concurrency``), and its TTFT counts from the send, not from when a request was due."""
+    speeds = [s.decode_tps for s in served if s.decode_tps is not None]
+    ttfts = [s.first_token_s - s.admitted_s if gated else s.ttft_s for s in served]
+    outputs = sum(s.request.output for s in served)
+    start = min(s.request.arrival_s for s in served)
+    span = max(s.end_s for s in served) - start
+    return Figures(
+        per_user_tps=sum(speeds) / len(speeds) if per_round and speeds else (percentile(speeds, 50) if speeds else None),
+        total_tps=outputs / span if span > 0 else None,
+        ttft_p50_s=(sum(ttfts) / len(ttfts) if per_round else percentile(ttfts, 50)) if ttfts else None,
+        bound=bound,
+    )
+
+
+def closed_rounds(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str) -> list[Simulation]:
+    """A closed-loop workload's rounds, simulated: their steps do not depend on their timing, so
+    :meth:`~arena_core.simulator.Simulation.retimed` serves any other efficiency."""
+    assert isinstance(workload.shape, ClosedLoopShape)
+    engine_slots, budget = ENGINE_LIMITS.get(engine, ENGINE_LIMITS["vllm"])
+    slots = max(engine_slots, workload.shape.concurrency)
+    return [simulate(round_, physics(model), machine, efficiency, slots=slots, token_budget=budget) for round_ in _closed_requests(workload.shape)]
+
+
+def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None, efficiency: Efficiency | None = None) -> Figures:
+    """llama-benchy's figures of a closed-loop workload's rounds (means over requests), at the
+    efficiency they were simulated with or, re-timed, at ``efficiency``."""
+    speeds, ttfts, outputs, spans = [], [], 0, 0.0
+    for done in rounds:
+        if machine is not None and efficiency is not None:
+            first, end = done.retimed(machine, efficiency)
+        else:
+            first, end = np.array([s.first_token_s for s in done.served]), np.array([s.end_s for s in done.served])
+        lengths = np.array([s.request.output for s in done.served])
+        decoding = (lengths > 1) & (end > first)
+        speeds += list((lengths[decoding] - 1) / (end[decoding] - first[decoding]))
+        ttfts += list(first)
+        outputs += int(lengths.sum())
+        spans += float(end.max())
+    memory = sum(float(done.memory_bound.sum()) for done in rounds) / max(1, sum(len(done.memory_bound) for done in rounds))
+    return Figures(
+        per_user_tps=float(np.mean(speeds)) if speeds else None,
+        total_tps=outputs / spans if spans > 0 else None,
+        ttft_p50_s=float(np.mean(ttfts)) if ttfts else None,  # llama-benchy's "ttfr" is a mean
+        bound="bandwidth" if memory >= 0.5 else "compute",
+    )
+
+
+def _run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str) -> Figures:
+    if isinstance(workload.shape, ClosedLoopShape):
+        return closed_figures(closed_rounds(workload, model, machine, efficiency, engine))
+    shape = workload.shape
+    engine_slots, budget = ENGINE_LIMITS.get(engine, ENGINE_LIMITS["vllm"])
+    requests, _ = _open_requests(shape, workload.seed)
+    slots = min(engine_slots or 64, shape.max_concurrency or 10**9)
+    done = simulate(requests, physics(model), machine, efficiency, slots=slots, token_budget=budget)
+    return figures(done.served, done.bound(), per_round=False, gated=shape.max_concurrency is not None)
+
+
+def predict(
+    workload: WorkloadSpec, model: ModelSpec, hardware: HardwareProfile, *, engine: str = "vllm", efficiency: Efficiency | None = None
+) -> WorkloadPrediction:
+    """``workload`` on ``model`` served by ``engine`` on ``hardware``: the central figures at
+    ``efficiency`` (default: the engine's prior), and an interval from its plausible range."""
+    central_eff = efficiency or PRIORS.get(engine, Efficiency())
+    machine = Machine.of(hardware, model.precision)
+    slow = attrs.evolve(
+        central_eff,
+        bandwidth=central_eff.bandwidth * SPREAD["bandwidth"][0],
+        compute=central_eff.compute * SPREAD["compute"][0],
+        overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][1],
+    )
+    fast = attrs.evolve(
+        central_eff,
+        bandwidth=min(1.0, central_eff.bandwidth * SPREAD["bandwidth"][1]),
+        compute=min(1.0, central_eff.compute * SPREAD["compute"][1]),
+        overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][0],
+    )
+    notes = list(physics(model).notes)
+    if isinstance(workload.shape, OpenLoopShape):
+        notes += _open_requests(workload.shape, workload.seed)[1]
+    if "mtp" in model.precision.lower() or "mtp" in model.name.lower():
+        notes.append("speculative decoding (MTP) is not covered: predicted without it")
+    return WorkloadPrediction(
+        workload=workload.name,
+        central=_run(workload, model, machine, central_eff, engine),
+        low=_run(workload, model, machine, slow, engine),
+        high=_run(workload, model, machine, fast, engine),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,297 @@
+"""A step simulator of LLM serving (``shared/spec/prediction.md`` section 2): what a model will
+do on a machine, before anyone downloads it. No plugin knows its insides; ``arena predict`` and
+the error ledger call :func:`simulate`.
+
+**One engine step** serves a batch: every running sequence that has its prompt decodes one token,
+and what is left of the step's token budget prefills waiting prompts in chunks (continuous
+batching with chunked prefill, as vLLM and llama.cpp schedule). It takes
+
+    max(bytes read / (bandwidth × η_bw), FLOPs / (peak × η_compute)) + overhead
+
+Bytes read: the weights the step's tokens touch (for a mixture of experts, the shared part plus
+the *union* of the experts its tokens route to, E·(1 − (1 − k/E)^T) per layer for T tokens), the
+LM head at its own precision, every decoding sequence's KV cache at its current context, and
+twice each sequence's linear-attention state (read and written). FLOPs: 2 × active parameters per
+token, plus attention over the context (4 × layers × query width per context token).
+
+**The scheduler** is a discrete-event simulation: requests arrive (together, for a closed-loop
+run; on the workload's own seeded schedule, for open loop), wait for a free slot, prefill, decode.
+Queueing, TTFT under load and saturation come out of it rather than from a formula.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from attrs import field, frozen
+
+from arena_core.types import HardwareProfile, ModelSpec
+
+#: Bytes per weight by precision (GGUF types by their average bits per weight).
+BYTES_PER_PARAM = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "nvfp4": 0.5625,  # 4 bits + an FP8 scale per 16
+    "mxfp4": 0.53125,  # 4 bits + an 8-bit scale per 32
+    "int4": 0.53125,  # AWQ/GPTQ, group 128 with 16-bit scales
+    "awq": 0.53125,
+    "fp4": 0.5,
+    "q8_0": 1.0625,
+    "q6_k": 0.8203,
+    "q5_k_m": 0.6875,
+    "q4_k_m": 0.5625,
+    "q4_0": 0.5625,
+}
+#: The compute roof a precision's prefill runs at. FP8 W8A8 kernels use the FP8 roof; 4-bit
+#: checkpoints are taken at the 16-bit roof, because weight-only 4-bit paths compute in 16 bits
+#: and on GB10 the NVFP4 prefill measured 28 % of the BF16 roof, 7 % of the FP4 one (hardware.md 4.1-4.2).
+COMPUTE_PRECISION = {"fp8": "fp8"}
+
+
+#: A simulation longer than this is a mistake (a request that can never finish), not a forecast.
+MAX_STEPS = 2_000_000
+
+
+def bytes_per_param(precision: str) -> float | None:
+    """Bytes per weight of a precision such as ``BF16``, ``nvfp4`` or ``q4_k_m``."""
+    return BYTES_PER_PARAM.get(precision.lower().split()[0].replace("-", "_"))
+
+
+def expected_experts(experts: int, top_k: int, tokens: float) -> float:
+    """Distinct experts ``tokens`` tokens route to in one layer, each to ``top_k`` of ``experts``
+    uniformly: E·(1 − (1 − k/E)^T) (an upper bound: real routing is skewed)."""
+    if experts <= 0 or top_k <= 0 or tokens <= 0:
+        return 0.0
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+@frozen(kw_only=True)
+class Efficiency:
+    """How much of the machine an engine reaches: of the memory bandwidth in decode, of the dense
+    peak in prefill, and a fixed cost per engine step (launches, scheduling, sampling)."""
+
+    bandwidth: float = field(default=0.65)
+    compute: float = field(default=0.35)
+    overhead_s: float = field(default=0.003)
+
+
+#: Priors before any calibration (hardware.md 4.2: decode reaches 0.55-0.80 of the bandwidth
+#: ceiling, prefill 0.3-0.6 of the dense peak; small models are bound by the per-step overhead).
+PRIORS = {"vllm": Efficiency(bandwidth=0.65, compute=0.35, overhead_s=0.004), "llama-cpp": Efficiency(bandwidth=0.6, compute=0.3, overhead_s=0.002)}
+
+
+@frozen(kw_only=True)
+class ModelPhysics:
+    """One model's costs per step, in bytes and FLOPs, derived from its catalog entry."""
+
+    shared_bytes: float  # weights every token reads (attention, shared experts, router, norms)
+    expert_bytes: float  # one routed expert, summed over the MoE layers
+    experts: int
+    top_k: int
+    lm_head_bytes: float
+    lm_head_params: float
+    flops_per_token: float  # 2 × active parameters
+    kv_bytes_per_token: float
+    state_bytes: float  # linear-attention state of one sequence
+    attention_flops_per_context_token: float
+    notes: tuple[str, ...] = ()
+
+    def weight_bytes(self, tokens: float) -> float:
+        """Weights one step reads for ``tokens`` tokens (decodes and prefill chunks together)."""
+        return self.shared_bytes + self.lm_head_bytes + self.expert_bytes * expected_experts(self.experts, self.top_k, tokens)
+
+
+def physics(model: ModelSpec) -> ModelPhysics:
+    """A model's step costs from its parameters, precision and architecture; what had to be
+    assumed is said in ``notes``."""
+    per_param = bytes_per_param(model.precision)
+    if per_param is None or model.params_total_b is None:
+        raise ValueError(f"model {model.name!r}: no precision known to the simulator ({model.precision!r}) or no parameter count")
+    total = model.params_total_b * 1e9
+    active = (model.params_active_b or model.params_total_b) * 1e9
+    arch = model.architecture
+    notes: list[str] = []
+    lm_head_params = arch.vocab * arch.hidden if arch and arch.hidden else 0.0
+    lm_bytes = lm_head_params * 2.0  # kept in 16 bits in quantised checkpoints
+    experts = arch.experts if arch else 0
+    top_k = arch.experts_per_token if arch else 0
+    if active < total and not experts:
+        experts, top_k = 128, 8
+        notes.append("a mixture of experts of unknown layout: 128 experts, top-8 assumed")
+    body_total, body_active = total - lm_head_params, active - lm_head_params
+    if experts and top_k and active < total:
+        routed = (body_total - body_active) / (1.0 - top_k / experts)  # all routed experts' parameters
+        shared = body_total - routed
+        expert_bytes = routed / experts * per_param
+    else:
+        shared, expert_bytes = body_active, 0.0
+    if arch is None:
+        notes.append("no architecture: KV cache and attention left out")
+    q_width = (arch.query_heads or 4 * arch.kv_heads) * arch.head_dim if arch else 0
+    return ModelPhysics(
+        shared_bytes=max(0.0, shared) * per_param,
+        expert_bytes=expert_bytes,
+        experts=experts if expert_bytes else 0,
+        top_k=top_k if expert_bytes else 0,
+        lm_head_bytes=lm_bytes,
+        lm_head_params=lm_head_params,
+        flops_per_token=2.0 * active,
+        kv_bytes_per_token=arch.kv_bytes_per_token() if arch else 0.0,
+        state_bytes=arch.linear_state_bytes() if arch else 0.0,
+        attention_flops_per_context_token=4.0 * (arch.full_attention_layers if arch else 0) * q_width,
+        notes=tuple(notes),
+    )
+
+
+@frozen(kw_only=True)
+class Machine:
+    """The roofs a step runs under: memory bandwidth and dense peak (bytes/s, FLOP/s)."""
+
+    bandwidth: float
+    peak_flops: float
+
+    @classmethod
+    def of(cls, hardware: HardwareProfile, precision: str) -> Machine:
+        if not hardware.memory_bandwidth_gbs or not hardware.dense_tflops:
+            raise ValueError(f"hardware {hardware.name!r} has no memory bandwidth or dense TFLOPS for the simulator")
+        wanted = COMPUTE_PRECISION.get(precision.lower().split()[0], "bf16")
+        tflops = hardware.dense_tflops.get(wanted) or hardware.dense_tflops.get("bf16") or max(hardware.dense_tflops.values())
+        return cls(bandwidth=hardware.memory_bandwidth_gbs * 1e9, peak_flops=tflops * 1e12)
+
+
+def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]]) -> tuple[float, float]:
+    """One step's bytes read and FLOPs: ``decode_contexts`` are the contexts of the sequences
+    decoding a token; ``prefill`` is (tokens, context before them) per prompt chunk."""
+    tokens = len(decode_contexts) + sum(n for n, _ in prefill)
+    read = physics_.weight_bytes(tokens)
+    read += sum(physics_.kv_bytes_per_token * context for context in decode_contexts) + 2 * physics_.state_bytes * len(decode_contexts)
+    read += sum(physics_.kv_bytes_per_token * (before + n) for n, before in prefill)  # a chunk reads its context and writes its own
+    flops = physics_.flops_per_token * tokens
+    flops += physics_.attention_flops_per_context_token * (sum(decode_contexts) + sum(n * before + n * n / 2 for n, before in prefill))
+    return read, flops
+
+
+def step_seconds(read: np.ndarray, flops: np.ndarray, machine: Machine, efficiency: Efficiency) -> tuple[np.ndarray, np.ndarray]:
+    """Steps' times, and whether each was bound by memory (True) or compute (False)."""
+    memory_s = read / (machine.bandwidth * efficiency.bandwidth)
+    compute_s = flops / (machine.peak_flops * efficiency.compute)
+    return np.maximum(memory_s, compute_s) + efficiency.overhead_s, memory_s >= compute_s
+
+
+@frozen(kw_only=True)
+class Request:
+    arrival_s: float
+    prompt: int
+    output: int
+    #: Tokens already in the server's cache before the prompt (a conversation's earlier turns).
+    cached: int = 0
+
+
+@frozen(kw_only=True)
+class Served:
+    request: Request
+    admitted_s: float
+    first_token_s: float
+    end_s: float
+    first_step: int
+    last_step: int
+
+    @property
+    def ttft_s(self) -> float:
+        return self.first_token_s - self.request.arrival_s
+
+    @property
+    def decode_tps(self) -> float | None:
+        """Tokens per second after the first (one stream)."""
+        span = self.end_s - self.first_token_s
+        return (self.request.output - 1) / span if self.request.output > 1 and span > 0 else None
+
+
+@frozen(kw_only=True)
+class Simulation:
+    """The requests as served, and every step's bytes and FLOPs (so a simulation whose steps do
+    not depend on their timing, a closed-loop round, can be re-timed for other efficiencies)."""
+
+    served: tuple[Served, ...]
+    read: np.ndarray
+    flops: np.ndarray
+    memory_bound: np.ndarray
+
+    def bound(self) -> str:
+        """What bounded most steps: "bandwidth" or "compute"."""
+        return "bandwidth" if self.memory_bound.mean() >= 0.5 else "compute"
+
+    def retimed(self, machine: Machine, efficiency: Efficiency) -> tuple[np.ndarray, np.ndarray]:
+        """Each served request's first-token and end times at other efficiencies: only for
+        requests all due at 0 and all admitted at once (a closed-loop round), whose steps do not
+        depend on when they ran."""
+        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency)
+        ends = np.cumsum(seconds)
+        return ends[[s.first_step for s in self.served]], ends[[s.last_step for s in self.served]]
+
+
+def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machine, efficiency: Efficiency, *, slots: int, token_budget: int) -> Simulation:
+    """Serve ``requests`` with ``slots`` sequences at most and ``token_budget`` tokens per step;
+    a request's first token comes at the end of the step that finishes its prompt, then one a step."""
+    waiting = sorted(requests, key=lambda r: r.arrival_s)
+    running: list[list[Any]] = []  # [request, prompt tokens done, tokens generated, first token step, admitted at]
+    served: list[Served] = []
+    ends: list[float] = []
+    read_steps: list[float] = []
+    flop_steps: list[float] = []
+    memory_steps: list[bool] = []
+    clock, index = 0.0, 0
+    while index < len(waiting) or running:
+        while index < len(waiting) and len(running) < slots and waiting[index].arrival_s <= clock:
+            running.append([waiting[index], 0, 0, None, clock])
+            index += 1
+        if not running:
+            clock = waiting[index].arrival_s
+            continue
+        decoding = [entry for entry in running if entry[3] is not None]
+        budget = token_budget - len(decoding)
+        chunks = []
+        for entry in running:
+            if entry[3] is None and budget > 0:
+                take = min(entry[0].prompt - entry[1], budget)
+                chunks.append((entry, take))
+                budget -= take
+        read, flops = step_cost(
+            physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
+        )
+        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency)
+        clock += float(seconds[0])
+        step = len(ends)
+        ends.append(clock)
+        read_steps.append(read)
+        flop_steps.append(flops)
+        memory_steps.append(bool(memory[0]))
+        for entry in decoding:
+            entry[2] += 1
+        for entry, take in chunks:
+            entry[1] += take
+            if entry[1] >= entry[0].prompt:
+                entry[2], entry[3] = 1, step  # the step that ends the prompt samples the first token
+        for entry in [e for e in running if e[3] is not None and e[2] >= e[0].output]:
+            request, first = entry[0], entry[3]
+            served.append(Served(request=request, admitted_s=entry[4], first_token_s=ends[first], end_s=clock, first_step=first, last_step=step))
+            running.remove(entry)
+        if len(ends) > MAX_STEPS:
+            raise ValueError(f"the simulation ran past {MAX_STEPS:,} steps")
+    return Simulation(served=tuple(served), read=np.array(read_steps), flops=np.array(flop_steps), memory_bound=np.array(memory_steps, dtype=bool))
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    position = (len(ordered) - 1) * q / 100
+    lower = math.floor(position)
+    upper = min(lower + 1, len(ordered) - 1)
+    return ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower)
