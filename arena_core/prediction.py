@@ -20,7 +20,8 @@ import numpy as np
 from attrs import frozen
 
 from arena_core.loadgen.arrivals import arrival_offsets
-from arena_core.simulator import PRIORS, Efficiency, Machine, Request, Served, Simulation, percentile, physics, simulate
+from arena_core.loadgen.stats import percentile
+from arena_core.simulator import PRIORS, Efficiency, Machine, Request, Served, Simulation, physics, simulate
 from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, OpenLoopShape, WorkloadSpec
 
 #: The engines' own batching limits: sequences at once and tokens per step.

@@ -21,7 +21,6 @@ Queueing, TTFT under load and saturation come out of it rather than from a formu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -285,13 +284,3 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
         if len(ends) > MAX_STEPS:
             raise ValueError(f"the simulation ran past {MAX_STEPS:,} steps")
     return Simulation(served=tuple(served), read=np.array(read_steps), flops=np.array(flop_steps), memory_bound=np.array(memory_steps, dtype=bool))
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    position = (len(ordered) - 1) * q / 100
-    lower = math.floor(position)
-    upper = min(lower + 1, len(ordered) - 1)
-    return ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower)
