@@ -16,12 +16,14 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from arena_core import __version__
+from arena_core.calibration import LedgerLine, ledger_summary
 from arena_core.leaderboard import Row, rank, row_dict
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
 from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
 from arena_core.report.model_card import (
     DECODE_TOTALS,
+    PREDICTION_HEADERS,
     commands_of,
     headline_label,
     headline_tps,
@@ -29,6 +31,7 @@ from arena_core.report.model_card import (
     memory_rows,
     model_rows,
     platform_rows,
+    prediction_rows,
     quality_rows,
     workload_rows,
 )
@@ -124,10 +127,12 @@ def publish(
     *,
     profile: str = "aggregate",
     integrity: Mapping[str, str] | None = None,
+    predictions: Sequence[LedgerLine] = (),
 ) -> Path:
     """Write the site into ``directory``: a leaderboard page per profile of the default scorer
     (``profile``'s is index.html) and a page per card; ``all_scores[run_id][profile]``;
-    ``integrity[run_id]`` is what ``arena verify`` said of the run (absent: not checked)."""
+    ``integrity[run_id]`` is what ``arena verify`` said of the run (absent: not checked);
+    ``predictions``: the error ledger (:func:`arena_core.calibration.ledger`)."""
     verified = integrity or {}
     env = environment()
     versions = sorted({score.version for scores in all_scores.values() for score in scores.values()})
@@ -143,12 +148,21 @@ def publish(
         rows = rank(cards, {c.run_id: all_scores[c.run_id][name] for c in cards})
         (directory / href).write_text(
             env.get_template("leaderboard.html.j2").render(
-                **common, title=f"Leaderboard · {name}", root="", profile=name, attribution=attribution, **_board(rows, verified, capacity_of), **charts
+                **common,
+                title=f"Leaderboard · {name}",
+                root="",
+                profile=name,
+                attribution=attribution,
+                ledger_rows=ledger_summary(predictions),
+                **_board(rows, verified, capacity_of),
+                **charts,
             ),
             encoding="utf-8",
         )
     for card in cards:
-        (directory / "cards" / f"{card.run_id}.html").write_text(_card_page(env, common, card, all_scores[card.run_id], found, verified), encoding="utf-8")
+        mine = [line for line in predictions if line.run_id == card.run_id]
+        page = _card_page(env, common, card, all_scores[card.run_id], found, verified, mine)
+        (directory / "cards" / f"{card.run_id}.html").write_text(page, encoding="utf-8")
     return directory / "index.html"
 
 
@@ -183,7 +197,13 @@ def _capacity(card: ModelCard) -> dict | None:
 
 
 def _card_page(
-    env: Environment, common: dict, card: ModelCard, scores: Mapping[str, Score], found: Mapping[str, list[str]], verified: Mapping[str, str]
+    env: Environment,
+    common: dict,
+    card: ModelCard,
+    scores: Mapping[str, Score],
+    found: Mapping[str, list[str]],
+    verified: Mapping[str, str],
+    predictions: Sequence[LedgerLine] = (),
 ) -> str:
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     lines = [(name, card.workload(name)) for name in card.expected]
@@ -212,6 +232,8 @@ def _card_page(
         explained=_explained(scores),
         integrity=_integrity(card.run_id, verified),
         capacity=_capacity(card),
+        prediction_rows=prediction_rows(predictions),
+        prediction_headers=PREDICTION_HEADERS,
         tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
         ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
     )

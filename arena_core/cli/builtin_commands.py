@@ -9,6 +9,7 @@ from arena_core.hookspecs import hookimpl
 
 @hookimpl
 def arena_register_commands(cli: click.Group) -> None:
+    from arena_core.cli.cmd_calibrate import calibrate_command
     from arena_core.cli.cmd_capacity import capacity_command
     from arena_core.cli.cmd_card import card_command
     from arena_core.cli.cmd_compare import compare_command
@@ -29,6 +30,7 @@ def arena_register_commands(cli: click.Group) -> None:
         run_command,
         capacity_command,
         predict_command,
+        calibrate_command,
         runs_command,
         card_command,
         leaderboard_command,

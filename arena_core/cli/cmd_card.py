@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import click
 
+from arena_core.calibration import ledger
 from arena_core.cards import card_json, load_card, load_cards, scores_for
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
@@ -32,7 +34,8 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, slo: s
     others, _ = load_cards(store, app.hooks.registry)
     scores = scores_for(card, app.hooks, custom_profiles(app), others)
     found = findings(card, others)
+    predictions = ledger(others, app.hooks.registry, only=card.run_id)  # predicted without this run
     if fmt == "json":
-        echo(render_json(card_json(card, scores, found)))
+        echo(render_json({**card_json(card, scores, found), "predictions": [attrs.asdict(line) for line in predictions]}))
     else:
-        echo(render_model_card(card, scores, found, markdown=fmt == "markdown"), nl=False)
+        echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions), nl=False)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from arena_core.calibration import ledger, ledger_summary
 from arena_core.cards import load_cards, profiles_of, score_cohort, scorer_specs
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
@@ -24,9 +25,18 @@ from arena_core.report.capacity_card import capacity_column
 @click.option("--include-scaled", is_flag=True, help="Also rank scaled runs and runs of changed workload shapes (labelled).")
 @click.option("--include-invalid", is_flag=True, help="Also rank runs with invalid results (labelled).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--prediction-error", is_flag=True, help="Also the error ledger: each result beside the step simulator's prediction made without its run.")
 @click.pass_obj
 def leaderboard_command(
-    app: CliApp, output: Path | None, scorer: str | None, profile: str, hardware: str | None, include_scaled: bool, include_invalid: bool, as_json: bool
+    app: CliApp,
+    output: Path | None,
+    scorer: str | None,
+    profile: str,
+    hardware: str | None,
+    include_scaled: bool,
+    include_invalid: bool,
+    as_json: bool,
+    prediction_error: bool,
 ) -> None:
     """Rank stored runs by score. A relative score (arena-site) is computed within the runs
     shown, the cohort; runs whose score intervals overlap are shown as ties."""
@@ -49,8 +59,11 @@ def leaderboard_command(
     rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
     capacity_of = capacity_column(cards)
 
+    ledger_rows = ledger_summary(ledger(cohort, registry)) if prediction_error else []
     if as_json:
-        echo(render_json([{**row_dict(r), "capacity": capacity_of(r.card)} for r in rows]))
+        board = [{**row_dict(r), "capacity": capacity_of(r.card)} for r in rows]
+        names = ("workload", "metric", "results", "median_error_pct", "p90_error_pct")
+        echo(render_json({"rows": board, "prediction_error": [dict(zip(names, row)) for row in ledger_rows]} if prediction_error else board))
         return
     if not rows:
         echo("No runs to rank (arena run measures one; arena import --seeds adds the published cards).")
@@ -68,5 +81,8 @@ def leaderboard_command(
     echo(render_table(["rank", "model", "hardware", "backend", f"score ({version}, {profile})", "benches", "capacity", "run", "labels"], table))
     if spec.relative:
         echo(f"cohort: the {len(cohort)} runs above; each score is relative to the best of them")
+    if ledger_rows:
+        echo("\nPrediction error (each closed-loop result predicted without its own run; absolute %):")
+        echo(render_table(["workload", "metric", "results", "median", "p90"], [(w, m, str(n), f"{a:.1f} %", f"{b:.1f} %") for w, m, n, a, b in ledger_rows]))
     if problems:  # the table above is whole for what could be read; say plainly what could not
         raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")

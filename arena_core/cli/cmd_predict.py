@@ -3,11 +3,15 @@ it (the step simulator of :mod:`arena_core.simulator`), each figure with an inte
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from arena_core.calibration import load_calibration
 from arena_core.capacity import Probe, search
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
+from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
 from arena_core.loadgen.goodput import parse_slo
@@ -26,10 +30,14 @@ from arena_core.types import ClosedLoopShape
 @click.option("--capacity", "with_capacity", is_flag=True, help="Also predict how many chat users the box serves within --slo.")
 @click.option("--slo", default="interactive", show_default=True, help="The SLO of --capacity: interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+@OUTPUT
 @click.pass_obj
-def predict_command(app: CliApp, model: str, hardware: str, backend: str, workloads: str | None, with_capacity: bool, slo: str, as_json: bool) -> None:
+def predict_command(
+    app: CliApp, model: str, hardware: str, backend: str, workloads: str | None, with_capacity: bool, slo: str, as_json: bool, output: Path | None
+) -> None:
     """Predict MODEL's figures on every workload (tokens/s per user and in total, TTFT p50), each
-    with an interval, and what bounds each: tier 0, from the specs and the engine's priors."""
+    with an interval, and what bounds each: tier 1 with the efficiencies ``arena calibrate``
+    stored for HARDWARE and the backend, else tier 0 (the specs and the engine's priors)."""
     registry = app.hooks.registry
     spec = registry.get("models", model)
     profile = registry.get("hardware", hardware)
@@ -38,13 +46,18 @@ def predict_command(app: CliApp, model: str, hardware: str, backend: str, worklo
     objective = parse_slo(slo, "--slo")
     names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(default_workloads(registry))
     chosen = [registry.get("workloads", name) for name in names]
+    stored = load_calibration(results_dir(app, output), hardware, backend)
+    efficiency = stored.efficiency if stored else PRIORS[backend]
     try:
-        found = [predict(workload, spec, profile, engine=backend) for workload in chosen]
+        found = [predict(workload, spec, profile, engine=backend, efficiency=efficiency) for workload in chosen]
     except ValueError as exc:
         raise UsageError(f"cannot predict {model} on {hardware}: {exc}") from None
-    capacity = _capacity(spec, profile, backend, registry.get("workloads", "chat"), objective) if with_capacity else None
-    prior = PRIORS[backend]
-    tier = f"tier 0: the specs and {backend}'s priors (bandwidth {prior.bandwidth:.0%}, compute {prior.compute:.0%}, {prior.overhead_s * 1000:g} ms a step)"
+    capacity = _capacity(spec, profile, backend, registry.get("workloads", "chat"), objective, efficiency) if with_capacity else None
+    settings = f"bandwidth {efficiency.bandwidth:.0%}, compute {efficiency.compute:.0%}, {efficiency.overhead_s * 1000:g} ms a step"
+    if stored:
+        tier = f"tier 1: calibrated on {stored.results} results of {stored.runs} runs on {hardware} ({settings}; arena calibrate, {stored.fitted_at})"
+    else:
+        tier = f"tier 0: the specs and {backend}'s priors ({settings}); arena calibrate fits them to stored runs"
     if as_json:
         echo(
             render_json(
@@ -87,7 +100,7 @@ def _as_dict(prediction: WorkloadPrediction) -> dict:
     }
 
 
-def _capacity(spec, profile, backend, chat, objective) -> dict:
+def _capacity(spec, profile, backend, chat, objective, efficiency) -> dict:
     """The capacity search of ``arena capacity``, run on the simulator: each probe a closed-loop
     round of ``users`` chat requests, judged by the SLO per request."""
     import attrs
@@ -97,7 +110,7 @@ def _capacity(spec, profile, backend, chat, objective) -> dict:
 
     def probe(users: float) -> Probe:
         workload = attrs.evolve(chat, shape=attrs.evolve(chat.shape, concurrency=int(users), runs=1))
-        served = [s for done in closed_rounds(workload, spec, machine, PRIORS[backend], backend) for s in done.served]
+        served = [s for done in closed_rounds(workload, spec, machine, efficiency, backend) for s in done.served]
         within = [s for s in served if s.ttft_s <= objective.ttft_s and (objective.tps is None or (s.decode_tps or 0) >= objective.tps)]
         attainment = len(within) / len(served) if served else 0.0
         return Probe(load=users, passed=attainment >= objective.target, attainment=attainment, failed=0)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from arena_core.calibration import ledger
 from arena_core.cards import load_cards, scores_for_all
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
@@ -37,7 +38,8 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
     store = results_dir(app, output)
     integrity = {c.run_id: integrity_label(store / c.run_id) for c in cards}
     try:
-        index = publish(directory, cards, all_scores, found, profile=profile, integrity=integrity)
+        predictions = ledger(cards, app.hooks.registry)  # each closed-loop result predicted without its own run
+        index = publish(directory, cards, all_scores, found, profile=profile, integrity=integrity, predictions=predictions)
     except OSError as exc:
         raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None
     echo(f"site written: {index} ({len(cards)} cards)")

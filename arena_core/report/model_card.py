@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tabulate import tabulate
 
+from arena_core.calibration import LedgerLine
 from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
@@ -251,7 +252,41 @@ def capacity_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequ
     return [f"{h2}{capacity_headline(card)}", table_of(rows, headers), ""]
 
 
-def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False) -> str:
+def prediction_rows(predictions: Sequence[LedgerLine]) -> list[tuple[str, ...]]:
+    """Predicted against measured per workload: the prediction made without this run."""
+
+    def error(line: LedgerLine, metric: str) -> str:
+        found = line.error(metric)
+        return f"{found:.0f} %" if found is not None else "—"
+
+    return [
+        (
+            line.workload,
+            fmt_tps(line.predicted_tps),
+            fmt_tps(line.measured_tps),
+            error(line, "tps"),
+            fmt_seconds(line.predicted_ttft_s),
+            fmt_seconds(line.measured_ttft_s),
+            error(line, "ttft"),
+            f"tier {line.tier}",
+        )
+        for line in predictions
+    ]
+
+
+PREDICTION_HEADERS = ["workload", "tok/s predicted", "measured", "error", "TTFT predicted", "measured", "error", ""]
+
+
+def prediction_section(predictions: Sequence[LedgerLine], h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
+    if not predictions:
+        return []
+    title = f"{h2}Predicted vs measured (the step simulator, fitted without this run: arena predict)"
+    return [title, table_of(prediction_rows(predictions), PREDICTION_HEADERS), ""]
+
+
+def render_model_card(
+    card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False, predictions: Sequence[LedgerLine] = ()
+) -> str:
     table = "github" if markdown else "simple"
 
     def table_of(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
@@ -288,6 +323,7 @@ def render_model_card(card: ModelCard, scores: Mapping[str, Score], findings: Se
         *slo_section(card, h2, table_of),
         *sweep_section(card, h2, table_of),
         *capacity_section(card, h2, table_of),
+        *prediction_section(predictions, h2, table_of),
         f"{h2}As the seed site counts it",
         table_of(
             seed_rows(card) or [("—", "", "", "", "", "")],

@@ -1,0 +1,231 @@
+"""Calibration and the error ledger (``shared/spec/prediction.md`` section 3).
+
+**Calibration** fits the step simulator's efficiencies (memory bandwidth, compute, per-step
+overhead) to the stored runs of one hardware profile and backend: least squares on log errors,
+on a grid. Decode speed fixes bandwidth and overhead; then, with those, the time to first token
+fixes compute. Only closed-loop results are used: their simulated steps do not depend on their
+timing, so each grid point re-times them instead of simulating again.
+
+**The error ledger**: every stored closed-loop result beside the prediction made *without its run*
+(fitted to the other runs of its hardware and backend; the priors when there are none), so the
+running error of the prediction is always the error on data it did not see.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+from attrs import frozen
+from cattrs.errors import BaseValidationError
+
+from arena_core.converter import CONVERTER
+from arena_core.files import write_json_atomic
+from arena_core.prediction import closed_figures, closed_rounds
+from arena_core.registry import Registry
+from arena_core.simulator import PRIORS, Efficiency, Machine, Simulation
+from arena_core.types import ClosedLoopShape, ModelCard, ModelSpec
+
+GRID = {
+    "bandwidth": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
+    "compute": (0.08, 0.1, 0.12, 0.15, 0.18, 0.22, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0),
+    "overhead_s": (0.0, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012, 0.016),
+}
+#: The engine whose scheduling a backend's runs are simulated with.
+ENGINE_OF = {"llama-cpp": "llama-cpp"}
+
+
+def engine_of(backend: str) -> str:
+    return ENGINE_OF.get(backend, "vllm")
+
+
+@frozen(kw_only=True)
+class Sample:
+    """One measured closed-loop result and its simulated rounds."""
+
+    run_id: str
+    workload: str
+    rounds: tuple[Simulation, ...]
+    machine: Machine
+    tps: float | None
+    ttft_s: float | None
+
+    def predicted(self, efficiency: Efficiency) -> tuple[float | None, float | None]:
+        found = closed_figures(self.rounds, self.machine, efficiency)
+        return found.per_user_tps, found.ttft_p50_s
+
+
+def model_of(card: ModelCard, registry: Registry) -> ModelSpec | None:
+    """The card's model: the catalog's entry, else one built from the card's published facts."""
+    if card.model in registry.models:
+        return registry.models[card.model].item
+    facts = card.facts.get("model_facts") or {}
+    try:
+        return ModelSpec(
+            name=card.model,
+            title=card.model_title,
+            description="from the card's facts",
+            hf_id=str(facts.get("hf_model") or ""),
+            precision=str(facts["precision"]),
+            params_total_b=float(facts["params_total_b"]),
+            params_active_b=float(facts.get("params_active_b") or facts["params_total_b"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
+    """Every simulable closed-loop result of ``cards`` (a standard or scaled workload of a model
+    whose parameters and precision are known, on hardware with the roofs the simulator needs)."""
+    found = []
+    for card in cards:
+        model = model_of(card, registry)
+        registration = registry.hardware.get(card.hardware)
+        if model is None or registration is None:
+            continue
+        try:
+            machine = Machine.of(registration.item, model.precision)
+        except ValueError:
+            continue
+        for line in card.workloads:
+            spec = registry.workloads.get(line.name)
+            if spec is None or line.custom or not line.valid or not isinstance(spec.item.shape, ClosedLoopShape):
+                continue
+            ttft = line.metrics.get("ttfr_mean_s") or line.ttft_p50_s
+            try:
+                rounds = closed_rounds(spec.item.scaled(line.scale), model, machine, PRIORS[engine_of(card.backend)], engine_of(card.backend))
+            except ValueError:
+                continue
+            found.append(Sample(run_id=card.run_id, workload=line.name, rounds=tuple(rounds), machine=machine, tps=line.tokens_per_second, ttft_s=ttft))
+    return found
+
+
+def _loss(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> float:
+    total = 0.0
+    for sample in samples:
+        predicted, actual = sample.predicted(efficiency)[metric], (sample.tps, sample.ttft_s)[metric]
+        if predicted and actual:
+            total += math.log(predicted / actual) ** 2
+    return total
+
+
+def fit(samples: Sequence[Sample], prior: Efficiency) -> Efficiency:
+    """The efficiencies that best predict ``samples``; ``prior`` when there are none."""
+    if not samples:
+        return prior
+    pairs = itertools.product(GRID["bandwidth"], GRID["overhead_s"])
+    decode = min((attrs.evolve(prior, bandwidth=b, overhead_s=o) for b, o in pairs), key=lambda e: _loss(samples, e, 0))
+    return min((attrs.evolve(decode, compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1))
+
+
+@frozen(kw_only=True)
+class LedgerLine:
+    run_id: str
+    workload: str
+    tier: int  # 0: the priors; 1: fitted to other runs
+    predicted_tps: float | None
+    measured_tps: float | None
+    predicted_ttft_s: float | None
+    measured_ttft_s: float | None
+
+    def error(self, metric: str) -> float | None:
+        """Absolute % error of ``tps`` or ``ttft``."""
+        predicted, actual = (self.predicted_tps, self.measured_tps) if metric == "tps" else (self.predicted_ttft_s, self.measured_ttft_s)
+        return abs(predicted - actual) / actual * 100 if predicted and actual else None
+
+
+def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, calibrated: bool = True) -> list[LedgerLine]:
+    """Each closed-loop result of ``cards`` (or of run ``only``) predicted without its own run:
+    fitted to the other runs of its hardware and backend (tier 1), or, not ``calibrated``, at the
+    engine's priors (tier 0)."""
+    groups: dict[tuple[str, str], list[ModelCard]] = {}
+    for card in cards:
+        groups.setdefault((card.hardware, engine_of(card.backend)), []).append(card)
+    lines = []
+    for (_, engine), members in groups.items():
+        if only is not None and only not in {c.run_id for c in members}:
+            continue
+        found = samples_of(members, registry)
+        for run_id in sorted({s.run_id for s in found}):
+            if only is not None and run_id != only:
+                continue
+            others = [s for s in found if s.run_id != run_id] if calibrated else []
+            efficiency = fit(others, PRIORS[engine])
+            for sample in (s for s in found if s.run_id == run_id):
+                tps, ttft = sample.predicted(efficiency)
+                lines.append(
+                    LedgerLine(
+                        run_id=run_id,
+                        workload=sample.workload,
+                        tier=1 if others else 0,
+                        predicted_tps=tps,
+                        measured_tps=sample.tps,
+                        predicted_ttft_s=ttft,
+                        measured_ttft_s=sample.ttft_s,
+                    )
+                )
+    return lines
+
+
+def ledger_summary(lines: Sequence[LedgerLine]) -> list[tuple[str, str, int, float, float]]:
+    """(workload, metric, count, median, p90) of the absolute % errors, per workload and metric."""
+    rows = []
+    for workload in sorted({line.workload for line in lines}):
+        for metric in ("tps", "ttft"):
+            errors = sorted(e for line in lines if line.workload == workload and (e := line.error(metric)) is not None)
+            if errors:
+                rows.append((workload, metric, len(errors), statistics.median(errors), errors[max(0, math.ceil(0.9 * len(errors)) - 1)]))
+    return rows
+
+
+@frozen(kw_only=True)
+class Calibration:
+    """A stored fit: the efficiencies of one hardware and backend, from how many results."""
+
+    hardware: str
+    backend: str
+    efficiency: Efficiency
+    runs: int
+    results: int
+    fitted_at: str
+    median_error_tps: float | None = None
+    median_error_ttft: float | None = None
+
+
+def calibration_path(output: Path, hardware: str, backend: str) -> Path:
+    return output / "calibrations" / f"{hardware}--{engine_of(backend)}.json"
+
+
+def save_calibration(output: Path, calibration: Calibration) -> Path:
+    path = calibration_path(output, calibration.hardware, calibration.backend)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, CONVERTER.unstructure(calibration))
+    return path
+
+
+def load_calibration(output: Path, hardware: str, backend: str) -> Calibration | None:
+    """The stored fit of ``hardware`` and ``backend``, or None (none stored, or not readable)."""
+    path = calibration_path(output, hardware, backend)
+    try:
+        return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), Calibration)
+    except (OSError, ValueError, TypeError, KeyError, BaseValidationError):  # a damaged file is no calibration, never a crash
+        return None
+
+
+def error_of(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> float | None:
+    """Median absolute % error of one metric (0: tokens/s, 1: TTFT) of ``samples`` at ``efficiency``."""
+    errors = []
+    for sample in samples:
+        predicted, actual = sample.predicted(efficiency)[metric], (sample.tps, sample.ttft_s)[metric]
+        if predicted and actual:
+            errors.append(abs(predicted - actual) / actual * 100)
+    return statistics.median(errors) if errors else None
+
+
+def by_metric(lines: Sequence[LedgerLine]) -> Mapping[str, list[float]]:
+    return {metric: [e for line in lines if (e := line.error(metric)) is not None] for metric in ("tps", "ttft")}
