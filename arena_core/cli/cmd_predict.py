@@ -3,8 +3,10 @@ it (the step simulator of :mod:`arena_core.simulator`), each figure with an inte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import click
 
 from arena_core.calibration import load_calibration
@@ -14,12 +16,12 @@ from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
-from arena_core.loadgen.goodput import parse_slo
+from arena_core.loadgen.goodput import Slo, parse_slo
 from arena_core.prediction import ENGINE_LIMITS, Figures, WorkloadPrediction, closed_rounds, predict
 from arena_core.report import render_json, render_table
 from arena_core.report.formats import fmt_seconds, fmt_tps
-from arena_core.simulator import PRIORS, Machine
-from arena_core.types import ClosedLoopShape
+from arena_core.simulator import PRIORS, Efficiency, Machine
+from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, WorkloadSpec
 
 
 @click.command("predict")
@@ -79,7 +81,7 @@ def predict_command(
         )
 
 
-def _range(prediction: WorkloadPrediction, key: str, shown) -> str:
+def _range(prediction: WorkloadPrediction, key: str, shown: Callable[[float | None], str]) -> str:
     central, low, high = (getattr(f, key) for f in (prediction.central, prediction.low, prediction.high))
     if central is None:
         return "—"
@@ -100,11 +102,9 @@ def _as_dict(prediction: WorkloadPrediction) -> dict:
     }
 
 
-def _capacity(spec, profile, backend, chat, objective, efficiency) -> dict:
+def _capacity(spec: ModelSpec, profile: HardwareProfile, backend: str, chat: WorkloadSpec, objective: Slo, efficiency: Efficiency) -> dict:
     """The capacity search of ``arena capacity``, run on the simulator: each probe a closed-loop
     round of ``users`` chat requests, judged by the SLO per request."""
-    import attrs
-
     machine = Machine.of(profile, spec.precision)
     assert isinstance(chat.shape, ClosedLoopShape)
 
