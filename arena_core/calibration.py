@@ -88,8 +88,10 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
         registration = registry.hardware.get(card.hardware)
         if model is None or registration is None:
             continue
+        roofs = card.facts.get("hardware_roofs") or {}
+        hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if v}, measure=None)  # as the run measured it
         try:
-            machine = Machine.of(registration.item, model.precision)
+            machine = Machine.of(hardware, model.precision)
         except ValueError:
             continue
         for line in card.workloads:
@@ -114,13 +116,24 @@ def _loss(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> flo
     return total
 
 
-def fit(samples: Sequence[Sample], prior: Efficiency) -> Efficiency:
-    """The efficiencies that best predict ``samples``; ``prior`` when there are none."""
+def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3) -> Efficiency:
+    """The efficiencies that best predict ``samples``; ``prior`` when there are none.
+
+    Decode speed fits bandwidth and overhead; then the time to first token, with decode speed
+    kept in the sum, fits compute; and again, until nothing changes. (Where decode is bound by
+    compute, as on a CPU at ten users, compute moves decode speed too: fitting it to TTFT alone
+    would make decode wrong.)"""
     if not samples:
         return prior
-    pairs = itertools.product(GRID["bandwidth"], GRID["overhead_s"])
-    decode = min((attrs.evolve(prior, bandwidth=b, overhead_s=o) for b, o in pairs), key=lambda e: _loss(samples, e, 0))
-    return min((attrs.evolve(decode, compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1))
+    found = prior
+    for _ in range(rounds):
+        pairs = itertools.product(GRID["bandwidth"], GRID["overhead_s"])
+        decode = min((attrs.evolve(found, bandwidth=b, overhead_s=o) for b, o in pairs), key=lambda e: _loss(samples, e, 0))
+        both = min((attrs.evolve(decode, compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
+        if both == found:
+            break
+        found = both
+    return found
 
 
 @frozen(kw_only=True)

@@ -110,6 +110,8 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
             "hardware_reason": manifest.hardware_reason,
             "model_facts": dict(manifest.model_facts) or ({"hf_model": model.item.hf_id, "precision": model.item.precision} if model else {}),
             "hardware_memory": _memory(profile),
+            # the roofs as the run measured them (a CPU host's are measured at run time)
+            "hardware_roofs": {"memory_bandwidth_gbs": profile.memory_bandwidth_gbs, "dense_tflops": dict(profile.dense_tflops)} if profile else {},
             "slo": objective.describe(),
             "slo_name": recorded[0] if recorded else "",
             "slo_target": objective.target,

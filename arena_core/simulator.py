@@ -12,7 +12,8 @@ Bytes read: the weights the step's tokens touch (for a mixture of experts, the s
 the *union* of the experts its tokens route to, E·(1 − (1 − k/E)^T) per layer for T tokens), the
 LM head at its own precision, every decoding sequence's KV cache at its current context, and
 twice each sequence's linear-attention state (read and written). FLOPs: 2 × active parameters per
-token, plus attention over the context (4 × layers × query width per context token).
+token but the LM head, which runs once per token sampled (not per prompt token), plus attention
+over the context (4 × layers × query width per context token).
 
 **The scheduler** is a discrete-event simulation: requests arrive (together, for a closed-loop
 run; on the workload's own seeded schedule, for open loop), wait for a free slot, prefill, decode.
@@ -47,6 +48,7 @@ BYTES_PER_PARAM = {
     "q4_k_m": 0.5625,
     "q4_0": 0.5625,
 }
+GGUF_TYPES = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
 #: The compute roof a precision's prefill runs at. FP8 W8A8 kernels use the FP8 roof; 4-bit
 #: checkpoints are taken at the 16-bit roof, because weight-only 4-bit paths compute in 16 bits
 #: and on GB10 the NVFP4 prefill measured 28 % of the BF16 roof, 7 % of the FP4 one (hardware.md 4.1-4.2).
@@ -95,7 +97,8 @@ class ModelPhysics:
     top_k: int
     lm_head_bytes: float
     lm_head_params: float
-    flops_per_token: float  # 2 × active parameters
+    flops_per_token: float  # 2 × the active parameters but the LM head
+    lm_head_flops: float  # 2 × the LM head's parameters: once per token sampled, not per prompt token
     kv_bytes_per_token: float
     state_bytes: float  # linear-attention state of one sequence
     attention_flops_per_context_token: float
@@ -117,7 +120,8 @@ def physics(model: ModelSpec) -> ModelPhysics:
     arch = model.architecture
     notes: list[str] = []
     lm_head_params = arch.vocab * arch.hidden if arch and arch.hidden else 0.0
-    lm_bytes = lm_head_params * 2.0  # kept in 16 bits in quantised checkpoints
+    # the LM head stays in 16 bits in quantised Hugging Face checkpoints; a GGUF keeps it at about q6_k
+    lm_bytes = lm_head_params * (BYTES_PER_PARAM["q6_k"] if model.precision.lower() in GGUF_TYPES else 2.0)
     experts = arch.experts if arch else 0
     top_k = arch.experts_per_token if arch else 0
     if active < total and not experts:
@@ -140,7 +144,8 @@ def physics(model: ModelSpec) -> ModelPhysics:
         top_k=top_k if expert_bytes else 0,
         lm_head_bytes=lm_bytes,
         lm_head_params=lm_head_params,
-        flops_per_token=2.0 * active,
+        flops_per_token=2.0 * (active - lm_head_params),
+        lm_head_flops=2.0 * lm_head_params,
         kv_bytes_per_token=arch.kv_bytes_per_token() if arch else 0.0,
         state_bytes=arch.linear_state_bytes() if arch else 0.0,
         attention_flops_per_context_token=4.0 * (arch.full_attention_layers if arch else 0) * q_width,
@@ -171,7 +176,8 @@ def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill
     read = physics_.weight_bytes(tokens)
     read += sum(physics_.kv_bytes_per_token * context for context in decode_contexts) + 2 * physics_.state_bytes * len(decode_contexts)
     read += sum(physics_.kv_bytes_per_token * (before + n) for n, before in prefill)  # a chunk reads its context and writes its own
-    flops = physics_.flops_per_token * tokens
+    sampled = len(decode_contexts) + len(prefill)  # the logits of a chunk's last token only (one that ends a prompt samples)
+    flops = physics_.flops_per_token * tokens + physics_.lm_head_flops * sampled
     flops += physics_.attention_flops_per_context_token * (sum(decode_contexts) + sum(n * before + n * n / 2 for n, before in prefill))
     return read, flops
 

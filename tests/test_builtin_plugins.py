@@ -78,6 +78,21 @@ def test_cpu_host_is_read_from_proc(tmp_path: Path):
     assert host.cores >= 1
 
 
+def test_cpu_host_dense_peak_is_estimated_from_cpuinfo(tmp_path: Path, monkeypatch):
+    """cores x the fastest clock x FLOPs a cycle of the widest vector unit: AVX2 (two 8-lane FMA
+    units, 32 FP32 FLOPs a cycle) at 2,500 MHz on 4 cores is 0.32 TFLOPS; AVX-512 doubles it."""
+    from arena_hardware.host import estimated_peak_tflops
+
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\ncpu MHz\t\t: 2500.000\nflags\t\t: fpu sse2 avx avx2 fma\n")
+    assert estimated_peak_tflops(tmp_path) == pytest.approx(4 * 2.5e9 * 32 / 1e12)
+    (tmp_path / "cpuinfo").write_text("cpu MHz\t\t: 2500.000\nflags\t\t: avx2 avx512f\n")
+    assert estimated_peak_tflops(tmp_path) == pytest.approx(4 * 2.5e9 * 64 / 1e12)
+    (tmp_path / "cpuinfo").write_text("model name\t: no clock here\n")
+    assert estimated_peak_tflops(tmp_path) is None
+    assert estimated_peak_tflops(tmp_path / "missing") is None
+
+
 def test_cpu_host_without_readable_proc_still_answers(tmp_path: Path):
     host = read_host(tmp_path / "missing")
     assert host.cpu_model and host.cores >= 1

@@ -79,7 +79,32 @@ def measure_host_bandwidth(megabytes: int = 128, repeats: int = 3) -> float:
     return best
 
 
-def measured_bandwidth() -> tuple[dict[str, float], str]:
-    """A CPU host publishes no bandwidth: measure it when a run starts, for the decode ceiling."""
+#: FP32 FLOPs one core can start per cycle: two FMA units of 16 lanes (AVX-512), of 8 (AVX2), else scalar-ish.
+FLOPS_PER_CYCLE = (("avx512f", 64), ("avx2", 32))
+
+
+def estimated_peak_tflops(proc: Path = Path("/proc")) -> float | None:
+    """A nominal dense peak of this CPU: cores x clock x FLOPs a cycle by its widest vector unit
+    (/proc/cpuinfo). An upper bound the step simulator's compute efficiency is fitted against."""
+    try:
+        text = (proc / "cpuinfo").read_text(errors="replace")
+    except OSError:
+        return None
+    clocks = [float(v) for line in text.splitlines() if line.startswith("cpu MHz") and (v := line.partition(":")[2].strip()).replace(".", "", 1).isdigit()]
+    flags = next((line.partition(":")[2].split() for line in text.splitlines() if line.startswith("flags")), [])
+    if not clocks:
+        return None
+    per_cycle = next((n for flag, n in FLOPS_PER_CYCLE if flag in flags), 8)
+    return (os.cpu_count() or 1) * max(clocks) * 1e6 * per_cycle / 1e12
+
+
+def measured_bandwidth() -> tuple[dict[str, object], str]:
+    """A CPU host publishes no bandwidth: measure it when a run starts, for the decode ceiling;
+    its dense peak is estimated from /proc/cpuinfo, for the step simulator (``arena predict``)."""
     bandwidth = measure_host_bandwidth()
-    return {"memory_bandwidth_gbs": bandwidth}, f"memory bandwidth {bandwidth:.1f} GB/s measured at run time (copy, all cores)"
+    found: dict[str, object] = {"memory_bandwidth_gbs": bandwidth}
+    source = f"memory bandwidth {bandwidth:.1f} GB/s measured at run time (copy, all cores)"
+    if (peak := estimated_peak_tflops()) is not None:
+        found["dense_tflops"] = {"fp32": round(peak, 3), "bf16": round(peak, 3)}
+        source += f"; dense peak {peak:.2f} TFLOPS estimated from /proc/cpuinfo (cores x clock x vector width)"
+    return found, source
