@@ -73,6 +73,10 @@ WEIGHT = Bound(0, 1_000_000)
 #: ``--scale``: shrinks workloads for small machines, or grows them up to a hundredfold.
 SCALE = Bound(0, 100, above=True)
 TIMEOUT_S = Bound(0, 7 * 86_400, above=True)
+#: A share of a machine's roof an engine reaches (a calibration read from a file is bounded too).
+EFFICIENCY = Bound(0, 1, above=True)
+#: The fixed cost of one engine step, in seconds.
+STEP_OVERHEAD_S = Bound(0, 10)
 #: A stated duration, 0 for none.
 DURATION_S = Bound(0, 7 * 86_400)
 #: A machine's or a model's published figures (GB, GB/s, W, billions of parameters, layers, heads).

@@ -17,7 +17,7 @@ import itertools
 import json
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -36,6 +36,8 @@ GRID = {
     "compute": (0.08, 0.1, 0.12, 0.15, 0.18, 0.22, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0),
     "overhead_s": (0.0, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012, 0.016),
 }
+#: The figures of a hardware profile a run's card may carry as it measured them.
+ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
 #: The engine whose scheduling a backend's runs are simulated with.
 ENGINE_OF = {"llama-cpp": "llama-cpp"}
 
@@ -89,10 +91,10 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
         if model is None or registration is None:
             continue
         roofs = card.facts.get("hardware_roofs") or {}
-        hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if v}, measure=None)  # as the run measured it
-        try:
+        try:  # the roofs as the run measured them; a manifest's figures are checked like any file's
+            hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if k in ROOFS and v}, measure=None)
             machine = Machine.of(hardware, model.precision)
-        except ValueError:
+        except (TypeError, ValueError):
             continue
         for line in card.workloads:
             spec = registry.workloads.get(line.name)
@@ -107,13 +109,18 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
     return found
 
 
-def _loss(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> float:
-    total = 0.0
+def _pairs(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> list[tuple[float, float]]:
+    """(predicted, measured) of one metric (0: tokens/s, 1: TTFT), where both are known."""
+    found = []
     for sample in samples:
         predicted, actual = sample.predicted(efficiency)[metric], (sample.tps, sample.ttft_s)[metric]
         if predicted and actual:
-            total += math.log(predicted / actual) ** 2
-    return total
+            found.append((predicted, actual))
+    return found
+
+
+def _loss(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> float:
+    return sum(math.log(predicted / actual) ** 2 for predicted, actual in _pairs(samples, efficiency, metric))
 
 
 def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3) -> Efficiency:
@@ -232,13 +239,5 @@ def load_calibration(output: Path, hardware: str, backend: str) -> Calibration |
 
 def error_of(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> float | None:
     """Median absolute % error of one metric (0: tokens/s, 1: TTFT) of ``samples`` at ``efficiency``."""
-    errors = []
-    for sample in samples:
-        predicted, actual = sample.predicted(efficiency)[metric], (sample.tps, sample.ttft_s)[metric]
-        if predicted and actual:
-            errors.append(abs(predicted - actual) / actual * 100)
+    errors = [abs(predicted - actual) / actual * 100 for predicted, actual in _pairs(samples, efficiency, metric)]
     return statistics.median(errors) if errors else None
-
-
-def by_metric(lines: Sequence[LedgerLine]) -> Mapping[str, list[float]]:
-    return {metric: [e for line in lines if (e := line.error(metric)) is not None] for metric in ("tps", "ttft")}

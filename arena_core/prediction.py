@@ -12,7 +12,6 @@ typical sizes (said in the notes).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import attrs
@@ -20,6 +19,7 @@ import numpy as np
 from attrs import frozen
 
 from arena_core.loadgen.arrivals import arrival_offsets
+from arena_core.loadgen.datasets import random_lengths
 from arena_core.loadgen.stats import percentile
 from arena_core.simulator import PRIORS, Efficiency, Machine, Request, Served, Simulation, physics, simulate
 from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, OpenLoopShape, WorkloadSpec
@@ -66,27 +66,25 @@ def _open_requests(shape: OpenLoopShape, seed: int) -> tuple[list[Request], list
     if shape.dataset == "random":
         assert shape.input_tokens is not None and shape.output_tokens is not None
         rng = np.random.default_rng(seed)  # the random dataset's own draws, in its order
-        r = shape.range_ratio
-        inputs = rng.integers(math.floor(shape.input_tokens * (1 - r)), math.ceil(shape.input_tokens * (1 + r)) + 1, size=shape.num_prompts)
-        outputs = rng.integers(max(math.floor(shape.output_tokens * (1 - r)), 1), max(math.ceil(shape.output_tokens * (1 + r)), 1) + 1, size=shape.num_prompts)
+        inputs, outputs = random_lengths(
+            rng, count=shape.num_prompts, input_len=shape.input_tokens, output_len=shape.output_tokens, range_ratio=shape.range_ratio
+        )
         return [Request(arrival_s=at, prompt=int(i), output=int(o)) for at, i, o in zip(offsets, inputs, outputs)], []
     prompt, output = SHAREGPT_TOKENS
     return [Request(arrival_s=at, prompt=prompt, output=output) for at in offsets], [f"ShareGPT lengths taken at their typical {prompt} in / {output} out"]
 
 
-def figures(served: Sequence[Served], bound: str, *, per_round: bool, gated: bool = False) -> Figures:
-    """The card's figures of served requests: llama-benchy's means over requests (``per_round``)
-    or ``vllm bench serve``'s medians. ``gated``: the client held requests back (its
-    ``--max-concurrency``), and its TTFT counts from the send, not from when a request was due."""
+def open_figures(served: Sequence[Served], bound: str, *, gated: bool) -> Figures:
+    """``vllm bench serve``'s figures of served requests (medians). ``gated``: the client held
+    requests back (its ``--max-concurrency``), and its TTFT counts from the send, not from when
+    a request was due."""
     speeds = [s.decode_tps for s in served if s.decode_tps is not None]
     ttfts = [s.first_token_s - s.admitted_s if gated else s.ttft_s for s in served]
-    outputs = sum(s.request.output for s in served)
-    start = min(s.request.arrival_s for s in served)
-    span = max(s.end_s for s in served) - start
+    span = max(s.end_s for s in served) - min(s.request.arrival_s for s in served)
     return Figures(
-        per_user_tps=sum(speeds) / len(speeds) if per_round and speeds else (percentile(speeds, 50) if speeds else None),
-        total_tps=outputs / span if span > 0 else None,
-        ttft_p50_s=(sum(ttfts) / len(ttfts) if per_round else percentile(ttfts, 50)) if ttfts else None,
+        per_user_tps=percentile(speeds, 50) if speeds else None,
+        total_tps=sum(s.request.output for s in served) / span if span > 0 else None,
+        ttft_p50_s=percentile(ttfts, 50) if ttfts else None,
         bound=bound,
     )
 
@@ -124,22 +122,23 @@ def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None,
     )
 
 
-def _run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str) -> Figures:
-    if isinstance(workload.shape, ClosedLoopShape):
-        return closed_figures(closed_rounds(workload, model, machine, efficiency, engine))
+def _open_run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str) -> Figures:
     shape = workload.shape
+    assert isinstance(shape, OpenLoopShape)
     engine_slots, budget = ENGINE_LIMITS.get(engine, ENGINE_LIMITS["vllm"])
     requests, _ = _open_requests(shape, workload.seed)
     slots = min(engine_slots or 64, shape.max_concurrency or 10**9)
     done = simulate(requests, physics(model), machine, efficiency, slots=slots, token_budget=budget)
-    return figures(done.served, done.bound(), per_round=False, gated=shape.max_concurrency is not None)
+    return open_figures(done.served, done.bound(), gated=shape.max_concurrency is not None)
 
 
 def predict(
     workload: WorkloadSpec, model: ModelSpec, hardware: HardwareProfile, *, engine: str = "vllm", efficiency: Efficiency | None = None
 ) -> WorkloadPrediction:
     """``workload`` on ``model`` served by ``engine`` on ``hardware``: the central figures at
-    ``efficiency`` (default: the engine's prior), and an interval from its plausible range."""
+    ``efficiency`` (default: the engine's prior), and an interval from its plausible range (a
+    closed-loop workload simulated once and re-timed at both ends; an open-loop one, whose steps
+    depend on their timing, simulated at each)."""
     central_eff = efficiency or PRIORS.get(engine, Efficiency())
     machine = Machine.of(hardware, model.precision)
     slow = attrs.evolve(
@@ -155,14 +154,12 @@ def predict(
         overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][0],
     )
     notes = list(physics(model).notes)
-    if isinstance(workload.shape, OpenLoopShape):
+    if isinstance(workload.shape, ClosedLoopShape):
+        rounds = closed_rounds(workload, model, machine, central_eff, engine)
+        central, low, high = closed_figures(rounds), closed_figures(rounds, machine, slow), closed_figures(rounds, machine, fast)
+    else:
         notes += _open_requests(workload.shape, workload.seed)[1]
+        central, low, high = (_open_run(workload, model, machine, e, engine) for e in (central_eff, slow, fast))
     if "mtp" in model.precision.lower() or "mtp" in model.name.lower():
         notes.append("speculative decoding (MTP) is not covered: predicted without it")
-    return WorkloadPrediction(
-        workload=workload.name,
-        central=_run(workload, model, machine, central_eff, engine),
-        low=_run(workload, model, machine, slow, engine),
-        high=_run(workload, model, machine, fast, engine),
-        notes=tuple(notes),
-    )
+    return WorkloadPrediction(workload=workload.name, central=central, low=low, high=high, notes=tuple(notes))

@@ -17,14 +17,37 @@ import attrs
 
 from arena_core.types import HardwareProfile, ModelSpec, WorkloadResult, WorkloadSpec
 
-#: Bytes per weight by precision; quantised GGUF types by their average bits per weight.
-BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "nvfp4": 0.5625, "q8_0": 1.0625, "q4_k_m": 0.6}
+#: Bytes per weight by precision; quantised GGUF types by their average bits per weight. The one
+#: table: the decode ceiling and the step simulator (:mod:`arena_core.simulator`) both read it.
+BYTES_PER_PARAM = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "nvfp4": 0.5625,  # 4 bits + an FP8 scale per 16
+    "mxfp4": 0.53125,  # 4 bits + an 8-bit scale per 32
+    "int4": 0.53125,  # AWQ/GPTQ, group 128 with 16-bit scales
+    "awq": 0.53125,
+    "fp4": 0.5,
+    "q8_0": 1.0625,
+    "q6_k": 0.8203,
+    "q5_k_m": 0.6875,
+    "q4_k_m": 0.6,
+    "q4_0": 0.5625,
+}
+GGUF_TYPES = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
 TOLERANCE = 1.10
+
+
+def bytes_per_param(precision: str) -> float | None:
+    """Bytes per weight of a precision such as ``BF16``, ``BF16 + MTP``, ``nvfp4`` or ``q4_k_m``."""
+    return BYTES_PER_PARAM.get(precision.lower().split()[0].replace("-", "_")) if precision.strip() else None
 
 
 def weight_bytes_per_token(model: ModelSpec) -> float | None:
     """Bytes of weights one decode step reads (active parameters at their precision)."""
-    per_param = BYTES_PER_PARAM.get(model.precision.lower())
+    per_param = bytes_per_param(model.precision)
     active = model.params_active_b or model.params_total_b
     if per_param is None or active is None:
         return None

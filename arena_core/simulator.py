@@ -28,27 +28,10 @@ from typing import Any
 import numpy as np
 from attrs import field, frozen
 
+from arena_core import bounds
+from arena_core.roofline import BYTES_PER_PARAM, GGUF_TYPES, bytes_per_param
 from arena_core.types import HardwareProfile, ModelSpec
 
-#: Bytes per weight by precision (GGUF types by their average bits per weight).
-BYTES_PER_PARAM = {
-    "fp32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "nvfp4": 0.5625,  # 4 bits + an FP8 scale per 16
-    "mxfp4": 0.53125,  # 4 bits + an 8-bit scale per 32
-    "int4": 0.53125,  # AWQ/GPTQ, group 128 with 16-bit scales
-    "awq": 0.53125,
-    "fp4": 0.5,
-    "q8_0": 1.0625,
-    "q6_k": 0.8203,
-    "q5_k_m": 0.6875,
-    "q4_k_m": 0.5625,
-    "q4_0": 0.5625,
-}
-GGUF_TYPES = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0")
 #: The compute roof a precision's prefill runs at. FP8 W8A8 kernels use the FP8 roof; 4-bit
 #: checkpoints are taken at the 16-bit roof, because weight-only 4-bit paths compute in 16 bits
 #: and on GB10 the NVFP4 prefill measured 28 % of the BF16 roof, 7 % of the FP4 one (hardware.md 4.1-4.2).
@@ -57,11 +40,6 @@ COMPUTE_PRECISION = {"fp8": "fp8"}
 
 #: A simulation longer than this is a mistake (a request that can never finish), not a forecast.
 MAX_STEPS = 2_000_000
-
-
-def bytes_per_param(precision: str) -> float | None:
-    """Bytes per weight of a precision such as ``BF16``, ``nvfp4`` or ``q4_k_m``."""
-    return BYTES_PER_PARAM.get(precision.lower().split()[0].replace("-", "_"))
 
 
 def expected_experts(experts: int, top_k: int, tokens: float) -> float:
@@ -77,9 +55,9 @@ class Efficiency:
     """How much of the machine an engine reaches: of the memory bandwidth in decode, of the dense
     peak in prefill, and a fixed cost per engine step (launches, scheduling, sampling)."""
 
-    bandwidth: float = field(default=0.65)
-    compute: float = field(default=0.35)
-    overhead_s: float = field(default=0.003)
+    bandwidth: float = field(default=0.65, validator=bounds.EFFICIENCY)
+    compute: float = field(default=0.35, validator=bounds.EFFICIENCY)
+    overhead_s: float = field(default=0.004, validator=bounds.STEP_OVERHEAD_S)
 
 
 #: Priors before any calibration (hardware.md 4.2: decode reaches 0.55-0.80 of the bandwidth

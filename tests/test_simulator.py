@@ -12,7 +12,8 @@ import pytest
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.prediction import predict
-from arena_core.simulator import Efficiency, Machine, ModelPhysics, Request, bytes_per_param, expected_experts, physics, simulate
+from arena_core.roofline import bytes_per_param
+from arena_core.simulator import Efficiency, Machine, ModelPhysics, Request, expected_experts, physics, simulate
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +153,10 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
     assert after < before
     predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
     assert predicted.returncode == 0 and "tier 1: calibrated on 85 results of 17 runs on gb10" in predicted.stdout
+    stored = json.loads((store / "calibrations" / "gb10--vllm.json").read_text())
+    (store / "calibrations" / "gb10--vllm.json").write_text(json.dumps({**stored, "efficiency": {**stored["efficiency"], "bandwidth": 50}}))
+    impossible = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
+    assert impossible.returncode == 0 and "tier 0" in impossible.stdout  # 5,000 % of the bandwidth is no fit, it is a tampered file
     (store / "calibrations" / "gb10--vllm.json").write_text("{not json")
     damaged = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
     assert damaged.returncode == 0 and "tier 0" in damaged.stdout

@@ -49,6 +49,15 @@ async def _decode_to_length(codec: DatasetCodec, ids: list[int], target: int, rn
         tries -= 1
 
 
+def random_lengths(rng: np.random.Generator, *, count: int, input_len: int, output_len: int, range_ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """The random dataset's prompt and output lengths, drawn uniformly within ``range_ratio`` of
+    the asked ones, in vLLM's order (all inputs, then all outputs). The step simulator draws them
+    with this same function, so a prediction serves the lengths a run sends."""
+    input_lens = rng.integers(math.floor(input_len * (1 - range_ratio)), math.ceil(input_len * (1 + range_ratio)) + 1, size=count)
+    output_low, output_high = max(math.floor(output_len * (1 - range_ratio)), 1), max(math.ceil(output_len * (1 + range_ratio)), 1)
+    return input_lens, rng.integers(output_low, output_high + 1, size=count)
+
+
 async def sample_random(
     codec: DatasetCodec, *, count: int, input_len: int, output_len: int, range_ratio: float, seed: int, prefix_len: int = 0
 ) -> list[SampledRequest]:
@@ -57,13 +66,9 @@ async def sample_random(
     vocab_size, special_ids, special_added = await codec.vocabulary()
     rng = np.random.default_rng(seed)
     real_input = max(0, input_len - special_added)
-    input_low, input_high = math.floor(real_input * (1 - range_ratio)), math.ceil(real_input * (1 + range_ratio))
-    output_low = max(math.floor(output_len * (1 - range_ratio)), 1)
-    output_high = max(math.ceil(output_len * (1 + range_ratio)), 1)
-    if prefix_len + input_low < 1:
+    if prefix_len + math.floor(real_input * (1 - range_ratio)) < 1:
         raise UsageError(f"input length {input_len} is too small for range ratio {range_ratio}")
-    input_lens = rng.integers(input_low, input_high + 1, size=count)
-    output_lens = rng.integers(output_low, output_high + 1, size=count)
+    input_lens, output_lens = random_lengths(rng, count=count, input_len=real_input, output_len=output_len, range_ratio=range_ratio)
     offsets = rng.integers(0, vocab_size, size=count)
     allowed = np.array(sorted(set(range(vocab_size)) - set(special_ids)))
     prefix: list[int] = []
