@@ -194,6 +194,12 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     rows = {row["run_id"]: row["capacity"] for row in json.loads(board.stdout)}
     assert rows.pop(run_id) == "4 users (ttft=200ms,tps=none)"
     assert list(rows.values()) == ["4 users (ttft=200ms,tps=none)"]
+    # compare puts the search's answer and its probes beside another run
+    plain_id = next(iter(rows))
+    compared = subprocess.run(
+        [sys.executable, "-m", "arena_core", "compare", run_id, plain_id, "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60
+    )
+    assert re.search(r"capacity +4 users +— ", compared.stdout) and re.search(r"chat-users-5 tok/s +[0-9.]+ +— ", compared.stdout), compared.stdout
     # the site draws the curve and the probes' per-user against total throughput
     site = tmp_path / "site"
     assert (

@@ -11,6 +11,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.report import render_table
+from arena_core.report.capacity_card import capacity_found, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
 
 
@@ -29,7 +30,11 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None) ->
         return f"{x / y:.2f}x" if x is not None and y else "—"
 
     rows = [("Arena score", sa.value, sb.value, ratio(sa.value, sb.value))]
-    for name in a.expected:
+    found = [capacity_found(capacity_probes(card))[0] for card in (a, b)]
+    if any(found):  # a capacity search: its answer, then its probes with the other workloads
+        rows.append(("capacity", *(best.label if best else "—" for best in found), ratio(*(best.load if best else None for best in found))))
+    extra = [line.name for card in (a, b) for line in card.workloads if line.name not in a.expected]
+    for name in (*a.expected, *dict.fromkeys(extra)):
         la, lb = a.workload(name), b.workload(name)
         ta, tb = (line.tokens_per_second if line else None for line in (la, lb))
         fa, fb = (line.ttft_p50_s if line else None for line in (la, lb))
