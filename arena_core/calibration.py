@@ -26,7 +26,7 @@ from cattrs.errors import BaseValidationError
 
 from arena_core.converter import CONVERTER
 from arena_core.files import write_json_atomic
-from arena_core.prediction import closed_figures, closed_rounds
+from arena_core.prediction import closed_figures, closed_rounds, speculative
 from arena_core.registry import Registry
 from arena_core.simulator import PRIORS, Efficiency, Machine, Simulation
 from arena_core.types import ClosedLoopShape, ModelCard, ModelSpec
@@ -56,6 +56,8 @@ class Sample:
     machine: Machine
     tps: float | None
     ttft_s: float | None
+    #: decoded with speculative decoding, which the simulator does not cover: in the ledger, not in a fit
+    speculative: bool = False
 
     def predicted(self, efficiency: Efficiency) -> tuple[float | None, float | None]:
         found = closed_figures(self.rounds, self.machine, efficiency)
@@ -93,7 +95,7 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
         roofs = card.facts.get("hardware_roofs") or {}
         try:  # the roofs as the run measured them; a manifest's figures are checked like any file's
             hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if k in ROOFS and v}, measure=None)
-            machine = Machine.of(hardware, model.precision)
+            machine = Machine.of(hardware, model)
         except (TypeError, ValueError):
             continue
         for line in card.workloads:
@@ -105,7 +107,17 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
                 rounds = closed_rounds(spec.item.scaled(line.scale), model, machine, PRIORS[engine_of(card.backend)], engine_of(card.backend))
             except ValueError:
                 continue
-            found.append(Sample(run_id=card.run_id, workload=line.name, rounds=tuple(rounds), machine=machine, tps=line.tokens_per_second, ttft_s=ttft))
+            found.append(
+                Sample(
+                    run_id=card.run_id,
+                    workload=line.name,
+                    rounds=tuple(rounds),
+                    machine=machine,
+                    tps=line.tokens_per_second,
+                    ttft_s=ttft,
+                    speculative=speculative(model),
+                )
+            )
     return found
 
 
@@ -129,14 +141,17 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3) -> Effici
     Decode speed fits bandwidth and overhead; then the time to first token, with decode speed
     kept in the sum, fits compute; and again, until nothing changes. (Where decode is bound by
     compute, as on a CPU at ten users, compute moves decode speed too: fitting it to TTFT alone
-    would make decode wrong.)"""
+    would make decode wrong.) Results of speculative decoding are left out: the simulator does
+    not cover it, and fitting them would bend every other prediction."""
+    samples = [s for s in samples if not s.speculative]
     if not samples:
         return prior
     found = prior
     for _ in range(rounds):
         pairs = itertools.product(GRID["bandwidth"], GRID["overhead_s"])
         decode = min((attrs.evolve(found, bandwidth=b, overhead_s=o) for b, o in pairs), key=lambda e: _loss(samples, e, 0))
-        both = min((attrs.evolve(decode, compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
+        dense = min((attrs.evolve(decode, compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
+        both = min((attrs.evolve(dense, moe_compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
         if both == found:
             break
         found = both

@@ -132,6 +132,11 @@ def _open_run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, effici
     return open_figures(done.served, done.bound(), gated=shape.max_concurrency is not None)
 
 
+def speculative(model: ModelSpec) -> bool:
+    """Whether ``model`` decodes with speculative decoding (MTP), which the simulator does not cover."""
+    return "mtp" in model.precision.lower() or "mtp" in model.name.lower()
+
+
 def predict(
     workload: WorkloadSpec, model: ModelSpec, hardware: HardwareProfile, *, engine: str = "vllm", efficiency: Efficiency | None = None
 ) -> WorkloadPrediction:
@@ -140,7 +145,7 @@ def predict(
     closed-loop workload simulated once and re-timed at both ends; an open-loop one, whose steps
     depend on their timing, simulated at each)."""
     central_eff = efficiency or PRIORS.get(engine, Efficiency())
-    machine = Machine.of(hardware, model.precision)
+    machine = Machine.of(hardware, model)
     slow = attrs.evolve(
         central_eff,
         bandwidth=central_eff.bandwidth * SPREAD["bandwidth"][0],
@@ -160,6 +165,6 @@ def predict(
     else:
         notes += _open_requests(workload.shape, workload.seed)[1]
         central, low, high = (_open_run(workload, model, machine, e, engine) for e in (central_eff, slow, fast))
-    if "mtp" in model.precision.lower() or "mtp" in model.name.lower():
+    if speculative(model):
         notes.append("speculative decoding (MTP) is not covered: predicted without it")
     return WorkloadPrediction(workload=workload.name, central=central, low=low, high=high, notes=tuple(notes))

@@ -58,11 +58,25 @@ class Efficiency:
     bandwidth: float = field(default=0.65, validator=bounds.EFFICIENCY)
     compute: float = field(default=0.35, validator=bounds.EFFICIENCY)
     overhead_s: float = field(default=0.004, validator=bounds.STEP_OVERHEAD_S)
+    #: of the dense peak in a mixture of experts' prefill: its grouped expert GEMMs over small
+    #: experts reach less of the roof than a dense layer's GEMMs
+    moe_compute: float = field(default=0.35, validator=bounds.EFFICIENCY)
+    #: and per layer of the model (kernel launches grow with depth)
+    layer_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
+
+    def step_overhead_s(self, layers: int) -> float:
+        return self.overhead_s + self.layer_overhead_s * layers
 
 
-#: Priors before any calibration (hardware.md 4.2: decode reaches 0.55-0.80 of the bandwidth
-#: ceiling, prefill 0.3-0.6 of the dense peak; small models are bound by the per-step overhead).
-PRIORS = {"vllm": Efficiency(bandwidth=0.65, compute=0.35, overhead_s=0.004), "llama-cpp": Efficiency(bandwidth=0.6, compute=0.3, overhead_s=0.002)}
+#: Priors before any calibration (hardware.md 4.2). vLLM: the BLIS simulator's defaults (72 % of
+#: the bandwidth, 0.5 ms a step and 20 µs a layer, with CUDA graphs); a dense prefill at 50 % of
+#: the dense peak (the middle of the 30-60 % prefill range; GB10's GEMMs reach 71-75 %), a mixture
+#: of experts' at 28 % (GB10: Qwen3.6-35B-A3B's prefill at 28 % of the BF16 roof). llama.cpp: 60 %
+#: of the bandwidth, 30 % of the peak, 2 ms a step.
+PRIORS = {
+    "vllm": Efficiency(bandwidth=0.72, compute=0.5, moe_compute=0.28, overhead_s=0.0005, layer_overhead_s=20e-6),
+    "llama-cpp": Efficiency(bandwidth=0.6, compute=0.3, moe_compute=0.3, overhead_s=0.002),
+}
 
 
 @frozen(kw_only=True)
@@ -80,7 +94,20 @@ class ModelPhysics:
     kv_bytes_per_token: float
     state_bytes: float  # linear-attention state of one sequence
     attention_flops_per_context_token: float
+    #: sliding-window layers: KV bytes and attention FLOPs per token of context inside the window
+    window: int = 0
+    window_kv_bytes_per_token: float = 0.0
+    window_attention_flops_per_context_token: float = 0.0
+    layers: int = 0
     notes: tuple[str, ...] = ()
+
+    def kv_read(self, context: float) -> float:
+        """KV bytes one token's attention reads over ``context`` tokens (full and windowed layers)."""
+        return self.kv_bytes_per_token * context + self.window_kv_bytes_per_token * min(context, self.window)
+
+    def attention_flops(self, context: float) -> float:
+        """Attention FLOPs of one token over ``context`` tokens (full and windowed layers)."""
+        return self.attention_flops_per_context_token * context + self.window_attention_flops_per_context_token * min(context, self.window)
 
     def weight_bytes(self, tokens: float) -> float:
         """Weights one step reads for ``tokens`` tokens (decodes and prefill chunks together)."""
@@ -114,7 +141,9 @@ def physics(model: ModelSpec) -> ModelPhysics:
         shared, expert_bytes = body_active, 0.0
     if arch is None:
         notes.append("no architecture: KV cache and attention left out")
-    q_width = (arch.query_heads or 4 * arch.kv_heads) * arch.head_dim if arch else 0
+    query_heads = (arch.query_heads or 4 * arch.kv_heads) if arch else 0
+    q_width = query_heads * arch.head_dim if arch else 0
+    window_q_width = query_heads * (arch.window_head_dim or arch.head_dim) if arch else 0
     return ModelPhysics(
         shared_bytes=max(0.0, shared) * per_param,
         expert_bytes=expert_bytes,
@@ -127,6 +156,10 @@ def physics(model: ModelSpec) -> ModelPhysics:
         kv_bytes_per_token=arch.kv_bytes_per_token() if arch else 0.0,
         state_bytes=arch.linear_state_bytes() if arch else 0.0,
         attention_flops_per_context_token=4.0 * (arch.full_attention_layers if arch else 0) * q_width,
+        window=arch.sliding_window if arch and arch.sliding_window_layers else 0,
+        window_kv_bytes_per_token=arch.window_kv_bytes_per_token() if arch else 0.0,
+        window_attention_flops_per_context_token=4.0 * (arch.sliding_window_layers if arch else 0) * window_q_width,
+        layers=arch.layers if arch else 0,
         notes=tuple(notes),
     )
 
@@ -137,14 +170,20 @@ class Machine:
 
     bandwidth: float
     peak_flops: float
+    #: the model it runs is a mixture of experts: its prefill runs at ``Efficiency.moe_compute``
+    mixture_of_experts: bool = False
 
     @classmethod
-    def of(cls, hardware: HardwareProfile, precision: str) -> Machine:
+    def of(cls, hardware: HardwareProfile, model: ModelSpec) -> Machine:
+        """The roofs ``model`` runs under on ``hardware``. A mixture of experts prefills at the
+        16-bit roof whatever its precision: its grouped expert GEMMs have no FP8 path as fast as
+        a dense layer's (on GB10, Qwen3.6-35B-A3B's prefill reaches 28 % of the BF16 roof)."""
         if not hardware.memory_bandwidth_gbs or not hardware.dense_tflops:
             raise ValueError(f"hardware {hardware.name!r} has no memory bandwidth or dense TFLOPS for the simulator")
-        wanted = COMPUTE_PRECISION.get(precision.lower().split()[0], "bf16")
+        moe = bool(model.params_active_b and model.params_total_b and model.params_active_b < model.params_total_b)
+        wanted = "bf16" if moe else COMPUTE_PRECISION.get(model.precision.lower().split()[0], "bf16")
         tflops = hardware.dense_tflops.get(wanted) or hardware.dense_tflops.get("bf16") or max(hardware.dense_tflops.values())
-        return cls(bandwidth=hardware.memory_bandwidth_gbs * 1e9, peak_flops=tflops * 1e12)
+        return cls(bandwidth=hardware.memory_bandwidth_gbs * 1e9, peak_flops=tflops * 1e12, mixture_of_experts=moe)
 
 
 def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]]) -> tuple[float, float]:
@@ -152,19 +191,21 @@ def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill
     decoding a token; ``prefill`` is (tokens, context before them) per prompt chunk."""
     tokens = len(decode_contexts) + sum(n for n, _ in prefill)
     read = physics_.weight_bytes(tokens)
-    read += sum(physics_.kv_bytes_per_token * context for context in decode_contexts) + 2 * physics_.state_bytes * len(decode_contexts)
-    read += sum(physics_.kv_bytes_per_token * (before + n) for n, before in prefill)  # a chunk reads its context and writes its own
+    read += sum(physics_.kv_read(context) for context in decode_contexts) + 2 * physics_.state_bytes * len(decode_contexts)
+    read += sum(physics_.kv_read(before + n) for n, before in prefill)  # a chunk reads its context and writes its own
     sampled = len(decode_contexts) + len(prefill)  # the logits of a chunk's last token only (one that ends a prompt samples)
     flops = physics_.flops_per_token * tokens + physics_.lm_head_flops * sampled
-    flops += physics_.attention_flops_per_context_token * (sum(decode_contexts) + sum(n * before + n * n / 2 for n, before in prefill))
+    flops += sum(physics_.attention_flops(context) for context in decode_contexts)
+    flops += sum(n * physics_.attention_flops(before + n / 2) for n, before in prefill)  # each token attends to what came before it
     return read, flops
 
 
-def step_seconds(read: np.ndarray, flops: np.ndarray, machine: Machine, efficiency: Efficiency) -> tuple[np.ndarray, np.ndarray]:
-    """Steps' times, and whether each was bound by memory (True) or compute (False)."""
+def step_seconds(read: np.ndarray, flops: np.ndarray, machine: Machine, efficiency: Efficiency, layers: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Steps' times (of a model of ``layers`` layers), and whether each was bound by memory
+    (True) or compute (False)."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
-    compute_s = flops / (machine.peak_flops * efficiency.compute)
-    return np.maximum(memory_s, compute_s) + efficiency.overhead_s, memory_s >= compute_s
+    compute_s = flops / (machine.peak_flops * (efficiency.moe_compute if machine.mixture_of_experts else efficiency.compute))
+    return np.maximum(memory_s, compute_s) + efficiency.step_overhead_s(layers), memory_s >= compute_s
 
 
 @frozen(kw_only=True)
@@ -205,6 +246,7 @@ class Simulation:
     read: np.ndarray
     flops: np.ndarray
     memory_bound: np.ndarray
+    layers: int = 0
 
     def bound(self) -> str:
         """What bounded most steps: "bandwidth" or "compute"."""
@@ -214,7 +256,7 @@ class Simulation:
         """Each served request's first-token and end times at other efficiencies: only for
         requests all due at 0 and all admitted at once (a closed-loop round), whose steps do not
         depend on when they ran."""
-        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency)
+        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers)
         ends = np.cumsum(seconds)
         return ends[[s.first_step for s in self.served]], ends[[s.last_step for s in self.served]]
 
@@ -248,7 +290,7 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
         read, flops = step_cost(
             physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
         )
-        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency)
+        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers)
         clock += float(seconds[0])
         step = len(ends)
         ends.append(clock)
@@ -267,4 +309,6 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
             running.remove(entry)
         if len(ends) > MAX_STEPS:
             raise ValueError(f"the simulation ran past {MAX_STEPS:,} steps")
-    return Simulation(served=tuple(served), read=np.array(read_steps), flops=np.array(flop_steps), memory_bound=np.array(memory_steps, dtype=bool))
+    return Simulation(
+        served=tuple(served), read=np.array(read_steps), flops=np.array(flop_steps), memory_bound=np.array(memory_steps, dtype=bool), layers=physics_.layers
+    )

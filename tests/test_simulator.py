@@ -72,7 +72,7 @@ def test_a_closed_loop_round_re_times_exactly(registry):
     from arena_core.prediction import closed_figures, closed_rounds
 
     model, hardware, workload = registry.get("models", "qwen3.6-35b-a3b"), registry.get("hardware", "gb10"), registry.get("workloads", "chat")
-    machine = Machine.of(hardware, model.precision)
+    machine = Machine.of(hardware, model)
     other = Efficiency(bandwidth=0.5, compute=0.2, overhead_s=0.006)
     there = closed_figures(closed_rounds(workload, model, machine, other, "vllm"))
     retimed = closed_figures(closed_rounds(workload, model, machine, Efficiency(), "vllm"), machine, other)
@@ -96,6 +96,70 @@ def test_arena_predict_prints_every_workload_for_a_model_never_measured(tmp_path
     assert "tier 0" in done.stdout
     bad = subprocess.run([sys.executable, "-m", "arena_core", "predict", "qwen3.6-27b", "--hardware", "cpu-host-x"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cpu-host-x" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_every_model_of_the_seed_cohort_is_in_the_catalog_with_its_layout(registry):
+    import json
+    from pathlib import Path
+
+    import arena_core
+
+    seed = json.loads((Path(arena_core.__file__).parent / "data" / "seed-cards.json").read_text())
+    for card in seed["cards"]:
+        model = registry.get("models", card["model"])
+        assert model.architecture is not None and model.architecture.source, card["model"]
+        assert model.params_total_b == card["model_facts"]["params_total_b"] and model.params_active_b == card["model_facts"]["params_active_b"]
+        assert not physics(model).notes, (card["model"], physics(model).notes)  # nothing assumed: no layout guessed
+
+
+def test_sliding_window_layers_with_heads_of_their_own_gemma_4(registry):
+    """Gemma 4 26B-A4B: 25 sliding-window layers (1024 tokens, 8 KV heads of 256) and 5 global
+    layers whose 2 KV heads of 512 share K and V: 200 + 10 = 210 KiB a token inside the window."""
+    found = physics(registry.get("models", "gemma-4-26b-a4b-it-bf16-v23"))
+    assert found.window_kv_bytes_per_token == 25 * 2 * 8 * 256 * 2 and found.kv_bytes_per_token == 5 * 2 * 512 * 2
+    assert found.kv_read(1000) == 1000 * 210 * 1024
+    assert found.kv_read(25_000) == 25_000 * 10 * 1024 + 1024 * 200 * 1024  # the window stops growing at 1024
+    # attention FLOPs: 4 x layers x query width per context token, the window's capped the same way
+    assert found.attention_flops(25_000) == 4 * 5 * 16 * 512 * 25_000 + 4 * 25 * 16 * 256 * 1024
+
+
+def test_mamba_2_state_of_nemotron_3_super(registry):
+    """40 Mamba-2 layers of 128 heads of 64 with a state of 128, in FP32 (4 MiB a layer), and the
+    convolution state over x, B and C (8 groups of 128) for the kernel of 4."""
+    found = physics(registry.get("models", "nemotron-3-super-120b-a12b-nvfp4"))
+    recurrent = 40 * 128 * 64 * 128 * 4
+    conv = 40 * (2 * 8 * 128 + 128 * 64) * 3 * 2
+    assert found.state_bytes == recurrent + conv
+    assert found.kv_bytes_per_token == 8 * 1024  # 8 GQA layers x 2 KV heads of 128: 8 KiB a token
+
+
+def test_a_mixture_of_experts_prefills_at_the_16_bit_roof_and_its_own_efficiency(registry):
+    gb10 = registry.get("hardware", "gb10")
+    moe, dense = Machine.of(gb10, registry.get("models", "qwen3.6-35b-a3b")), Machine.of(gb10, registry.get("models", "qwen3.6-27b"))
+    assert moe.peak_flops == gb10.dense_tflops["bf16"] * 1e12 and moe.mixture_of_experts  # FP8, but grouped expert GEMMs
+    assert dense.peak_flops == gb10.dense_tflops["fp8"] * 1e12 and not dense.mixture_of_experts
+    import numpy as np
+
+    from arena_core.simulator import step_seconds
+
+    efficiency = Efficiency(bandwidth=1.0, compute=0.5, moe_compute=0.25, overhead_s=0.0, layer_overhead_s=0.001)
+    flops = np.array([moe.peak_flops])
+    assert step_seconds(np.array([0.0]), flops, moe, efficiency, layers=40)[0][0] == pytest.approx(4.0 + 0.04)
+    assert step_seconds(np.array([0.0]), flops, attrs.evolve(moe, mixture_of_experts=False), efficiency)[0][0] == pytest.approx(2.0)
+
+
+def test_speculative_decoding_is_in_the_ledger_but_not_in_a_fit(registry):
+    from arena_core.calibration import Sample, fit
+    from arena_core.prediction import closed_rounds
+    from arena_core.simulator import PRIORS
+
+    model = registry.get("models", "gemma-4-26b-a4b-it-mtp-v23")
+    machine = Machine.of(registry.get("hardware", "gb10"), model)
+    chat = registry.get("workloads", "chat")
+    rounds = tuple(closed_rounds(chat.scaled(0.05), model, machine, PRIORS["vllm"], "vllm"))
+    sample = Sample(run_id="r", workload="chat", rounds=rounds, machine=machine, tps=100.0, ttft_s=0.01, speculative=True)
+    assert fit([sample], PRIORS["vllm"]) == PRIORS["vllm"]  # nothing left to fit: the priors
+    assert fit([attrs.evolve(sample, speculative=False)], PRIORS["vllm"]) != PRIORS["vllm"]
 
 
 def test_an_unknown_precision_is_said_not_guessed(registry):
@@ -124,7 +188,10 @@ def test_leave_one_model_out_over_the_seed_cohort():
             found = sorted(abs(r[predicted] - r[measured]) / r[measured] for r in mine)
             errors[tier, metric] = found[len(found) // 2]
     assert errors["tier1", "tps"] < errors["tier0", "tps"]
-    assert max(errors.values()) < 0.5, errors
+    # what was measured on 2026-12-01 (docs/prediction.md), with a margin: a change that makes the
+    # prediction worse fails here
+    assert errors["tier0", "tps"] < 0.25 and errors["tier1", "tps"] < 0.15, errors
+    assert errors["tier0", "ttft"] < 0.3 and errors["tier1", "ttft"] < 0.3, errors
 
 
 def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
@@ -146,13 +213,14 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
     assert arena("import", "--seeds", "--output", str(store)).returncode == 0
     fitted = arena("calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(store))
     assert fitted.returncode == 0, fitted.stderr[-2000:]
-    assert "fitted to 85 results of 17 runs on gb10 (vllm)" in fitted.stdout
+    assert "fitted to 80 results of 16 runs on gb10 (vllm)" in fitted.stdout  # the MTP run decoded speculatively: left out
+    assert "left out: 5 results of speculative decoding (MTP)" in fitted.stdout
     before, after = (
         float(x) for x in re.search(r"tokens/s per user on these results: ([0-9.]+) % with the priors, ([0-9.]+) % fitted", fitted.stdout).groups()
     )
     assert after < before
     predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
-    assert predicted.returncode == 0 and "tier 1: calibrated on 85 results of 17 runs on gb10" in predicted.stdout
+    assert predicted.returncode == 0 and "tier 1: calibrated on 80 results of 16 runs on gb10" in predicted.stdout
     stored = json.loads((store / "calibrations" / "gb10--vllm.json").read_text())
     (store / "calibrations" / "gb10--vllm.json").write_text(json.dumps({**stored, "efficiency": {**stored["efficiency"], "bandwidth": 50}}))
     impossible = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")

@@ -39,25 +39,31 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
             "a run needs a model whose parameters and precision are known)"
         )
     prior = PRIORS[engine_of(backend)]
-    fitted = fit(samples, prior)
+    fitted_to = [s for s in samples if not s.speculative]
+    if not fitted_to:
+        raise UsageError(f"the stored results on {hardware} with {backend} all decoded speculatively (MTP), which the simulator does not cover: nothing to fit")
+    fitted = fit(fitted_to, prior)
     calibration = Calibration(
         hardware=hardware,
         backend=engine_of(backend),
         efficiency=fitted,
-        runs=len({s.run_id for s in samples}),
-        results=len(samples),
+        runs=len({s.run_id for s in fitted_to}),
+        results=len(fitted_to),
         fitted_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        median_error_tps=error_of(samples, fitted, 0),
-        median_error_ttft=error_of(samples, fitted, 1),
+        median_error_tps=error_of(fitted_to, fitted, 0),
+        median_error_ttft=error_of(fitted_to, fitted, 1),
     )
     path = save_calibration(store, calibration)
     echo(f"fitted to {calibration.results} results of {calibration.runs} runs on {hardware} ({calibration.backend}):")
+    if left_out := len(samples) - len(fitted_to):
+        echo(f"  left out: {left_out} results of speculative decoding (MTP), which the simulator does not cover")
     echo(
         f"  bandwidth {fitted.bandwidth:.0%} (prior {prior.bandwidth:.0%}), compute {fitted.compute:.0%} (prior {prior.compute:.0%}), "
-        f"{fitted.overhead_s * 1000:g} ms a step (prior {prior.overhead_s * 1000:g})"
+        f"a mixture of experts' prefill {fitted.moe_compute:.0%} (prior {prior.moe_compute:.0%}), "
+        f"{fitted.overhead_s * 1000:g} ms a step (prior {prior.overhead_s * 1000:g}) and {fitted.layer_overhead_s * 1e6:g} µs a layer"
     )
     for metric, index in (("tokens/s per user", 0), ("TTFT", 1)):
-        before, after = error_of(samples, prior, index), error_of(samples, fitted, index)
+        before, after = error_of(fitted_to, prior, index), error_of(fitted_to, fitted, index)
         if before is not None and after is not None:
             echo(f"  median error of {metric} on these results: {before:.1f} % with the priors, {after:.1f} % fitted (in-sample)")
     echo(f"stored: {path}  (arena predict MODEL --hardware {hardware} --backend {calibration.backend} uses it)")

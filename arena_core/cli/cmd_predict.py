@@ -55,7 +55,10 @@ def predict_command(
     except ValueError as exc:
         raise UsageError(f"cannot predict {model} on {hardware}: {exc}") from None
     capacity = _capacity(spec, profile, backend, registry.get("workloads", "chat"), objective, efficiency) if with_capacity else None
-    settings = f"bandwidth {efficiency.bandwidth:.0%}, compute {efficiency.compute:.0%}, {efficiency.overhead_s * 1000:g} ms a step"
+    settings = (
+        f"bandwidth {efficiency.bandwidth:.0%}, compute {efficiency.compute:.0%} (a mixture of experts' prefill {efficiency.moe_compute:.0%}), "
+        f"{efficiency.overhead_s * 1000:g} ms a step and {efficiency.layer_overhead_s * 1e6:g} µs a layer"
+    )
     if stored:
         tier = f"tier 1: calibrated on {stored.results} results of {stored.runs} runs on {hardware} ({settings}; arena calibrate, {stored.fitted_at})"
     else:
@@ -105,7 +108,7 @@ def _as_dict(prediction: WorkloadPrediction) -> dict:
 def _capacity(spec: ModelSpec, profile: HardwareProfile, backend: str, chat: WorkloadSpec, objective: Slo, efficiency: Efficiency) -> dict:
     """The capacity search of ``arena capacity``, run on the simulator: each probe a closed-loop
     round of ``users`` chat requests, judged by the SLO per request."""
-    machine = Machine.of(profile, spec.precision)
+    machine = Machine.of(profile, spec)
     assert isinstance(chat.shape, ClosedLoopShape)
 
     def probe(users: float) -> Probe:

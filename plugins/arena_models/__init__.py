@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from arena_core import ModelArchitecture, ModelSpec, QualityScore, hookimpl
+from arena_models.cohort import COHORT, QWEN36_35B_A3B
 
 _SEED_CARD = "vendor model card, as quoted on the LLM Arena reference card (measured 2026-05-04)"
 
@@ -32,23 +33,7 @@ CATALOG: tuple[ModelSpec, ...] = (
         params_active_b=3.0,
         context_length=262144,
         quality=_quality(85.2, 86.0, 80.4, f"https://huggingface.co/Qwen/Qwen3.6-35B-A3B ({_SEED_CARD})"),
-        architecture=ModelArchitecture(
-            layers=40,
-            full_attention_layers=10,
-            kv_heads=2,
-            head_dim=256,
-            vocab=248320,
-            linear_attention_layers=30,
-            linear_key_heads=16,
-            linear_value_heads=32,
-            linear_head_dim=128,
-            linear_conv_kernel=4,
-            experts=256,
-            experts_per_token=8,
-            hidden=2048,
-            query_heads=16,
-            source="config.json of Qwen/Qwen3.6-35B-A3B (10 x (3 Gated DeltaNet + 1 full attention); 8 routed + 1 shared expert)",
-        ),
+        architecture=QWEN36_35B_A3B,
     ),
     ModelSpec(
         name="qwen3.5-0.8b",
@@ -133,5 +118,5 @@ CATALOG: tuple[ModelSpec, ...] = (
 
 @hookimpl
 def arena_register_models(register: Callable[[ModelSpec], None]) -> None:
-    for model in CATALOG:
+    for model in (*CATALOG, *COHORT):
         register(model)
