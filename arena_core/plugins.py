@@ -29,7 +29,16 @@ from arena_core.errors import PluginError
 BUILTIN_COMMANDS = "arena_core.cli.builtin_commands"
 
 #: The in-tree plugins, registered under these (importable) names before any entry point.
-BUILTIN_PLUGINS: tuple[str, ...] = (BUILTIN_COMMANDS, "arena_workloads", "arena_runners", "arena_backends", "arena_hardware", "arena_models", "arena_scoring")
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    BUILTIN_COMMANDS,
+    "arena_workloads",
+    "arena_runners",
+    "arena_backends",
+    "arena_hardware",
+    "arena_models",
+    "arena_scoring",
+    "arena_fleet",
+)
 
 #: Third-party plugins declare ``[project.entry-points.arena]`` in their ``pyproject.toml``.
 ENTRY_POINT_GROUP = "arena"
