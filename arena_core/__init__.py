@@ -2,8 +2,10 @@
 
 This package is the small core. Its public names -- ``__all__`` below, and nothing else --
 are the contract with plugins: hookspec markers, the plugin manager, value classes, errors,
-the runner kit (the measuring instrument of :mod:`arena_core.loadgen`, re-exported here), and
-the model cards of stored runs (``load_cards``), for scorers used from plain Python.
+the runner kit (the measuring instrument of :mod:`arena_core.loadgen`, re-exported here), the
+model cards of stored runs (``load_cards``), for scorers used from plain Python, and what a
+command plugin needs (``CliApp``, ``render_table``, ``CONVERTER`` for its own TOML, and the
+store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box).
 Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``plugins/`` and
 ``examples/`` and fails on any other import.
 """
@@ -11,15 +13,22 @@ Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``p
 __version__ = "0.1.0"
 
 from arena_core.cards import load_card, load_cards
+from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
+from arena_core.converter import CONVERTER
 from arena_core.errors import ArenaError, ConfigError, PluginError, ToolFailed, UnknownNameError, UsageError
+from arena_core.files import write_json_atomic
 from arena_core.hooks import ArenaHooks
 from arena_core.hookspecs import hookimpl, hookspec
+from arena_core.integrity import verify as verify_run
 from arena_core.loadgen import *  # noqa: F403 -- the runner kit; its names are loadgen.__all__
 from arena_core.loadgen import __all__ as _RUNNER_KIT
+from arena_core.manifest import read_manifest
 from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, PluginProblem, make_plugin_manager
 from arena_core.registry import Registration, Registry
+from arena_core.report import render_table
 from arena_core.secrets import check_key, read_api_key
+from arena_core.store import adopt_run
 from arena_core.types import (
     Backend,
     BackendRequest,
@@ -55,6 +64,8 @@ from arena_core.types import (
 
 __all__ = [
     "BUILTIN_PLUGINS",
+    "CONVERTER",
+    "CliApp",
     "ENTRY_POINT_GROUP",
     "ArenaError",
     "ArenaHooks",
@@ -98,6 +109,7 @@ __all__ = [
     "WorkloadShape",
     "WorkloadSpec",
     "__version__",
+    "adopt_run",
     "hookimpl",
     "check_key",
     "echo",
@@ -106,5 +118,9 @@ __all__ = [
     "load_cards",
     "make_plugin_manager",
     "read_api_key",
+    "read_manifest",
+    "render_table",
+    "verify_run",
+    "write_json_atomic",
     *_RUNNER_KIT,
 ]

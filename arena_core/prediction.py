@@ -150,13 +150,17 @@ def predict(
         central_eff,
         bandwidth=central_eff.bandwidth * SPREAD["bandwidth"][0],
         compute=central_eff.compute * SPREAD["compute"][0],
+        moe_compute=central_eff.moe_compute * SPREAD["compute"][0],
         overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][1],
+        layer_overhead_s=central_eff.layer_overhead_s * SPREAD["overhead_s"][1],
     )
     fast = attrs.evolve(
         central_eff,
         bandwidth=min(1.0, central_eff.bandwidth * SPREAD["bandwidth"][1]),
         compute=min(1.0, central_eff.compute * SPREAD["compute"][1]),
+        moe_compute=min(1.0, central_eff.moe_compute * SPREAD["compute"][1]),
         overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][0],
+        layer_overhead_s=central_eff.layer_overhead_s * SPREAD["overhead_s"][0],
     )
     notes = list(physics(model).notes)
     if isinstance(workload.shape, ClosedLoopShape):

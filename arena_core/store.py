@@ -62,6 +62,28 @@ def remove_run(output: Path, run_dir: Path) -> None:
         pass  # list_runs skips rows whose folder is gone
 
 
+def adopt_run(output: Path, run_dir: Path) -> tuple[str, bool]:
+    """Move a finished run folder made elsewhere (another box, a copy) into the store ``output``
+    under its own name, and index it: (run id, whether it was new). A run of that id already in
+    the store with the same manifest is the same run, kept once; a different one is refused."""
+    from arena_core.manifest import read_manifest
+
+    run_id = run_dir.name
+    if not RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise UsageError(f"{run_id!r} is not a run id (a name such as 20261130-120000-ab12)")
+    manifest = read_manifest(run_dir)
+    (run_dir / WRITER_LOCK).unlink(missing_ok=True)  # the lock of the process that measured it elsewhere
+    target = output / run_id
+    if target.exists():
+        if (target / MANIFEST).is_file() and (target / MANIFEST).read_bytes() == (run_dir / MANIFEST).read_bytes():
+            return run_id, False
+        raise UsageError(f"run {run_id}: the store {output} holds another run of that id; not adopted")
+    output.mkdir(parents=True, exist_ok=True)
+    run_dir.rename(target)
+    index_run(output, manifest)
+    return run_id, True
+
+
 def find_run(output: Path, run_id: str, what: str = "--resume") -> Path:
     """The folder of run ``run_id``, inside ``output`` only (an id is a name, not a path)."""
     if not RUN_ID.fullmatch(run_id) or ".." in run_id:

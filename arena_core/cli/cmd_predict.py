@@ -88,7 +88,8 @@ def _range(prediction: WorkloadPrediction, key: str, shown: Callable[[float | No
     central, low, high = (getattr(f, key) for f in (prediction.central, prediction.low, prediction.high))
     if central is None:
         return "—"
-    ends = sorted(v for v in (low, high) if v is not None)
+    # an open-loop schedule can reorder at other efficiencies: the interval always holds the central figure
+    ends = sorted(v for v in (low, central, high) if v is not None)
     return f"{shown(central)} [{shown(ends[0])}–{shown(ends[-1])}]" if ends else shown(central)
 
 

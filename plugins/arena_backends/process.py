@@ -3,6 +3,7 @@ until an HTTP health URL answers, stopped with SIGTERM then SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -70,17 +71,33 @@ class ServerProcess:
         raise ToolFailed(f"the server did not answer {url} within {timeout_s:.0f} s (log: {self.log_path})")
 
     def stop(self, grace_s: float = 10.0) -> None:
+        """Stop the server and every process of its group, and return once none is left: a
+        launcher's child that outlives it would write its goodbye to the log after the run
+        sealed it (``arena verify`` then finds server.log changed)."""
         process = self._process
-        if process is None or process.poll() is not None:
+        if process is None:
             return
         try:
             os.killpg(process.pid, signal.SIGTERM)
-            process.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(grace_s)
         except ProcessLookupError:
-            pass
+            return
+        if not _group_gone(process, grace_s):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            _group_gone(process, grace_s)
+
+
+def _group_gone(process: subprocess.Popen, within_s: float) -> bool:
+    """Whether the process group led by ``process`` (its leader reaped) is empty within ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        process.poll()  # reap the leader, so it does not count as alive
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 class LocalServer:

@@ -8,9 +8,7 @@ import shlex
 
 import click
 
-from arena_core.cli.app import CliApp
-from arena_core.cli.output import echo
-from arena_core.errors import UsageError
+from arena_core import CliApp, UsageError, echo
 
 
 @click.group("fleet")

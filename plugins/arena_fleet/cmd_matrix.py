@@ -9,15 +9,12 @@ from pathlib import Path
 
 import click
 
-from arena_core.cli.app import CliApp
-from arena_core.cli.output import echo
-from arena_core.cli.params import OUTPUT, regular_file, results_dir
-from arena_core.errors import ArenaError
-from arena_core.report import render_table
+from arena_core import ArenaError, CliApp, echo, render_table
 from arena_fleet.execute import Outcome, run_here, summary_rows
 from arena_fleet.matrix import Cell, cells_of, load_matrix, plan
 
-MATRIX_FILE = click.argument("matrix_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path), callback=regular_file)
+MATRIX_FILE = click.argument("matrix_file", metavar="FILE", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+OUTPUT = click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 
 
 class CellsFailed(ArenaError):
@@ -27,7 +24,7 @@ class CellsFailed(ArenaError):
 def _planned(app: CliApp, matrix_file: Path, output: Path | None) -> tuple[Path, list[tuple[Cell, str | None]], float]:
     registry = app.hooks.registry
     spec = load_matrix(matrix_file, registry)
-    store = results_dir(app, output)
+    store = output or Path(app.config.run.output)
     return store, plan(store, cells_of(spec, registry)), spec.wait_for_hardware_s
 
 
@@ -84,7 +81,7 @@ def run_command(app: CliApp, matrix_file: Path, output: Path | None, ray_address
     except KeyboardInterrupt:
         echo(f"interrupted: finished cells are in {store}; arena matrix run {matrix_file} again runs the rest", err=True)
         raise SystemExit(130) from None
-    echo(render_table(["cell", "status", "box", "run", "cell s", "overhead s", "why"], summary_rows([*skipped, *outcomes])))
+    echo(render_table(["cell", "status", "box", "run", "cell s", "waited s", "overhead s", "why"], summary_rows([*skipped, *outcomes])))
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
         raise CellsFailed(f"{len(failed)} of {len(planned)} cells failed; arena matrix run {matrix_file} again retries them")

@@ -23,11 +23,11 @@ from typing import Any
 
 from attrs import frozen
 
-from arena_core.errors import UsageError
-from arena_core.integrity import verify
-from arena_core.manifest import MANIFEST, read_manifest
-from arena_core.store import RUN_ID, WRITER_LOCK, index_run
+from arena_core import UsageError, adopt_run, read_manifest, verify_run
 from arena_fleet.matrix import Cell, record_cell
+
+#: The file that says a folder is a run (``arena_core``'s store layout).
+MANIFEST = "manifest.json"
 
 #: A run folder larger than this is refused at ingest: no benchmark run is that big.
 MAX_RUN_BYTES = 2**30
@@ -43,7 +43,8 @@ class CellReport:
     packed_run: bytes | None
     error: str
     node: str
-    seconds: float
+    seconds: float  # the cell's own time on its box: the arena run, and packing its folder
+    started_at: float  # when the box began it (time.time(): boxes of a cluster keep their clocks in step)
 
 
 @frozen(kw_only=True)
@@ -55,11 +56,19 @@ class Outcome:
     reason: str = ""
     cell_s: float | None = None  # the cell's own time on its box
     total_s: float | None = None  # from queued to ingested, at the driver
+    waited_s: float | None = None  # from queued to begun on its box: for a free box, Ray's dispatch
+
+    @property
+    def overhead_s(self) -> float | None:
+        """What the cell cost beyond its own time and its wait: returning the folder, ingest, verify."""
+        if self.total_s is None or self.cell_s is None:
+            return None
+        return self.total_s - self.cell_s - (self.waited_s or 0.0)
 
 
 def run_cell_here(argv: Sequence[str]) -> CellReport:
     """Run ``arena run ARGV --output TMP`` on this box and pack the run folder it made."""
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     with tempfile.TemporaryDirectory(prefix="arena-cell-") as tmp:
         output = Path(tmp) / "store"
         done = subprocess.run([sys.executable, "-m", "arena_core", *argv, "--output", str(output)], capture_output=True, text=True, check=False)
@@ -67,50 +76,48 @@ def run_cell_here(argv: Sequence[str]) -> CellReport:
         packed = _pack(runs[-1]) if runs else None
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     return CellReport(
-        exit_code=done.returncode, packed_run=packed, error=lines[-1] if lines else "", node=socket.gethostname(), seconds=time.monotonic() - started
+        exit_code=done.returncode,
+        packed_run=packed,
+        error=lines[-1] if lines else "",
+        node=socket.gethostname(),
+        seconds=time.monotonic() - started,
+        started_at=started_at,
     )
 
 
 def _pack(run_dir: Path) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(run_dir, arcname=run_dir.name, filter=lambda info: None if Path(info.name).name == WRITER_LOCK else info)
+        tar.add(run_dir, arcname=run_dir.name)
     return buffer.getvalue()
 
 
 def ingest(store: Path, packed: bytes) -> tuple[str, bool]:
-    """Unpack a run folder into ``store``: (run id, whether it was new). A run already there with
-    the same manifest is the same run (a retried task): kept once. Only plain files and folders
-    under one run id are accepted."""
+    """Unpack a run folder into ``store``: (run id, whether it was new). Only plain files and
+    folders under one run's folder are accepted; a run already there with the same manifest is
+    the same run (a retried task), kept once."""
     if len(packed) > MAX_RUN_BYTES:
         raise UsageError(f"a run folder of {len(packed)} bytes came back: over the {MAX_RUN_BYTES} byte limit, not ingested")
     store.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ingest-", dir=store) as tmp, tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
         members = tar.getmembers()
         names = {Path(m.name).parts[0] for m in members if m.name}
-        if len(names) != 1 or not RUN_ID.fullmatch(run_id := names.pop()) or ".." in run_id:
+        if len(names) != 1:
             raise UsageError("the run folder that came back is not one run (names: " + ", ".join(sorted(names))[:200] + ")")
         if sum(m.size for m in members) > MAX_RUN_BYTES or any(
             not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts or Path(m.name).is_absolute() for m in members
         ):
-            raise UsageError(f"run {run_id}: the folder that came back holds links, devices or paths outside it: not ingested")
+            raise UsageError("the run folder that came back holds links, devices or paths outside it: not ingested")
         tar.extractall(tmp, filter="data")
-        unpacked = Path(tmp) / run_id
-        target = store / run_id
-        if target.exists():
-            if (target / MANIFEST).read_bytes() == (unpacked / MANIFEST).read_bytes():
-                return run_id, False
-            raise UsageError(f"run {run_id}: the store holds another run of that id; not ingested")
-        unpacked.rename(target)
-    index_run(store, read_manifest(target))
-    return run_id, True
+        return adopt_run(store, Path(tmp) / names.pop())
 
 
-def settle(store: Path, cell: Cell, report: CellReport, total_s: float) -> Outcome:
+def settle(store: Path, cell: Cell, report: CellReport, queued_at: float) -> Outcome:
     """Ingest what a box sent back for ``cell`` and say how the cell ended. A completed run that
     verifies is recorded in the matrix ledger; anything else is kept in the store (nothing
     measured is lost) but the cell stays to run again."""
-    base = {"cell": cell, "node": report.node, "cell_s": report.seconds, "total_s": total_s}
+    waited = max(0.0, report.started_at - queued_at)
+    base = {"cell": cell, "node": report.node, "cell_s": report.seconds, "waited_s": waited, "total_s": time.time() - queued_at}
     if report.packed_run is None:
         return Outcome(status="failed", reason=report.error or f"arena run exited {report.exit_code} before making a run", **base)
     try:
@@ -118,7 +125,7 @@ def settle(store: Path, cell: Cell, report: CellReport, total_s: float) -> Outco
     except UsageError as exc:
         return Outcome(status="failed", reason=str(exc), **base)
     manifest = read_manifest(store / run_id)
-    checked, problems = verify(store / run_id)
+    checked, problems = verify_run(store / run_id)
     if manifest.status != "completed":
         return Outcome(status="failed", run_id=run_id, reason=f"run {manifest.status} (exit {report.exit_code}): {report.error}", **base)
     if not checked or problems:
@@ -132,8 +139,8 @@ def run_here(cells: Sequence[Cell], store: Path, say: Callable[[str], None]) -> 
     found = []
     for number, cell in enumerate(cells, 1):
         say(f"[{number}/{len(cells)}] {cell.label()}: running on this machine")
-        started = time.monotonic()
-        outcome = settle(store, cell, run_cell_here(cell.run_argv()), time.monotonic() - started)
+        queued_at = time.time()
+        outcome = settle(store, cell, run_cell_here(cell.run_argv()), queued_at)
         say(describe(number, len(cells), outcome))
         found.append(outcome)
     return found
@@ -149,7 +156,7 @@ def describe(number: int, count: int, outcome: Outcome) -> str:
 def summary_rows(outcomes: Sequence[Outcome]) -> list[list[Any]]:
     rows = []
     for outcome in outcomes:
-        overhead = outcome.total_s - outcome.cell_s if outcome.total_s is not None and outcome.cell_s is not None else None
+        overhead, waited = outcome.overhead_s, outcome.waited_s
         rows.append(
             [
                 outcome.cell.label(),
@@ -157,7 +164,8 @@ def summary_rows(outcomes: Sequence[Outcome]) -> list[list[Any]]:
                 outcome.node or "—",
                 outcome.run_id or "—",
                 f"{outcome.cell_s:.1f}" if outcome.cell_s is not None else "—",
-                f"{overhead:.1f}" if overhead is not None else "—",
+                f"{waited:.1f}" if waited is not None else "—",
+                f"{overhead:.2f}" if overhead is not None else "—",
                 outcome.reason[:80] or "",
             ]
         )

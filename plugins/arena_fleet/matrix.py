@@ -21,13 +21,7 @@ import attrs
 from attrs import field, frozen
 from cattrs.errors import BaseValidationError
 
-from arena_core import __version__
-from arena_core.converter import CONVERTER
-from arena_core.errors import ConfigError, UsageError
-from arena_core.files import write_json_atomic
-from arena_core.integrity import verify
-from arena_core.manifest import read_manifest
-from arena_core.registry import Registry
+from arena_core import CONVERTER, ConfigError, Registry, UsageError, __version__, read_manifest, verify_run, write_json_atomic
 
 LEDGER = "matrix-cells.json"
 MAX_MATRIX_BYTES = 2**20
@@ -148,6 +142,8 @@ def load_matrix(path: Path, registry: Registry) -> MatrixSpec:
     """The matrix in ``path``, checked against what the plugins registered; one-line errors
     naming the file and the key."""
     try:
+        if not path.is_file():
+            raise ConfigError("not a regular file", source=str(path), path=None)
         if path.stat().st_size > MAX_MATRIX_BYTES:
             raise ConfigError(f"over {MAX_MATRIX_BYTES // 1024} KiB, not a matrix file", source=str(path), path=None)
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -241,7 +237,7 @@ def finished_run(store: Path, cell: Cell, ledger: dict[str, dict[str, str]]) -> 
         manifest = read_manifest(store / entry["run_id"])
     except UsageError:
         return None
-    checked, problems = verify(store / entry["run_id"])
+    checked, problems = verify_run(store / entry["run_id"])
     return entry["run_id"] if manifest.status == "completed" and checked and not problems else None
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from arena_core.errors import UsageError
+from arena_core import UsageError
 from arena_fleet.execute import POLL_S, CellReport, Outcome, describe, run_cell_here, settle
 from arena_fleet.matrix import Cell
 
@@ -75,6 +75,7 @@ def join_cluster(ray: Any, address: str, node_ip_address: str | None, deadline_s
         except Exception as exc:  # noqa: BLE001 - reported below, in one line
             failed.append(exc)
 
+    logging.getLogger("ray").setLevel(logging.ERROR)  # Ray's notices are not this command's output
     joining = threading.Thread(target=connect, name="ray-join", daemon=True)
     joining.start()
     joining.join(deadline_s)
@@ -104,7 +105,7 @@ def run_on_ray(cells: Sequence[Cell], store: Path, *, wait_s: float, say: Callab
     count = len(cells)
     outcomes: list[Outcome | None] = [None] * count
     waiting = {index: time.monotonic() for index in range(count)}  # not yet submitted: since when
-    running: dict[Any, tuple[int, float]] = {}  # task -> (cell index, submitted at)
+    running: dict[Any, tuple[int, float]] = {}  # task -> (cell index, queued at, time.time())
     orphaned: dict[Any, float] = {}  # task whose hardware no box advertises any more -> since when
 
     def finish(index: int, outcome: Outcome) -> None:
@@ -116,7 +117,7 @@ def run_on_ray(cells: Sequence[Cell], store: Path, *, wait_s: float, say: Callab
         for index, since in list(waiting.items()):
             cell = cells[index]
             if advertised.get(cell.resource, 0) >= 1:
-                running[task.options(resources={cell.resource: 1}).remote(cell.run_argv())] = (index, time.monotonic())
+                running[task.options(resources={cell.resource: 1}).remote(cell.run_argv())] = (index, time.time())
                 del waiting[index]
                 say(f"[{index + 1}/{count}] {cell.label()}: queued for a box with {cell.resource}")
             elif time.monotonic() - since > wait_s:
@@ -127,20 +128,20 @@ def run_on_ray(cells: Sequence[Cell], store: Path, *, wait_s: float, say: Callab
             continue
         done, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
         for ref in done:
-            index, submitted = running.pop(ref)
+            index, queued_at = running.pop(ref)
             orphaned.pop(ref, None)
             try:
                 report = ray.get(ref)
             except ray.exceptions.RayError as exc:
-                finish(index, Outcome(cell=cells[index], status="failed", reason=f"the task failed: {_one_line(exc)}", total_s=time.monotonic() - submitted))
+                finish(index, Outcome(cell=cells[index], status="failed", reason=f"the task failed: {_one_line(exc)}", total_s=time.time() - queued_at))
             else:
-                finish(index, settle(store, cells[index], report, time.monotonic() - submitted))
-        for ref, (index, submitted) in list(running.items()):
+                finish(index, settle(store, cells[index], report, queued_at))
+        for ref, (index, queued_at) in list(running.items()):
             if advertised.get(cells[index].resource, 0) >= 1:
                 orphaned.pop(ref, None)
             elif time.monotonic() - orphaned.setdefault(ref, time.monotonic()) > wait_s:
                 ray.cancel(ref, force=True)
                 del running[ref], orphaned[ref]
                 reason = f"the last box with {cells[index].resource} left the cluster (waited {wait_s:g} s for another)"
-                finish(index, Outcome(cell=cells[index], status="failed", reason=reason, total_s=time.monotonic() - submitted))
+                finish(index, Outcome(cell=cells[index], status="failed", reason=reason, total_s=time.time() - queued_at))
     return [o for o in outcomes if o is not None]
