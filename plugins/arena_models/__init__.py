@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from arena_core import ModelArchitecture, ModelSpec, QualityScore, hookimpl
-from arena_models.cohort import COHORT, QWEN36_35B_A3B
+from arena_models.cohort import COHORT, QWEN35_08B, QWEN36_35B_A3B
 
 _SEED_CARD = "vendor model card, as quoted on the LLM Arena reference card (measured 2026-05-04)"
 
@@ -45,21 +45,7 @@ CATALOG: tuple[ModelSpec, ...] = (
         params_active_b=0.8,
         context_length=262144,
         quality=_quality(29.7, 11.9, None, f"https://huggingface.co/Qwen/Qwen3.5-0.8B ({_SEED_CARD})"),
-        architecture=ModelArchitecture(
-            layers=24,
-            full_attention_layers=6,
-            kv_heads=2,
-            head_dim=256,
-            vocab=248320,
-            linear_attention_layers=18,
-            linear_key_heads=16,
-            linear_value_heads=16,
-            linear_head_dim=128,
-            linear_conv_kernel=4,
-            hidden=1024,
-            query_heads=8,
-            source="config.json of Qwen/Qwen3.5-0.8B (6 x (3 Gated DeltaNet + 1 full attention), tied embeddings)",
-        ),
+        architecture=QWEN35_08B,
     ),
     ModelSpec(
         name="qwen3.6-27b",

@@ -9,6 +9,8 @@ layout says where its figures come from, and which were assumed.
 
 from __future__ import annotations
 
+import attrs
+
 from arena_core import ModelArchitecture, ModelSpec, QualityScore
 
 _SEED = "https://djangodevreng.nl (the seed site, CC-BY-4.0): "
@@ -30,7 +32,7 @@ QWEN36_35B_A3B = ModelArchitecture(
     query_heads=16,
     source="config.json of Qwen/Qwen3.6-35B-A3B (10 x (3 Gated DeltaNet + 1 full attention); 8 routed + 1 shared expert)",
 )
-QWEN35_2B = ModelArchitecture(
+QWEN35_08B = ModelArchitecture(
     layers=24,
     full_attention_layers=6,
     kv_heads=2,
@@ -41,8 +43,13 @@ QWEN35_2B = ModelArchitecture(
     linear_value_heads=16,
     linear_head_dim=128,
     linear_conv_kernel=4,
-    hidden=2048,
+    hidden=1024,
     query_heads=8,
+    source="config.json of Qwen/Qwen3.5-0.8B (6 x (3 Gated DeltaNet + 1 full attention), tied embeddings)",
+)
+QWEN35_2B = attrs.evolve(
+    QWEN35_08B,
+    hidden=2048,
     source="Qwen3.5 model-size table (24 layers, width 2048; 6 x (3 Gated DeltaNet + 1 full attention)); "
     "attention and DeltaNet heads assumed as Qwen3.5-0.8B's config.json",
 )
