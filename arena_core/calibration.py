@@ -38,6 +38,8 @@ GRID = {
 }
 #: The figures of a hardware profile a run's card may carry as it measured them.
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
+#: Bytes per KV element of a run's recorded ``kv_cache_dtype`` (16 bits when it says nothing).
+KV_BYTES = {"fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "bf16": 2.0, "fp16": 2.0, "auto": 2.0}
 #: The engine whose scheduling a backend's runs are simulated with.
 ENGINE_OF = {"llama-cpp": "llama-cpp"}
 
@@ -98,14 +100,18 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
             machine = Machine.of(hardware, model)
         except (TypeError, ValueError):
             continue
+        kv_bytes = KV_BYTES.get(str((card.facts.get("server_settings") or {}).get("kv_cache_dtype", "")).lower(), 2.0)
         for line in card.workloads:
             spec = registry.workloads.get(line.name)
             if spec is None or line.custom or not line.valid or not isinstance(spec.item.shape, ClosedLoopShape):
                 continue
             ttft = line.metrics.get("ttfr_mean_s") or line.ttft_p50_s
+            workload = spec.item.scaled(line.scale)
             try:
-                rounds = closed_rounds(spec.item.scaled(line.scale), model, machine, PRIORS[engine_of(card.backend)], engine_of(card.backend))
-            except ValueError:
+                if measured := (card.facts.get("measured_shapes") or {}).get(line.name):  # what really ran
+                    workload = attrs.evolve(workload, shape=attrs.evolve(workload.shape, **measured))
+                rounds = closed_rounds(workload, model, machine, PRIORS[engine_of(card.backend)], engine_of(card.backend), kv_bytes_per_element=kv_bytes)
+            except (TypeError, ValueError):
                 continue
             found.append(
                 Sample(

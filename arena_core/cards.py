@@ -108,6 +108,9 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
             "status": manifest.status,
             "backend_facts": dict(manifest.backend_facts),
             "hardware_reason": manifest.hardware_reason,
+            # an imported card's workloads that ran another shape than Arena's of that name
+            "measured_shapes": dict(manifest.config.get("measured_shapes") or {}),
+            "server_settings": dict(manifest.config.get("server_settings") or {}),
             "model_facts": dict(manifest.model_facts) or ({"hf_model": model.item.hf_id, "precision": model.item.precision} if model else {}),
             "hardware_memory": _memory(profile),
             # the roofs as the run measured them (a CPU host's are measured at run time)

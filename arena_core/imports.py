@@ -27,7 +27,7 @@ from arena_core.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.registry import KINDS, Registry
 from arena_core.roofline import apply_ceiling
 from arena_core.store import index_run, new_run_dir, store_result
-from arena_core.types import QualityScore, ReportReader, Verdict, WorkloadResult
+from arena_core.types import ClosedLoopShape, QualityScore, ReportReader, Verdict, WorkloadResult
 
 SEEDS = "seed-cards.json"
 #: Reference commands of imported runs name a placeholder server: the real one is not known.
@@ -194,6 +194,8 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
     cards = data.get("cards", [])
     if not isinstance(cards, list):
         raise UsageError(f"{path}: $.cards: expected a list of cards")
+    shapes = _measured_shapes(data.get("measured_shapes", {}), f"{path}: $.measured_shapes", registry)
+    server = _server_settings(data.get("server_settings", {}), f"{path}: $.server_settings")
     checked = []
     for index, card in enumerate(cards):
         where = f"{path}: $.cards[{index}]"
@@ -203,7 +205,48 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"{where}: malformed card ({type(exc).__name__}: {exc})") from None
-    return [_store(output, results, registry, **origin) for results, origin in checked]
+    config = ({"measured_shapes": shapes} if shapes else {}) | ({"server_settings": server} if server else {})
+    return [_store(output, results, registry, config=config, **origin) for results, origin in checked]
+
+
+#: What a cards file may say of the servers its runs measured (the prediction reads them).
+SERVER_SETTINGS = {"kv_cache_dtype": ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")}
+
+
+def _server_settings(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: expected a mapping of settings")
+    for key, setting in value.items():
+        if key not in SERVER_SETTINGS or setting not in SERVER_SETTINGS[key]:
+            known = "; ".join(f"{k}: {', '.join(v)}" for k, v in SERVER_SETTINGS.items())
+            raise UsageError(f"{where}.{str(key)[:40]}: not a known setting or value ({known})")
+    return dict(value)
+
+
+#: The fields of a closed-loop shape a card may say it measured differently.
+MEASURED_SHAPE_FIELDS = ("prompt_tokens", "generated_tokens", "depth", "turns", "concurrency")
+
+
+def _measured_shapes(value: Any, where: str, registry: Registry) -> dict[str, dict[str, int]]:
+    """``{workload: {field: value}}``: where the publisher's runs measured another shape than
+    Arena's workload of that name (the seed's multi-turn ran four tokens of history, not a
+    conversation). Checked as the shape itself checks them; prediction simulates what ran."""
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: expected a mapping of workload names to shape fields")
+    found = {}
+    for name, fields in value.items():
+        _check_names(registry, where, workloads=name)
+        shape = registry.workloads[name].item.shape
+        if not isinstance(shape, ClosedLoopShape) or not isinstance(fields, dict) or not set(fields) <= set(MEASURED_SHAPE_FIELDS):
+            raise UsageError(f"{where}.{name}: expected a closed-loop workload and some of {', '.join(MEASURED_SHAPE_FIELDS)}")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in fields.values()):
+            raise UsageError(f"{where}.{name}: expected whole numbers")
+        try:
+            attrs.evolve(shape, **fields)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{where}.{name}: {exc}") from None
+        found[name] = dict(fields)
+    return found
 
 
 def _reader_for(data: Mapping[str, Any], registry: Registry) -> ReportReader | None:

@@ -89,13 +89,16 @@ def open_figures(served: Sequence[Served], bound: str, *, gated: bool) -> Figure
     )
 
 
-def closed_rounds(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str) -> list[Simulation]:
+def closed_rounds(
+    workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str, *, kv_bytes_per_element: float = 2.0
+) -> list[Simulation]:
     """A closed-loop workload's rounds, simulated: their steps do not depend on their timing, so
     :meth:`~arena_core.simulator.Simulation.retimed` serves any other efficiency."""
     assert isinstance(workload.shape, ClosedLoopShape)
     engine_slots, budget = ENGINE_LIMITS.get(engine, ENGINE_LIMITS["vllm"])
     slots = max(engine_slots, workload.shape.concurrency)
-    return [simulate(round_, physics(model), machine, efficiency, slots=slots, token_budget=budget) for round_ in _closed_requests(workload.shape)]
+    costs = physics(model, kv_bytes_per_element)
+    return [simulate(round_, costs, machine, efficiency, slots=slots, token_budget=budget) for round_ in _closed_requests(workload.shape)]
 
 
 def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None, efficiency: Efficiency | None = None) -> Figures:

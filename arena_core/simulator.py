@@ -114,9 +114,10 @@ class ModelPhysics:
         return self.shared_bytes + self.lm_head_bytes + self.expert_bytes * expected_experts(self.experts, self.top_k, tokens)
 
 
-def physics(model: ModelSpec) -> ModelPhysics:
-    """A model's step costs from its parameters, precision and architecture; what had to be
-    assumed is said in ``notes``."""
+def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics:
+    """A model's step costs from its parameters, precision and architecture, with its KV cache
+    at ``kv_bytes_per_element`` (2: 16 bits, as engines keep it unless told; 1: an FP8 KV cache);
+    what had to be assumed is said in ``notes``."""
     per_param = bytes_per_param(model.precision)
     if per_param is None or model.params_total_b is None:
         raise ValueError(f"model {model.name!r}: no precision known to the simulator ({model.precision!r}) or no parameter count")
@@ -153,11 +154,11 @@ def physics(model: ModelSpec) -> ModelPhysics:
         lm_head_params=lm_head_params,
         flops_per_token=2.0 * (active - lm_head_params),
         lm_head_flops=2.0 * lm_head_params,
-        kv_bytes_per_token=arch.kv_bytes_per_token() if arch else 0.0,
+        kv_bytes_per_token=arch.kv_bytes_per_token(kv_bytes_per_element) if arch else 0.0,
         state_bytes=arch.linear_state_bytes() if arch else 0.0,
         attention_flops_per_context_token=4.0 * (arch.full_attention_layers if arch else 0) * q_width,
         window=arch.sliding_window if arch and arch.sliding_window_layers else 0,
-        window_kv_bytes_per_token=arch.window_kv_bytes_per_token() if arch else 0.0,
+        window_kv_bytes_per_token=arch.window_kv_bytes_per_token(kv_bytes_per_element) if arch else 0.0,
         window_attention_flops_per_context_token=4.0 * (arch.sliding_window_layers if arch else 0) * window_q_width,
         layers=arch.layers if arch else 0,
         notes=tuple(notes),

@@ -148,6 +148,30 @@ def test_an_imported_card_carries_quality_and_refuses_impossible_ones(tmp_path):
     assert bad.returncode == 2 and "$.cards[0].quality[0].value: a quality score is 0 to 100, not 150" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(tmp_path):
+    """The seed's cards say their multi-turn ran four tokens of history (not a conversation) on
+    servers with an FP8 KV cache; the import keeps both for the prediction, and checks them."""
+    card = {"model": "qwen3.5-0.8b", "hardware": "gb10", "backend": "vllm", "source": "a test"}
+    card["workloads"] = {"multi-turn": {"tokens_per_second": 90.0, "ttft_p50_s": 0.5}}
+    said = {"measured_shapes": {"multi-turn": {"turns": 1, "depth": 4}}, "server_settings": {"kv_cache_dtype": "fp8"}}
+    (tmp_path / "cards.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [card]}))
+    assert arena("import", "cards.json", "--output", "store", cwd=tmp_path).returncode == 0
+    (manifest,) = [json.loads(p.read_text()) for p in (tmp_path / "store").glob("*/manifest.json")]
+    assert manifest["config"] == said
+    wrong = {
+        "measured_shapes": ({"multi-turn": {"turns": 0}}, "$.measured_shapes.multi-turn:"),
+        "server_settings": ({"kv_cache_dtype": "fp4"}, "$.server_settings.kv_cache_dtype: not a known setting or value"),
+    }
+    for key, (value, message) in wrong.items():
+        (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", **said, key: value, "cards": [card]}))
+        bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    for shapes, message in (({"office-baseline": {"depth": 4}}, "expected a closed-loop workload"), ({"multi-turn": {"turns": "1"}}, "expected whole numbers")):
+        (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", "measured_shapes": shapes, "cards": [card]}))
+        bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)
+        assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+
+
 def test_a_cards_command_names_the_tokenizer_and_dataset_the_run_used(registry, tmp_path):
     from arena_core import RunOptions
 

@@ -170,8 +170,8 @@ def test_an_unknown_precision_is_said_not_guessed(registry):
 
 def test_leave_one_model_out_over_the_seed_cohort():
     """scripts/prediction_error.py over the seed's 17 models: every closed-loop figure predicted;
-    calibrating on the other models (tier 1) narrows the median error of tokens/s; no median is
-    worse than 50 % (a guard: docs/prediction.md has the table, and the goals are not met)."""
+    calibrating on the other models (tier 1) narrows the median error of tokens/s, which meets
+    its goals at both tiers; TTFT is held to what was measured (docs/prediction.md has the table)."""
     import json
     from pathlib import Path
 
@@ -190,8 +190,8 @@ def test_leave_one_model_out_over_the_seed_cohort():
     assert errors["tier1", "tps"] < errors["tier0", "tps"]
     # what was measured on 2026-12-01 (docs/prediction.md), with a margin: a change that makes the
     # prediction worse fails here
-    assert errors["tier0", "tps"] < 0.25 and errors["tier1", "tps"] < 0.15, errors
-    assert errors["tier0", "ttft"] < 0.3 and errors["tier1", "ttft"] < 0.3, errors
+    assert errors["tier0", "tps"] <= 0.20 and errors["tier1", "tps"] <= 0.10, errors  # the goals of prediction.md
+    assert errors["tier0", "ttft"] < 0.3 and errors["tier1", "ttft"] < 0.3, errors  # the goals (0.20, 0.10) are not met
 
 
 def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
