@@ -35,6 +35,7 @@ GRID = {
     "bandwidth": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
     "compute": (0.08, 0.1, 0.12, 0.15, 0.18, 0.22, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0),
     "overhead_s": (0.0, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012, 0.016),
+    "prefill_ramp_tokens": (0.0, 256.0, 512.0, 1024.0, 1536.0, 2048.0, 3072.0, 4096.0),
 }
 #: The figures of a hardware profile a run's card may carry as it measured them.
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
@@ -145,7 +146,8 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3) -> Effici
     """The efficiencies that best predict ``samples``; ``prior`` when there are none.
 
     Decode speed fits bandwidth and overhead; then the time to first token, with decode speed
-    kept in the sum, fits compute; and again, until nothing changes. (Where decode is bound by
+    kept in the sum, fits the dense compute, the mixture-of-experts compute and the prefill
+    ramp, one after another; and again, until nothing changes. (Where decode is bound by
     compute, as on a CPU at ten users, compute moves decode speed too: fitting it to TTFT alone
     would make decode wrong.) Results of speculative decoding are left out: the simulator does
     not cover it, and fitting them would bend every other prediction."""
@@ -157,7 +159,8 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3) -> Effici
         pairs = itertools.product(GRID["bandwidth"], GRID["overhead_s"])
         decode = min((attrs.evolve(found, bandwidth=b, overhead_s=o) for b, o in pairs), key=lambda e: _loss(samples, e, 0))
         dense = min((attrs.evolve(decode, compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
-        both = min((attrs.evolve(dense, moe_compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
+        moe = min((attrs.evolve(dense, moe_compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
+        both = min((attrs.evolve(moe, prefill_ramp_tokens=r) for r in GRID["prefill_ramp_tokens"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
         if both == found:
             break
         found = both

@@ -8,6 +8,9 @@ batching with chunked prefill, as vLLM and llama.cpp schedule). It takes
 
     max(bytes read / (bandwidth × η_bw), FLOPs / (peak × η_compute)) + overhead
 
+(η_compute is a mixture of experts' own where the model is one; a step that prefills adds the
+compute of ``prefill_ramp_tokens`` tokens; the overhead is per step and per layer.)
+
 Bytes read: the weights the step's tokens touch (for a mixture of experts, the shared part plus
 the *union* of the experts its tokens route to, E·(1 − (1 − k/E)^T) per layer for T tokens), the
 LM head at its own precision, every decoding sequence's KV cache at its current context, and
@@ -27,6 +30,7 @@ from typing import Any
 
 import numpy as np
 from attrs import field, frozen
+from attrs.validators import ge, le
 
 from arena_core import bounds
 from arena_core.roofline import BYTES_PER_PARAM, GGUF_TYPES, bytes_per_param
@@ -63,6 +67,10 @@ class Efficiency:
     moe_compute: float = field(default=0.35, validator=bounds.EFFICIENCY)
     #: and per layer of the model (kernel launches grow with depth)
     layer_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
+    #: A step that prefills costs the compute of this many more tokens: a GEMM reaches less of
+    #: its peak on fewer rows, so prefilling n tokens takes about (n + this) tokens' time. A
+    #: decode-only step runs other kernels (few rows, bound by memory), so it has no such term.
+    prefill_ramp_tokens: float = field(default=0.0, validator=[ge(0.0), le(65536.0)])
 
     def step_overhead_s(self, layers: int) -> float:
         return self.overhead_s + self.layer_overhead_s * layers
@@ -201,10 +209,14 @@ def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill
     return read, flops
 
 
-def step_seconds(read: np.ndarray, flops: np.ndarray, machine: Machine, efficiency: Efficiency, layers: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def step_seconds(
+    read: np.ndarray, flops: np.ndarray, machine: Machine, efficiency: Efficiency, layers: int = 0, ramp_flops: np.ndarray | float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Steps' times (of a model of ``layers`` layers), and whether each was bound by memory
-    (True) or compute (False)."""
+    (True) or compute (False). ``ramp_flops``: a prefilling step's FLOPs per token (0 for a
+    decode-only step), which ``Efficiency.prefill_ramp_tokens`` multiplies."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
+    flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
     compute_s = flops / (machine.peak_flops * (efficiency.moe_compute if machine.mixture_of_experts else efficiency.compute))
     return np.maximum(memory_s, compute_s) + efficiency.step_overhead_s(layers), memory_s >= compute_s
 
@@ -248,6 +260,8 @@ class Simulation:
     flops: np.ndarray
     memory_bound: np.ndarray
     layers: int = 0
+    #: per step: the model's FLOPs per token if the step prefilled, else 0
+    ramp_flops: np.ndarray | float = 0.0
 
     def bound(self) -> str:
         """What bounded most steps: "bandwidth" or "compute"."""
@@ -257,7 +271,7 @@ class Simulation:
         """Each served request's first-token and end times at other efficiencies: only for
         requests all due at 0 and all admitted at once (a closed-loop round), whose steps do not
         depend on when they ran."""
-        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers)
+        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops)
         ends = np.cumsum(seconds)
         return ends[[s.first_step for s in self.served]], ends[[s.last_step for s in self.served]]
 
@@ -272,6 +286,7 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
     read_steps: list[float] = []
     flop_steps: list[float] = []
     memory_steps: list[bool] = []
+    ramp_steps: list[float] = []
     clock, index = 0.0, 0
     while index < len(waiting) or running:
         while index < len(waiting) and len(running) < slots and waiting[index].arrival_s <= clock:
@@ -291,13 +306,15 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
         read, flops = step_cost(
             physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
         )
-        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers)
+        ramp = physics_.flops_per_token if chunks else 0.0
+        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers, ramp)
         clock += float(seconds[0])
         step = len(ends)
         ends.append(clock)
         read_steps.append(read)
         flop_steps.append(flops)
         memory_steps.append(bool(memory[0]))
+        ramp_steps.append(ramp)
         for entry in decoding:
             entry[2] += 1
         for entry, take in chunks:
@@ -311,5 +328,10 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
         if len(ends) > MAX_STEPS:
             raise ValueError(f"the simulation ran past {MAX_STEPS:,} steps")
     return Simulation(
-        served=tuple(served), read=np.array(read_steps), flops=np.array(flop_steps), memory_bound=np.array(memory_steps, dtype=bool), layers=physics_.layers
+        served=tuple(served),
+        read=np.array(read_steps),
+        flops=np.array(flop_steps),
+        memory_bound=np.array(memory_steps, dtype=bool),
+        layers=physics_.layers,
+        ramp_flops=np.array(ramp_steps),
     )

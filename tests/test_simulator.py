@@ -73,7 +73,7 @@ def test_a_closed_loop_round_re_times_exactly(registry):
 
     model, hardware, workload = registry.get("models", "qwen3.6-35b-a3b"), registry.get("hardware", "gb10"), registry.get("workloads", "chat")
     machine = Machine.of(hardware, model)
-    other = Efficiency(bandwidth=0.5, compute=0.2, overhead_s=0.006)
+    other = Efficiency(bandwidth=0.5, compute=0.2, moe_compute=0.15, overhead_s=0.006, layer_overhead_s=1e-5, prefill_ramp_tokens=1024)
     there = closed_figures(closed_rounds(workload, model, machine, other, "vllm"))
     retimed = closed_figures(closed_rounds(workload, model, machine, Efficiency(), "vllm"), machine, other)
     assert retimed.per_user_tps == pytest.approx(there.per_user_tps, rel=1e-9) and retimed.ttft_p50_s == pytest.approx(there.ttft_p50_s, rel=1e-9)
@@ -146,6 +146,19 @@ def test_a_mixture_of_experts_prefills_at_the_16_bit_roof_and_its_own_efficiency
     flops = np.array([moe.peak_flops])
     assert step_seconds(np.array([0.0]), flops, moe, efficiency, layers=40)[0][0] == pytest.approx(4.0 + 0.04)
     assert step_seconds(np.array([0.0]), flops, attrs.evolve(moe, mixture_of_experts=False), efficiency)[0][0] == pytest.approx(2.0)
+
+
+def test_a_prefilling_step_pays_the_ramp_and_a_decode_step_does_not():
+    """Prefilling n tokens costs about (n + ramp) tokens' compute; a decode-only step has no ramp."""
+    import numpy as np
+
+    from arena_core.simulator import step_seconds
+
+    machine, per_token = Machine(bandwidth=1e12, peak_flops=1e12), 1e9
+    efficiency = Efficiency(bandwidth=1.0, compute=1.0, overhead_s=0.0, prefill_ramp_tokens=500)
+    flops = np.array([1000 * per_token, 10 * per_token])  # a step prefilling 1000 tokens, a step decoding 10
+    seconds, _ = step_seconds(np.zeros(2), flops, machine, efficiency, ramp_flops=np.array([per_token, 0.0]))
+    assert seconds.tolist() == pytest.approx([1.5, 0.01])
 
 
 def test_speculative_decoding_is_in_the_ledger_but_not_in_a_fit(registry):
