@@ -93,6 +93,15 @@ def main() -> None:
         "description": "The seed site's published v1 cohort: 17 models on a DGX Spark (GB10) with vLLM, May-June 2026.",
         "licence": data["licence"],
         "attribution": f"Figures and quality scores published by the seed site: {data['licence']}; raw data {data['sources']['raw_data_repo']}",
+        # what the seed's runs measured where Arena's workload differs, and its servers' KV cache
+        # (shared/spec/workloads.md, "What the seed site actually ran"): the prediction simulates what ran
+        "measured_shapes": {"multi-turn": {"turns": 1, "depth": 4}},
+        "server_settings": {"kv_cache_dtype": "fp8"},
+        "measured_shapes_note": (
+            "What the seed's raw data shows it ran where Arena's workload differs (shared/spec/workloads.md): multi-turn ran the "
+            "literal --pp 2048 --tg 512 --depth 4, four tokens of history at c = 10, not a five-turn conversation. "
+            "Its vLLM servers kept an FP8 KV cache."
+        ),
         "cards": [card(model, modes, data["licence"]) for model in data["models"]],
     }
     OUT.write_text(json.dumps(cards, indent=1, ensure_ascii=False) + "\n")
