@@ -105,7 +105,7 @@ def run_on_ray(cells: Sequence[Cell], store: Path, *, wait_s: float, say: Callab
     count = len(cells)
     outcomes: list[Outcome | None] = [None] * count
     waiting = {index: time.monotonic() for index in range(count)}  # not yet submitted: since when
-    running: dict[Any, tuple[int, float]] = {}  # task -> (cell index, queued at, time.time())
+    running: dict[Any, tuple[int, float]] = {}  # task -> (cell index, queued at by time.time())
     orphaned: dict[Any, float] = {}  # task whose hardware no box advertises any more -> since when
 
     def finish(index: int, outcome: Outcome) -> None:
