@@ -33,7 +33,7 @@ from arena_core.report.expected import expected_work
 from arena_core.roofline import apply_ceiling
 from arena_core.sanity import DEADLINE_S, check_the_server_answers
 from arena_core.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
-from arena_core.telemetry import TelemetrySampler, memory_now, model_memory, stop_like_ctrl_c, summarise, watchdog_margin_bytes
+from arena_core.telemetry import TelemetrySampler, memory_in_use, memory_now, model_memory, sample_now, stop_like_ctrl_c, summarise, watchdog_margin_bytes
 from arena_core.types import (
     Backend,
     BackendRequest,
@@ -331,10 +331,16 @@ class RunSession:
         commands = {
             w.name: line for w in plan.workloads if (line := runners.get("runners", w.runner).command_for(w, endpoint.base_url, endpoint.model, plan.options))
         }
+        loaded = sample_now(self.probes)
         self._record(
             backend_facts=facts,
             # what a server Arena attached to already held is not what loading took: only its own figure counts
-            model_memory=model_memory(facts, *((None, None) if plan.backend.attaches else (before, memory_now(self.probes, unified))), unified=unified),
+            model_memory=model_memory(
+                facts,
+                *((None, None) if plan.backend.attaches else (before, memory_in_use(loaded, unified))),
+                unified=unified,
+                server_rss=None if plan.backend.attaches else loaded.get("server_rss_bytes"),
+            ),
             telemetry=TelemetrySetup(probes=probe_names, notes=tuple(notes)),
             commands=commands,
             base_url=endpoint.base_url if plan.backend.attaches else None,

@@ -121,20 +121,29 @@ def memory_in_use(sample: dict[str, Any], unified: bool) -> int | None:
     return sample.get("memory_used_bytes")
 
 
-def memory_now(probes: Sequence[Probe], unified: bool) -> int | None:
-    """Memory in use right now, as :func:`memory_in_use` counts it, from one sample of ``probes``."""
+def sample_now(probes: Sequence[Probe]) -> dict[str, Any]:
+    """One sample of every probe."""
     sample: dict[str, Any] = {}
     for probe in probes:
         sample.update(probe())
-    return memory_in_use(sample, unified)
+    return sample
 
 
-def model_memory(facts: Mapping[str, Any], before: int | None, after: int | None, *, unified: bool = True) -> ModelMemory | None:
+def memory_now(probes: Sequence[Probe], unified: bool) -> int | None:
+    """Memory in use right now, as :func:`memory_in_use` counts it, from one sample of ``probes``."""
+    return memory_in_use(sample_now(probes), unified)
+
+
+def model_memory(facts: Mapping[str, Any], before: int | None, after: int | None, *, unified: bool = True, server_rss: int | None = None) -> ModelMemory | None:
     """The memory the model takes ("VRAM" on the card): the server's own figure when it prints
-    one (vLLM's "Model loading took X GiB"), else what the probe saw grow while it loaded."""
+    one (vLLM's "Model loading took X GiB"), else what the probe saw grow while it loaded. When
+    that did not grow (other processes freed more while the server loaded: a machine-wide figure
+    on a busy machine), the server's own resident memory once loaded, where it could be read."""
     if "model_memory_gib" in facts:
         return ModelMemory(gb=facts["model_memory_gib"] * 2**30 / 1e9, source="the server's log (Model loading took ... GiB)")
     if before is not None and after is not None:
+        if after <= before and server_rss:
+            return ModelMemory(gb=server_rss / 1e9, source="the server's resident memory once loaded (VmRSS; memory in use fell while it loaded)")
         probe = "MemTotal - MemAvailable" if unified else "NVML device memory"
         return ModelMemory(gb=max(0, after - before) / 1e9, source=f"memory in use before and after the server loaded ({probe})")
     return None
