@@ -33,9 +33,18 @@ from arena_core.types import ClosedLoopShape, ModelCard, ModelSpec
 
 GRID = {
     "bandwidth": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
-    "compute": (0.08, 0.1, 0.12, 0.15, 0.18, 0.22, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0),
     "overhead_s": (0.0, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012, 0.016),
-    "prefill_ramp_tokens": (0.0, 256.0, 512.0, 1024.0, 1536.0, 2048.0, 3072.0, 4096.0),
+}
+#: The prefill's parameters the time to first token fits, the range of each, and its first
+#: step (a factor; for the ramp, which may be 0, tokens).
+PREFILL = {
+    "compute": (0.02, 1.0, 1.5),
+    "moe_compute": (0.02, 1.0, 1.5),
+    "fp8_speedup": (1.0, 4.0, 1.5),
+    "fp4_speedup": (1.0, 4.0, 1.5),
+    "moe_speedup": (1.0, 4.0, 1.5),
+    "scan_compute": (0.002, 1.0, 1.5),
+    "prefill_ramp_tokens": (0.0, 16384.0, 1024.0),
 }
 #: The figures of a hardware profile a run's card may carry as it measured them.
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
@@ -138,29 +147,59 @@ def _pairs(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> li
     return found
 
 
-def _loss(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> float:
-    return sum(math.log(predicted / actual) ** 2 for predicted, actual in _pairs(samples, efficiency, metric))
+def _loss(samples: Sequence[Sample], efficiency: Efficiency, metrics: tuple[int, ...]) -> float:
+    """The sum of squared log errors of ``metrics`` (0: tokens/s, 1: TTFT) over ``samples``,
+    each sample simulated once for all of them."""
+    total = 0.0
+    for sample in samples:
+        predicted, actual = sample.predicted(efficiency), (sample.tps, sample.ttft_s)
+        total += sum(math.log(predicted[m] / actual[m]) ** 2 for m in metrics if predicted[m] and actual[m])
+    return total
+
+
+def _prefill_descent(samples: Sequence[Sample], start: Efficiency) -> Efficiency:
+    """The prefill parameters of :data:`PREFILL` that minimise the squared log errors of TTFT
+    and decode speed together, by pattern search from ``start``: each parameter is stepped up
+    and down while that lowers the loss, and every step halves once none does. A parameter no
+    sample depends on (an FP4 speedup with no FP4 run) keeps its prior."""
+
+    def loss(efficiency: Efficiency) -> float:
+        return _loss(samples, efficiency, (0, 1))
+
+    found, best = start, loss(start)
+    steps = {name: first for name, (_, _, first) in PREFILL.items()}
+    while any(step > (32.0 if name == "prefill_ramp_tokens" else 1.02) for name, step in steps.items()):
+        moved = False
+        for name, (low, high, _) in PREFILL.items():
+            value, step = getattr(found, name), steps[name]
+            tries = (value + step, value - step) if name == "prefill_ramp_tokens" else (value * step, value / step)
+            for candidate in (min(high, max(low, t)) for t in tries if min(high, max(low, t)) != value):
+                trial = attrs.evolve(found, **{name: candidate})
+                if (measured := loss(trial)) < best - 1e-12:
+                    found, best, moved = trial, measured, True
+                    break
+        if not moved:
+            steps = {name: step / 2 if name == "prefill_ramp_tokens" else step**0.5 for name, step in steps.items()}
+    return found
 
 
 def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3) -> Efficiency:
     """The efficiencies that best predict ``samples``; ``prior`` when there are none.
 
-    Decode speed fits bandwidth and overhead; then the time to first token, with decode speed
-    kept in the sum, fits the dense compute, the mixture-of-experts compute and the prefill
-    ramp, one after another; and again, until nothing changes. (Where decode is bound by
-    compute, as on a CPU at ten users, compute moves decode speed too: fitting it to TTFT alone
-    would make decode wrong.) Results of speculative decoding are left out: the simulator does
-    not cover it, and fitting them would bend every other prediction."""
+    Decode speed fits bandwidth and overhead on a grid; then the time to first token, with
+    decode speed kept in the sum, fits the prefill's parameters (:data:`PREFILL`) together;
+    and again, until nothing changes. (Where decode is bound by compute, as on a CPU at ten
+    users, compute moves decode speed too: fitting it to TTFT alone would make decode wrong.)
+    Results of speculative decoding are left out: the simulator does not cover it, and fitting
+    them would bend every other prediction."""
     samples = [s for s in samples if not s.speculative]
     if not samples:
         return prior
     found = prior
     for _ in range(rounds):
         pairs = itertools.product(GRID["bandwidth"], GRID["overhead_s"])
-        decode = min((attrs.evolve(found, bandwidth=b, overhead_s=o) for b, o in pairs), key=lambda e: _loss(samples, e, 0))
-        dense = min((attrs.evolve(decode, compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
-        moe = min((attrs.evolve(dense, moe_compute=c) for c in GRID["compute"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
-        both = min((attrs.evolve(moe, prefill_ramp_tokens=r) for r in GRID["prefill_ramp_tokens"]), key=lambda e: _loss(samples, e, 1) + _loss(samples, e, 0))
+        decode = min((attrs.evolve(found, bandwidth=b, overhead_s=o) for b, o in pairs), key=lambda e: _loss(samples, e, (0,)))
+        both = _prefill_descent(samples, decode)
         if both == found:
             break
         found = both

@@ -154,6 +154,7 @@ def predict(
         bandwidth=central_eff.bandwidth * SPREAD["bandwidth"][0],
         compute=central_eff.compute * SPREAD["compute"][0],
         moe_compute=central_eff.moe_compute * SPREAD["compute"][0],
+        scan_compute=central_eff.scan_compute * SPREAD["compute"][0],
         overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][1],
         layer_overhead_s=central_eff.layer_overhead_s * SPREAD["overhead_s"][1],
     )
@@ -162,6 +163,7 @@ def predict(
         bandwidth=min(1.0, central_eff.bandwidth * SPREAD["bandwidth"][1]),
         compute=min(1.0, central_eff.compute * SPREAD["compute"][1]),
         moe_compute=min(1.0, central_eff.moe_compute * SPREAD["compute"][1]),
+        scan_compute=min(1.0, central_eff.scan_compute * SPREAD["compute"][1]),
         overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][0],
         layer_overhead_s=central_eff.layer_overhead_s * SPREAD["overhead_s"][0],
     )

@@ -34,12 +34,11 @@ from attrs.validators import ge, le
 
 from arena_core import bounds
 from arena_core.roofline import BYTES_PER_PARAM, GGUF_TYPES, bytes_per_param
-from arena_core.types import HardwareProfile, ModelSpec
+from arena_core.types import HardwareProfile, ModelArchitecture, ModelSpec
 
-#: The compute roof a precision's prefill runs at. FP8 W8A8 kernels use the FP8 roof; 4-bit
-#: checkpoints are taken at the 16-bit roof, because weight-only 4-bit paths compute in 16 bits
-#: and on GB10 the NVFP4 prefill measured 28 % of the BF16 roof, 7 % of the FP4 one (hardware.md 4.1-4.2).
-COMPUTE_PRECISION = {"fp8": "fp8"}
+#: The low-precision GEMMs a checkpoint's precision runs: FP8 W8A8 and NVFP4/MXFP4 W4A4 (where
+#: the hardware has the roof). Weight-only formats (AWQ, GPTQ, GGUF) compute in 16 bits (hardware.md 4.1).
+LOW_PRECISION = {"fp8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}
 
 
 #: A simulation longer than this is a mistake (a request that can never finish), not a forecast.
@@ -52,6 +51,9 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
     if experts <= 0 or top_k <= 0 or tokens <= 0:
         return 0.0
     return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+SPEEDUP = [ge(1.0), le(8.0)]
 
 
 @frozen(kw_only=True)
@@ -71,20 +73,68 @@ class Efficiency:
     #: its peak on fewer rows, so prefilling n tokens takes about (n + this) tokens' time. A
     #: decode-only step runs other kernels (few rows, bound by memory), so it has no such term.
     prefill_ramp_tokens: float = field(default=0.0, validator=[ge(0.0), le(65536.0)])
+    #: How much faster than at 16 bits a dense model prefills whose GEMMs run in FP8 or FP4, and
+    #: a mixture of experts whose expert GEMMs run in either: at most the roofs' ratio, less where
+    #: attention, norms and the activations' quantisation stay as they were or a kernel upcasts
+    fp8_speedup: float = field(default=1.0, validator=SPEEDUP)
+    fp4_speedup: float = field(default=1.0, validator=SPEEDUP)
+    moe_speedup: float = field(default=1.0, validator=SPEEDUP)
+    #: of the dense peak in Gated DeltaNet's chunked scan: kernels of their own beside the
+    #: GEMMs, a Triton fallback on some GPUs (GB10: hardware.md 4.2)
+    scan_compute: float = field(default=0.05, validator=bounds.EFFICIENCY)
 
     def step_overhead_s(self, layers: int) -> float:
         return self.overhead_s + self.layer_overhead_s * layers
 
+    def describe(self, prior: Efficiency | None = None) -> str:
+        """The efficiencies in one line, each beside its prior where ``prior`` is given."""
+        parts = []
+        for label, name, shown in DESCRIBED:
+            text = f"{label} {shown(getattr(self, name))}"
+            parts.append(text + (f" (prior {shown(getattr(prior, name))})" if prior is not None else ""))
+        return ", ".join(parts)
 
-#: Priors before any calibration (hardware.md 4.2). vLLM: the BLIS simulator's defaults (72 % of
-#: the bandwidth, 0.5 ms a step and 20 µs a layer, with CUDA graphs); a dense prefill at 50 % of
-#: the dense peak (the middle of the 30-60 % prefill range; GB10's GEMMs reach 71-75 %), a mixture
-#: of experts' at 28 % (GB10: Qwen3.6-35B-A3B's prefill at 28 % of the BF16 roof). llama.cpp: 60 %
-#: of the bandwidth, 30 % of the peak, 2 ms a step.
+
+#: Priors before any calibration (hardware.md 4.1-4.2). vLLM: the BLIS simulator's defaults (72 %
+#: of the bandwidth, 0.5 ms a step and 20 µs a layer, with CUDA graphs); a dense prefill at 50 %
+#: of the 16-bit peak (the middle of the 30-60 % prefill range; GB10's GEMMs reach 71-75 %), twice
+#: that in FP8 (the roofs' ratio; GB10's FP8 GEMM 188 TFLOPS against BF16's 92) and no faster in
+#: FP4 (many 4-bit paths upcast); a mixture of experts' low-precision expert GEMMs 1.3 times its
+#: 16-bit ones (GB10's CUTLASS MoE kernels, 120-154 TFLOPS, against BF16's 92: the low end) and
+#: its prefill at 28 % of the 16-bit peak (the one MoE prefill published on GB10, Qwen3.6-35B-A3B;
+#: an NVFP4 figure, taken for the 16-bit one: read strictly, 22 %, the LOMO table of tier 0 in
+#: docs/prediction.md gives both). Gated DeltaNet's scan at 5 %: an assumption (on GB10 it runs a Triton fallback that
+#: "loses efficiency"; no figure is published), for calibration to replace. llama.cpp: 60 % of
+#: the bandwidth, 30 % of the peak, 2 ms a step.
 PRIORS = {
-    "vllm": Efficiency(bandwidth=0.72, compute=0.5, moe_compute=0.28, overhead_s=0.0005, layer_overhead_s=20e-6),
+    "vllm": Efficiency(
+        bandwidth=0.72,
+        compute=0.5,
+        moe_compute=0.28,
+        overhead_s=0.0005,
+        layer_overhead_s=20e-6,
+        fp8_speedup=2.0,
+        fp4_speedup=1.0,
+        moe_speedup=1.3,
+        scan_compute=0.05,
+    ),
     "llama-cpp": Efficiency(bandwidth=0.6, compute=0.3, moe_compute=0.3, overhead_s=0.002),
 }
+
+
+#: What :meth:`Efficiency.describe` says, in its order: label, field, how the value is shown.
+DESCRIBED = (
+    ("bandwidth", "bandwidth", "{:.0%}".format),
+    ("compute", "compute", "{:.0%}".format),
+    ("a mixture of experts' prefill", "moe_compute", "{:.0%}".format),
+    ("FP8 speedup", "fp8_speedup", "×{:.2g}".format),
+    ("FP4 speedup", "fp4_speedup", "×{:.2g}".format),
+    ("a mixture of experts' low-precision speedup", "moe_speedup", "×{:.2g}".format),
+    ("Gated DeltaNet's scan", "scan_compute", "{:.1%}".format),
+    ("per step", "overhead_s", lambda s: f"{s * 1000:g} ms"),
+    ("per layer", "layer_overhead_s", lambda s: f"{s * 1e6:g} µs"),
+    ("prefill ramp", "prefill_ramp_tokens", lambda t: f"{t:.0f} tokens"),
+)
 
 
 @frozen(kw_only=True)
@@ -107,6 +157,8 @@ class ModelPhysics:
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops_per_context_token: float = 0.0
     layers: int = 0
+    #: Gated DeltaNet's FLOPs per token (its chunked scan and state update, every such layer)
+    scan_flops_per_token: float = 0.0
     notes: tuple[str, ...] = ()
 
     def kv_read(self, context: float) -> float:
@@ -120,6 +172,21 @@ class ModelPhysics:
     def weight_bytes(self, tokens: float) -> float:
         """Weights one step reads for ``tokens`` tokens (decodes and prefill chunks together)."""
         return self.shared_bytes + self.lm_head_bytes + self.expert_bytes * expected_experts(self.experts, self.top_k, tokens)
+
+
+#: Tokens per chunk of Gated DeltaNet's chunked scan (flash-linear-attention's kernels: 64).
+SCAN_CHUNK = 64
+
+
+def delta_net_flops(arch: ModelArchitecture) -> float:
+    """FLOPs of one token through every Gated DeltaNet layer's chunked scan: per value head,
+    its scores and outputs within the chunk (2·C·(d_k + d_v)) and the state's read and update
+    (4·d_k·d_v). Mamba-2 layers (``linear_key_dim`` set) are left out: their scan is fused
+    into kernels the efficiency of the GEMMs covers."""
+    if arch.linear_key_dim:
+        return 0.0
+    size = arch.linear_head_dim
+    return float(arch.linear_attention_layers * arch.linear_value_heads * (4 * SCAN_CHUNK * size + 4 * size * size))
 
 
 def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics:
@@ -169,6 +236,7 @@ def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics
         window_kv_bytes_per_token=arch.window_kv_bytes_per_token(kv_bytes_per_element) if arch else 0.0,
         window_attention_flops_per_context_token=4.0 * (arch.sliding_window_layers if arch else 0) * window_q_width,
         layers=arch.layers if arch else 0,
+        scan_flops_per_token=delta_net_flops(arch) if arch else 0.0,
         notes=tuple(notes),
     )
 
@@ -181,18 +249,36 @@ class Machine:
     peak_flops: float
     #: the model it runs is a mixture of experts: its prefill runs at ``Efficiency.moe_compute``
     mixture_of_experts: bool = False
+    #: "fp8" or "fp4": the low-precision GEMMs the model runs (``Efficiency.fp8_speedup``,
+    #: ``fp4_speedup`` or ``moe_speedup``); "": it computes in 16 bits
+    low_precision: str = ""
+
+    def compute_flops(self, efficiency: Efficiency) -> float:
+        """FLOP/s a prefill reaches: the 16-bit roof × the efficiency × a low precision's speedup."""
+        if not self.low_precision:
+            speedup = 1.0
+        elif self.mixture_of_experts:
+            speedup = efficiency.moe_speedup
+        else:
+            speedup = efficiency.fp8_speedup if self.low_precision == "fp8" else efficiency.fp4_speedup
+        return self.peak_flops * (efficiency.moe_compute if self.mixture_of_experts else efficiency.compute) * speedup
 
     @classmethod
     def of(cls, hardware: HardwareProfile, model: ModelSpec) -> Machine:
-        """The roofs ``model`` runs under on ``hardware``. A mixture of experts prefills at the
-        16-bit roof whatever its precision: its grouped expert GEMMs have no FP8 path as fast as
-        a dense layer's (on GB10, Qwen3.6-35B-A3B's prefill reaches 28 % of the BF16 roof)."""
+        """The roofs ``model`` runs under on ``hardware``: the 16-bit one, and which low-precision
+        GEMMs it runs where the hardware has that roof (an FP8 checkpoint on a GPU without FP8
+        runs its GEMMs in 16 bits)."""
         if not hardware.memory_bandwidth_gbs or not hardware.dense_tflops:
             raise ValueError(f"hardware {hardware.name!r} has no memory bandwidth or dense TFLOPS for the simulator")
         moe = bool(model.params_active_b and model.params_total_b and model.params_active_b < model.params_total_b)
-        wanted = "bf16" if moe else COMPUTE_PRECISION.get(model.precision.lower().split()[0], "bf16")
-        tflops = hardware.dense_tflops.get(wanted) or hardware.dense_tflops.get("bf16") or max(hardware.dense_tflops.values())
-        return cls(bandwidth=hardware.memory_bandwidth_gbs * 1e9, peak_flops=tflops * 1e12, mixture_of_experts=moe)
+        tflops = hardware.dense_tflops.get("bf16") or max(hardware.dense_tflops.values())
+        low = LOW_PRECISION.get(model.precision.lower().split()[0], "")
+        return cls(
+            bandwidth=hardware.memory_bandwidth_gbs * 1e9,
+            peak_flops=tflops * 1e12,
+            mixture_of_experts=moe,
+            low_precision=low if low in hardware.dense_tflops else "",
+        )
 
 
 def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]]) -> tuple[float, float]:
@@ -210,14 +296,21 @@ def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill
 
 
 def step_seconds(
-    read: np.ndarray, flops: np.ndarray, machine: Machine, efficiency: Efficiency, layers: int = 0, ramp_flops: np.ndarray | float = 0.0
+    read: np.ndarray,
+    flops: np.ndarray,
+    machine: Machine,
+    efficiency: Efficiency,
+    layers: int = 0,
+    ramp_flops: np.ndarray | float = 0.0,
+    scan_flops: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Steps' times (of a model of ``layers`` layers), and whether each was bound by memory
     (True) or compute (False). ``ramp_flops``: a prefilling step's FLOPs per token (0 for a
-    decode-only step), which ``Efficiency.prefill_ramp_tokens`` multiplies."""
+    decode-only step), which ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a
+    step's Gated DeltaNet FLOPs, at ``Efficiency.scan_compute``."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
-    compute_s = flops / (machine.peak_flops * (efficiency.moe_compute if machine.mixture_of_experts else efficiency.compute))
+    compute_s = flops / machine.compute_flops(efficiency) + scan_flops / (machine.peak_flops * efficiency.scan_compute)
     return np.maximum(memory_s, compute_s) + efficiency.step_overhead_s(layers), memory_s >= compute_s
 
 
@@ -262,6 +355,8 @@ class Simulation:
     layers: int = 0
     #: per step: the model's FLOPs per token if the step prefilled, else 0
     ramp_flops: np.ndarray | float = 0.0
+    #: per step: its Gated DeltaNet FLOPs
+    scan_flops: np.ndarray | float = 0.0
 
     def bound(self) -> str:
         """What bounded most steps: "bandwidth" or "compute"."""
@@ -271,7 +366,7 @@ class Simulation:
         """Each served request's first-token and end times at other efficiencies: only for
         requests all due at 0 and all admitted at once (a closed-loop round), whose steps do not
         depend on when they ran."""
-        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops)
+        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops)
         ends = np.cumsum(seconds)
         return ends[[s.first_step for s in self.served]], ends[[s.last_step for s in self.served]]
 
@@ -287,6 +382,7 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
     flop_steps: list[float] = []
     memory_steps: list[bool] = []
     ramp_steps: list[float] = []
+    scan_steps: list[float] = []
     clock, index = 0.0, 0
     while index < len(waiting) or running:
         while index < len(waiting) and len(running) < slots and waiting[index].arrival_s <= clock:
@@ -307,7 +403,8 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
             physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
         )
         ramp = physics_.flops_per_token if chunks else 0.0
-        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers, ramp)
+        scan = physics_.scan_flops_per_token * (len(decoding) + sum(take for _, take in chunks))
+        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers, ramp, scan)
         clock += float(seconds[0])
         step = len(ends)
         ends.append(clock)
@@ -315,6 +412,7 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
         flop_steps.append(flops)
         memory_steps.append(bool(memory[0]))
         ramp_steps.append(ramp)
+        scan_steps.append(scan)
         for entry in decoding:
             entry[2] += 1
         for entry, take in chunks:
@@ -334,4 +432,5 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
         memory_bound=np.array(memory_steps, dtype=bool),
         layers=physics_.layers,
         ramp_flops=np.array(ramp_steps),
+        scan_flops=np.array(scan_steps),
     )

@@ -133,19 +133,44 @@ def test_mamba_2_state_of_nemotron_3_super(registry):
     assert found.kv_bytes_per_token == 8 * 1024  # 8 GQA layers x 2 KV heads of 128: 8 KiB a token
 
 
-def test_a_mixture_of_experts_prefills_at_the_16_bit_roof_and_its_own_efficiency(registry):
-    gb10 = registry.get("hardware", "gb10")
-    moe, dense = Machine.of(gb10, registry.get("models", "qwen3.6-35b-a3b")), Machine.of(gb10, registry.get("models", "qwen3.6-27b"))
-    assert moe.peak_flops == gb10.dense_tflops["bf16"] * 1e12 and moe.mixture_of_experts  # FP8, but grouped expert GEMMs
-    assert dense.peak_flops == gb10.dense_tflops["fp8"] * 1e12 and not dense.mixture_of_experts
+def test_a_low_precision_speeds_up_the_prefill_only_where_the_hardware_has_its_roof(registry):
+    """Compute counts from the 16-bit roof; FP8 GEMMs add the FP8 speedup (dense) or the MoE one
+    (a mixture of experts), NVFP4 the FP4 one, and a GPU without that roof adds nothing."""
     import numpy as np
 
     from arena_core.simulator import step_seconds
 
-    efficiency = Efficiency(bandwidth=1.0, compute=0.5, moe_compute=0.25, overhead_s=0.0, layer_overhead_s=0.001)
-    flops = np.array([moe.peak_flops])
-    assert step_seconds(np.array([0.0]), flops, moe, efficiency, layers=40)[0][0] == pytest.approx(4.0 + 0.04)
-    assert step_seconds(np.array([0.0]), flops, attrs.evolve(moe, mixture_of_experts=False), efficiency)[0][0] == pytest.approx(2.0)
+    gb10, h100 = registry.get("hardware", "gb10"), registry.get("hardware", "h100-sxm")
+    moe, dense = Machine.of(gb10, registry.get("models", "qwen3.6-35b-a3b")), Machine.of(gb10, registry.get("models", "qwen3.6-27b"))
+    nvfp4, bf16 = Machine.of(gb10, registry.get("models", "mistral-small-3.2-24b-it-nvfp4")), Machine.of(gb10, registry.get("models", "qwen3.5-0.8b"))
+    assert {m.peak_flops for m in (moe, dense, nvfp4, bf16)} == {gb10.dense_tflops["bf16"] * 1e12}
+    assert (moe.mixture_of_experts, moe.low_precision, dense.low_precision, nvfp4.low_precision, bf16.low_precision) == (True, "fp8", "fp8", "fp4", "")
+    assert "fp4" not in h100.dense_tflops and Machine.of(h100, registry.get("models", "mistral-small-3.2-24b-it-nvfp4")).low_precision == ""
+    efficiency = Efficiency(
+        bandwidth=1.0, compute=0.5, moe_compute=0.25, overhead_s=0.0, layer_overhead_s=0.001, fp8_speedup=2.0, fp4_speedup=1.5, moe_speedup=1.25
+    )
+    flops = np.array([gb10.dense_tflops["bf16"] * 1e12])  # one second at the 16-bit roof
+    seconds = {
+        name: step_seconds(np.array([0.0]), flops, machine, efficiency)[0][0]
+        for name, machine in (("moe", moe), ("dense", dense), ("nvfp4", nvfp4), ("bf16", bf16))
+    }
+    assert seconds == pytest.approx({"moe": 1 / (0.25 * 1.25), "dense": 1 / (0.5 * 2.0), "nvfp4": 1 / (0.5 * 1.5), "bf16": 1 / 0.5})
+    assert step_seconds(np.array([0.0]), flops, moe, efficiency, layers=40)[0][0] == pytest.approx(3.2 + 0.04)  # and 1 ms a layer
+
+
+def test_gated_deltanet_scan_flops_by_hand_and_at_their_own_efficiency(registry):
+    """Qwen3.5-0.8B: 18 DeltaNet layers x 16 value heads of 128; per head and token, 2·64·(128 + 128)
+    within the chunk and 4·128·128 for the state. Mamba-2 layers (Nemotron) have no such term."""
+    import numpy as np
+
+    from arena_core.simulator import step_seconds
+
+    small = physics(registry.get("models", "qwen3.5-0.8b"))
+    assert small.scan_flops_per_token == 18 * 16 * (2 * 64 * 256 + 4 * 128 * 128)
+    assert physics(registry.get("models", "nemotron-3-super-120b-a12b-nvfp4")).scan_flops_per_token == 0.0
+    machine, efficiency = Machine(bandwidth=1e12, peak_flops=1e12), Efficiency(bandwidth=1.0, compute=0.5, overhead_s=0.0, scan_compute=0.05)
+    seconds, _ = step_seconds(np.zeros(1), np.array([1e12]), machine, efficiency, scan_flops=np.array([1e11]))
+    assert seconds[0] == pytest.approx(2.0 + 2.0)  # its own kernels: their time adds to the GEMMs'
 
 
 def test_a_prefilling_step_pays_the_ramp_and_a_decode_step_does_not():
@@ -183,8 +208,9 @@ def test_an_unknown_precision_is_said_not_guessed(registry):
 
 def test_leave_one_model_out_over_the_seed_cohort():
     """scripts/prediction_error.py over the seed's 17 models: every closed-loop figure predicted;
-    calibrating on the other models (tier 1) narrows the median error of tokens/s, which meets
-    its goals at both tiers; TTFT is held to what was measured (docs/prediction.md has the table)."""
+    calibrating on the other models (tier 1) narrows the median error of both metrics; tokens/s
+    meets its goals at both tiers, TTFT at tier 0; TTFT at tier 1 is held to what was measured
+    (docs/prediction.md has the table)."""
     import json
     from pathlib import Path
 
@@ -200,11 +226,11 @@ def test_leave_one_model_out_over_the_seed_cohort():
         for metric, predicted, measured in (("tps", "predicted_tps", "measured_tps"), ("ttft", "predicted_ttft_s", "measured_ttft_s")):
             found = sorted(abs(r[predicted] - r[measured]) / r[measured] for r in mine)
             errors[tier, metric] = found[len(found) // 2]
-    assert errors["tier1", "tps"] < errors["tier0", "tps"]
-    # what was measured on 2026-12-01 (docs/prediction.md), with a margin: a change that makes the
-    # prediction worse fails here
+    assert errors["tier1", "tps"] < errors["tier0", "tps"] and errors["tier1", "ttft"] < errors["tier0", "ttft"], errors
     assert errors["tier0", "tps"] <= 0.20 and errors["tier1", "tps"] <= 0.10, errors  # the goals of prediction.md
-    assert errors["tier0", "ttft"] < 0.3 and errors["tier1", "ttft"] < 0.3, errors  # the goals (0.20, 0.10) are not met
+    assert errors["tier0", "ttft"] <= 0.20, errors  # its goal
+    # measured 17 % on 2026-12-01 (docs/prediction.md), its goal 10 % not met: a change that makes it worse fails here
+    assert errors["tier1", "ttft"] < 0.18, errors
 
 
 def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):

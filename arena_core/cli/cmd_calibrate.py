@@ -57,12 +57,7 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
     echo(f"fitted to {calibration.results} results of {calibration.runs} runs on {hardware} ({calibration.backend}):")
     if left_out := len(samples) - len(fitted_to):
         echo(f"  left out: {left_out} results of speculative decoding (MTP), which the simulator does not cover")
-    echo(
-        f"  bandwidth {fitted.bandwidth:.0%} (prior {prior.bandwidth:.0%}), compute {fitted.compute:.0%} (prior {prior.compute:.0%}), "
-        f"a mixture of experts' prefill {fitted.moe_compute:.0%} (prior {prior.moe_compute:.0%}), "
-        f"{fitted.overhead_s * 1000:g} ms a step (prior {prior.overhead_s * 1000:g}) and {fitted.layer_overhead_s * 1e6:g} µs a layer, "
-        f"a prefill ramp of {fitted.prefill_ramp_tokens:g} tokens (prior {prior.prefill_ramp_tokens:g})"
-    )
+    echo(f"  {fitted.describe(prior)}")
     for metric, index in (("tokens/s per user", 0), ("TTFT", 1)):
         before, after = error_of(fitted_to, prior, index), error_of(fitted_to, fitted, index)
         if before is not None and after is not None:

@@ -55,10 +55,7 @@ def predict_command(
     except ValueError as exc:
         raise UsageError(f"cannot predict {model} on {hardware}: {exc}") from None
     capacity = _capacity(spec, profile, backend, registry.get("workloads", "chat"), objective, efficiency) if with_capacity else None
-    settings = (
-        f"bandwidth {efficiency.bandwidth:.0%}, compute {efficiency.compute:.0%} (a mixture of experts' prefill {efficiency.moe_compute:.0%}), "
-        f"{efficiency.overhead_s * 1000:g} ms a step and {efficiency.layer_overhead_s * 1e6:g} µs a layer, a prefill ramp of {efficiency.prefill_ramp_tokens:g} tokens"
-    )
+    settings = efficiency.describe()
     if stored:
         tier = f"tier 1: calibrated on {stored.results} results of {stored.runs} runs on {hardware} ({settings}; arena calibrate, {stored.fitted_at})"
     else:
