@@ -190,6 +190,13 @@ def _checkpoint(
 
 _UNPUBLISHED = (None, None, None)
 _GEMMA4 = (82.6, 82.3, 77.1)
+#: Gemma 4 26B-A4B's parameters: 25.2B in all, 3.8B active a token (Google's model card as the
+#: write-ups quote it; "26B" and "A4B" are the rounded name)
+GEMMA4_TOTAL, GEMMA4_ACTIVE = 25.2, 3.8
+#: Nemotron 3 Nano 30B-A3B: kept at the name's 30B and 3B. Its write-ups give 31.6B in all and
+#: 3.2B, 3.5B or 3.6B active, "with" or "without embeddings", which do not add up to one count
+#: of what a token computes; the catalog takes none of them until the config is read.
+NEMOTRON3_NANO_TOTAL, NEMOTRON3_NANO_ACTIVE = 30.0, 3.0
 _QWEN36_35B = (85.2, 86.0, 80.4)
 
 COHORT: tuple[ModelSpec, ...] = (
@@ -202,8 +209,8 @@ COHORT: tuple[ModelSpec, ...] = (
         "Ministral 3 3B Instruct (FP8)",
         "mistralai/Ministral-3-3B-Instruct-2512",
         "fp8",
-        3,
-        3,
+        3.4,  # the language model's parameters (the Megatron-Bridge page and Mistral's card: 3.4B + a 0.4B vision encoder)
+        3.4,
         MINISTRAL3_3B,
         (70.7, 53.4, 54.8),
         "HF row",
@@ -213,23 +220,41 @@ COHORT: tuple[ModelSpec, ...] = (
         "Ministral 3 8B Instruct (FP8)",
         "mistralai/Ministral-3-8B-Instruct-2512",
         "fp8",
-        8,
-        8,
+        8.4,  # the language model's parameters (the Megatron-Bridge page: 8.4B + a 0.4B vision encoder)
+        8.4,
         MINISTRAL3_8B,
         _UNPUBLISHED,
         "not published",
     ),
-    _checkpoint("gemma-4-26b-a4b-it-bf16-v23", "Gemma 4 26B-A4B-it (BF16)", "google/gemma-4-26B-A4B-it", "bf16", 26, 4, GEMMA4_26B_A4B, _GEMMA4, "site card"),
     _checkpoint(
-        "gemma-4-26b-a4b-it-mtp-v23", "Gemma 4 26B-A4B-it (BF16, MTP)", "google/gemma-4-26B-A4B-it", "bf16 + mtp", 26, 4, GEMMA4_26B_A4B, _GEMMA4, "site card"
+        "gemma-4-26b-a4b-it-bf16-v23",
+        "Gemma 4 26B-A4B-it (BF16)",
+        "google/gemma-4-26B-A4B-it",
+        "bf16",
+        GEMMA4_TOTAL,
+        GEMMA4_ACTIVE,
+        GEMMA4_26B_A4B,
+        _GEMMA4,
+        "site card",
+    ),
+    _checkpoint(
+        "gemma-4-26b-a4b-it-mtp-v23",
+        "Gemma 4 26B-A4B-it (BF16, MTP)",
+        "google/gemma-4-26B-A4B-it",
+        "bf16 + mtp",
+        GEMMA4_TOTAL,
+        GEMMA4_ACTIVE,
+        GEMMA4_26B_A4B,
+        _GEMMA4,
+        "site card",
     ),
     _checkpoint(
         "gemma-4-26b-a4b-it-nvfp4-v23",
         "Gemma 4 26B-A4B-it (NVFP4)",
         "nvidia/Gemma-4-26B-A4B-NVFP4",
         "nvfp4",
-        26,
-        4,
+        GEMMA4_TOTAL,
+        GEMMA4_ACTIVE,
         GEMMA4_26B_A4B,
         _GEMMA4,
         "same base model as the BF16 card",
@@ -261,8 +286,8 @@ COHORT: tuple[ModelSpec, ...] = (
         "Nemotron 3 Nano Omni 30B-A3B (NVFP4)",
         "nvidia/Nemotron-3-Nano-Omni-30B-A3B-Reasoning-NVFP4",
         "nvfp4",
-        30,
-        3,
+        NEMOTRON3_NANO_TOTAL,
+        NEMOTRON3_NANO_ACTIVE,
         NEMOTRON3_NANO_30B,
         _UNPUBLISHED,
         "not published",
@@ -272,8 +297,8 @@ COHORT: tuple[ModelSpec, ...] = (
         "Nemotron 3 Nano Omni 30B-A3B (BF16)",
         "nvidia/Nemotron-3-Nano-Omni-30B-A3B-Reasoning-BF16",
         "bf16",
-        30,
-        3,
+        NEMOTRON3_NANO_TOTAL,
+        NEMOTRON3_NANO_ACTIVE,
         NEMOTRON3_NANO_30B,
         _UNPUBLISHED,
         "not published",
@@ -283,8 +308,8 @@ COHORT: tuple[ModelSpec, ...] = (
         "Nemotron 3 Nano Omni 30B-A3B (FP8)",
         "nvidia/Nemotron-3-Nano-Omni-30B-A3B-Reasoning-FP8",
         "fp8",
-        30,
-        3,
+        NEMOTRON3_NANO_TOTAL,
+        NEMOTRON3_NANO_ACTIVE,
         NEMOTRON3_NANO_30B,
         _UNPUBLISHED,
         "not published",
