@@ -1,14 +1,16 @@
 """Calibration and the error ledger (``shared/spec/prediction.md`` section 3).
 
-**Calibration** fits the step simulator's efficiencies (memory bandwidth, compute, per-step
-overhead) to the stored runs of one hardware profile and backend: least squares on log errors,
-on a grid. Decode speed fixes bandwidth and overhead; then, with those, the time to first token
-fixes compute. Only closed-loop results are used: their simulated steps do not depend on their
-timing, so each grid point re-times them instead of simulating again.
+**Calibration** fits the step simulator's efficiencies (memory bandwidth, compute and its
+speedups, per-step overhead, the prefill ramp) to the stored runs of one hardware profile and
+backend: least squares on log errors. Decode speed fixes bandwidth and overhead on a grid; then,
+with those, the time to first token fixes the prefill's parameters by pattern search. Only
+closed-loop results are used: their simulated steps do not depend on their timing, so each point
+of the search re-times them instead of simulating again.
 
-**The error ledger**: every stored closed-loop result beside the prediction made *without its run*
-(fitted to the other runs of its hardware and backend; the priors when there are none), so the
-running error of the prediction is always the error on data it did not see.
+**The error ledger**: every stored result beside the prediction made *without its run* (fitted
+to the other runs of its hardware and backend; the priors when there are none), so the running
+error of the prediction is always the error on data it did not see. An open-loop result is
+simulated again at those efficiencies on its own arrivals.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from cattrs.errors import BaseValidationError
 
 from arena_core.converter import CONVERTER
 from arena_core.files import write_json_atomic
-from arena_core.prediction import closed_figures, closed_rounds, speculative
+from arena_core.prediction import closed_figures, closed_rounds, open_run, speculative
 from arena_core.registry import Registry
+from arena_core.roofline import KV_CACHE_BYTES
 from arena_core.simulator import PRIORS, Efficiency, Machine, Simulation
-from arena_core.types import ClosedLoopShape, ModelCard, ModelSpec
+from arena_core.types import CardWorkload, ClosedLoopShape, ModelCard, ModelSpec, OpenLoopShape, WorkloadSpec
 
 GRID = {
     "bandwidth": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
@@ -48,8 +51,6 @@ PREFILL = {
 }
 #: The figures of a hardware profile a run's card may carry as it measured them.
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
-#: Bytes per KV element of a run's recorded ``kv_cache_dtype`` (16 bits when it says nothing).
-KV_BYTES = {"fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "bf16": 2.0, "fp16": 2.0, "auto": 2.0}
 #: The engine whose scheduling a backend's runs are simulated with.
 ENGINE_OF = {"llama-cpp": "llama-cpp"}
 
@@ -95,31 +96,97 @@ def model_of(card: ModelCard, registry: Registry) -> ModelSpec | None:
         return None
 
 
+@frozen(kw_only=True)
+class OpenResult:
+    """One measured open-loop result: its steps depend on their timing, so each efficiency
+    simulates it again (in the ledger, not in a fit). Its tokens/s is the output throughput."""
+
+    run_id: str
+    workload: WorkloadSpec
+    model: ModelSpec
+    machine: Machine
+    engine: str
+    kv_bytes_per_element: float
+    tps: float | None
+    ttft_s: float | None
+
+    def predicted(self, efficiency: Efficiency) -> tuple[float | None, float | None]:
+        found = open_run(self.workload, self.model, self.machine, efficiency, self.engine, kv_bytes_per_element=self.kv_bytes_per_element)
+        return found.total_tps, found.ttft_p50_s
+
+
+def _served(card: ModelCard, registry: Registry) -> tuple[ModelSpec, Machine, float] | None:
+    """The card's model, the roofs it ran under (as the run measured them), and its KV cache's
+    bytes per element; None where the simulator cannot serve it."""
+    model = model_of(card, registry)
+    registration = registry.hardware.get(card.hardware)
+    if model is None or registration is None:
+        return None
+    roofs = card.facts.get("hardware_roofs") or {}
+    try:  # a manifest's figures are checked like any file's
+        hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if k in ROOFS and v}, measure=None)
+        machine = Machine.of(hardware, model)
+    except (TypeError, ValueError):
+        return None
+    settings = card.facts.get("server_settings") or card.facts.get("backend_facts") or {}  # an import's, else the backend's
+    kv_dtype = str(settings.get("kv_cache_dtype", "")).lower()
+    return model, machine, KV_CACHE_BYTES.get(kv_dtype, 2.0)  # 16 bits when the run says nothing
+
+
+def _ran(card: ModelCard, registry: Registry, kind: type) -> list[tuple[CardWorkload, WorkloadSpec]]:
+    """The card's valid results of standard workloads of ``kind`` (closed or open loop), each
+    with its workload as it ran: scaled, and in the shape an imported card says it had."""
+    found = []
+    for line in card.workloads:
+        spec = registry.workloads.get(line.name)
+        if spec is None or line.custom or not line.valid or not isinstance(spec.item.shape, kind):
+            continue
+        workload = spec.item.scaled(line.scale)
+        try:
+            if measured := (card.facts.get("measured_shapes") or {}).get(line.name):  # what really ran
+                workload = attrs.evolve(workload, shape=attrs.evolve(workload.shape, **measured))
+        except (TypeError, ValueError):
+            continue
+        found.append((line, workload))
+    return found
+
+
+def open_results_of(cards: Sequence[ModelCard], registry: Registry) -> list[OpenResult]:
+    """Every simulable open-loop result of ``cards``."""
+    found = []
+    for card in cards:
+        if (served := _served(card, registry)) is None:
+            continue
+        model, machine, kv_bytes = served
+        for line, workload in _ran(card, registry, OpenLoopShape):
+            tps = line.metrics.get("output_tps") or line.tokens_per_second  # an imported card's tokens/s may be the seed's G
+            engine = engine_of(card.backend)
+            found.append(
+                OpenResult(
+                    run_id=card.run_id,
+                    workload=workload,
+                    model=model,
+                    machine=machine,
+                    engine=engine,
+                    kv_bytes_per_element=kv_bytes,
+                    tps=tps,
+                    ttft_s=line.ttft_p50_s,
+                )
+            )
+    return found
+
+
 def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
     """Every simulable closed-loop result of ``cards`` (a standard or scaled workload of a model
     whose parameters and precision are known, on hardware with the roofs the simulator needs)."""
     found = []
     for card in cards:
-        model = model_of(card, registry)
-        registration = registry.hardware.get(card.hardware)
-        if model is None or registration is None:
+        if (served := _served(card, registry)) is None:
             continue
-        roofs = card.facts.get("hardware_roofs") or {}
-        try:  # the roofs as the run measured them; a manifest's figures are checked like any file's
-            hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if k in ROOFS and v}, measure=None)
-            machine = Machine.of(hardware, model)
-        except (TypeError, ValueError):
-            continue
-        kv_bytes = KV_BYTES.get(str((card.facts.get("server_settings") or {}).get("kv_cache_dtype", "")).lower(), 2.0)
-        for line in card.workloads:
-            spec = registry.workloads.get(line.name)
-            if spec is None or line.custom or not line.valid or not isinstance(spec.item.shape, ClosedLoopShape):
-                continue
+        model, machine, kv_bytes = served
+        for line, workload in _ran(card, registry, ClosedLoopShape):
             ttft = line.metrics.get("ttfr_mean_s") or line.ttft_p50_s
-            workload = spec.item.scaled(line.scale)
             try:
-                if measured := (card.facts.get("measured_shapes") or {}).get(line.name):  # what really ran
-                    workload = attrs.evolve(workload, shape=attrs.evolve(workload.shape, **measured))
                 rounds = closed_rounds(workload, model, machine, PRIORS[engine_of(card.backend)], engine_of(card.backend), kv_bytes_per_element=kv_bytes)
             except (TypeError, ValueError):
                 continue
@@ -215,6 +282,8 @@ class LedgerLine:
     measured_tps: float | None
     predicted_ttft_s: float | None
     measured_ttft_s: float | None
+    #: an open-loop result: its tokens/s is the output throughput, not one user's decode speed
+    open_loop: bool = False
 
     def error(self, metric: str) -> float | None:
         """Absolute % error of ``tps`` or ``ttft``."""
@@ -223,9 +292,9 @@ class LedgerLine:
 
 
 def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, calibrated: bool = True) -> list[LedgerLine]:
-    """Each closed-loop result of ``cards`` (or of run ``only``) predicted without its own run:
-    fitted to the other runs of its hardware and backend (tier 1), or, not ``calibrated``, at the
-    engine's priors (tier 0)."""
+    """Each result of ``cards`` (or of run ``only``) predicted without its own run: fitted to the
+    other runs' closed-loop results of its hardware and backend (tier 1), or, not ``calibrated``,
+    at the engine's priors (tier 0). An open-loop result's tokens/s is its output throughput."""
     groups: dict[tuple[str, str], list[ModelCard]] = {}
     for card in cards:
         groups.setdefault((card.hardware, engine_of(card.backend)), []).append(card)
@@ -234,35 +303,43 @@ def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = No
         if only is not None and only not in {c.run_id for c in members}:
             continue
         found = samples_of(members, registry)
-        for run_id in sorted({s.run_id for s in found}):
+        opened = open_results_of([c for c in members if only is None or c.run_id == only], registry)
+        for run_id in sorted({s.run_id for s in found} | {r.run_id for r in opened}):
             if only is not None and run_id != only:
                 continue
             others = [s for s in found if s.run_id != run_id] if calibrated else []
             efficiency = fit(others, PRIORS[engine])
-            for sample in (s for s in found if s.run_id == run_id):
-                tps, ttft = sample.predicted(efficiency)
+            for sample in [*(s for s in found if s.run_id == run_id), *(r for r in opened if r.run_id == run_id)]:
+                try:
+                    tps, ttft = sample.predicted(efficiency)
+                except ValueError:  # an open-loop run the simulator cannot finish: no prediction, never a crash
+                    continue
                 lines.append(
                     LedgerLine(
                         run_id=run_id,
-                        workload=sample.workload,
+                        workload=sample.workload if isinstance(sample, Sample) else sample.workload.name,
                         tier=1 if others else 0,
                         predicted_tps=tps,
                         measured_tps=sample.tps,
                         predicted_ttft_s=ttft,
                         measured_ttft_s=sample.ttft_s,
+                        open_loop=isinstance(sample, OpenResult),
                     )
                 )
     return lines
 
 
 def ledger_summary(lines: Sequence[LedgerLine]) -> list[tuple[str, str, int, float, float]]:
-    """(workload, metric, count, median, p90) of the absolute % errors, per workload and metric."""
+    """(workload, metric, count, median, p90) of the absolute % errors, per workload and metric:
+    ``tps`` (per-user decode, closed loop), ``output_tps`` (open loop) and ``ttft``."""
     rows = []
     for workload in sorted({line.workload for line in lines}):
+        mine = [line for line in lines if line.workload == workload]
         for metric in ("tps", "ttft"):
-            errors = sorted(e for line in lines if line.workload == workload and (e := line.error(metric)) is not None)
+            errors = sorted(e for line in mine if (e := line.error(metric)) is not None)
             if errors:
-                rows.append((workload, metric, len(errors), statistics.median(errors), errors[max(0, math.ceil(0.9 * len(errors)) - 1)]))
+                label = "output_tps" if metric == "tps" and all(line.open_loop for line in mine) else metric
+                rows.append((workload, label, len(errors), statistics.median(errors), errors[max(0, math.ceil(0.9 * len(errors)) - 1)]))
     return rows
 
 

@@ -25,7 +25,7 @@ from arena_core.files import unreadable
 from arena_core.integrity import sealed
 from arena_core.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.registry import KINDS, Registry
-from arena_core.roofline import apply_ceiling
+from arena_core.roofline import KV_CACHE_BYTES, apply_ceiling
 from arena_core.store import index_run, new_run_dir, store_result
 from arena_core.types import ClosedLoopShape, QualityScore, ReportReader, Verdict, WorkloadResult
 
@@ -210,7 +210,7 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
 
 
 #: What a cards file may say of the servers its runs measured (the prediction reads them).
-SERVER_SETTINGS = {"kv_cache_dtype": ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")}
+SERVER_SETTINGS = {"kv_cache_dtype": tuple(KV_CACHE_BYTES)}
 
 
 def _server_settings(value: Any, where: str) -> dict[str, str]:

@@ -125,13 +125,14 @@ def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None,
     )
 
 
-def _open_run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str) -> Figures:
+def open_run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str, *, kv_bytes_per_element: float = 2.0) -> Figures:
+    """An open-loop workload simulated on its own seeded arrivals: ``vllm bench serve``'s figures."""
     shape = workload.shape
     assert isinstance(shape, OpenLoopShape)
     engine_slots, budget = ENGINE_LIMITS.get(engine, ENGINE_LIMITS["vllm"])
     requests, _ = _open_requests(shape, workload.seed)
     slots = min(engine_slots or 64, shape.max_concurrency or 10**9)
-    done = simulate(requests, physics(model), machine, efficiency, slots=slots, token_budget=budget)
+    done = simulate(requests, physics(model, kv_bytes_per_element), machine, efficiency, slots=slots, token_budget=budget)
     return open_figures(done.served, done.bound(), gated=shape.max_concurrency is not None)
 
 
@@ -173,7 +174,7 @@ def predict(
         central, low, high = closed_figures(rounds), closed_figures(rounds, machine, slow), closed_figures(rounds, machine, fast)
     else:
         notes += _open_requests(workload.shape, workload.seed)[1]
-        central, low, high = (_open_run(workload, model, machine, e, engine) for e in (central_eff, slow, fast))
+        central, low, high = (open_run(workload, model, machine, e, engine) for e in (central_eff, slow, fast))
     if speculative(model):
         notes.append("speculative decoding (MTP) is not covered: predicted without it")
     return WorkloadPrediction(workload=workload.name, central=central, low=low, high=high, notes=tuple(notes))

@@ -55,6 +55,9 @@ def weight_bytes_per_token(model: ModelSpec) -> float | None:
 
 
 KV_BYTES_PER_ELEMENT = 2.0
+#: Bytes per KV element of a server's KV cache type (vLLM's ``--kv-cache-dtype``; "auto": the
+#: model's own 16 bits): the one table a run's recorded setting and a cards file are checked against.
+KV_CACHE_BYTES = {"auto": 2.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
 
 
 def decode_shape(workload: WorkloadSpec | None) -> tuple[int, int]:

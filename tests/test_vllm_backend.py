@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from arena_core import ArenaHooks, BackendRequest, make_plugin_manager
@@ -42,11 +43,18 @@ def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
         command = facts["command"]
         assert command[1:3] == ["serve", "Qwen/Qwen3.5-0.8B"]
         assert command[command.index("--host") + 1] == "127.0.0.1"  # loopback only
-        assert command[command.index("--gpu-memory-utilization") + 1] == "0.80"  # unified memory: leave room for the OS
-        assert command[command.index("--max-model-len") + 1] == "4096"
+        # on a GB10, the seed's published settings (workloads.md): 0.85 of the memory, an FP8 KV
+        # cache, no prefix caching, a 131,072-token context
+        assert command[command.index("--gpu-memory-utilization") + 1] == "0.85"
+        assert command[command.index("--kv-cache-dtype") + 1] == "fp8" and "--no-enable-prefix-caching" in command
+        assert command[command.index("--max-model-len") + 1] == "131072"
+        assert facts["kv_cache_dtype"] == "fp8" and facts["prefix_caching"] is False
     finally:
         backend.stop()
     assert backend.process._process.poll() is not None  # stopped, with its process group
+    # elsewhere vLLM's own defaults, with room for the OS on unified memory, and the context the workloads need
+    elsewhere = registry.get("backends", "vllm").create(attrs.evolve(request, hardware=registry.get("hardware", "m3-ultra")))
+    assert (elsewhere.memory_utilization, elsewhere.defaults.kv_cache_dtype, elsewhere.max_model_len) == (0.80, "auto", 4096)
 
 
 def test_arena_run_with_the_vllm_backend(stand_in_vllm, tmp_path):

@@ -275,13 +275,16 @@ def prediction_rows(predictions: Sequence[LedgerLine]) -> list[tuple[str, ...]]:
 
 
 PREDICTION_HEADERS = ["workload", "tok/s predicted", "measured", "error", "TTFT predicted", "measured", "error", ""]
+#: What the tokens/s of the table are where open-loop workloads are in it.
+PREDICTION_NOTE = "tok/s: one user's decode speed for a closed-loop workload, the output throughput for an open-loop one"
 
 
 def prediction_section(predictions: Sequence[LedgerLine], h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
     if not predictions:
         return []
     title = f"{h2}Predicted vs measured (the step simulator, fitted without this run: arena predict)"
-    return [title, table_of(prediction_rows(predictions), PREDICTION_HEADERS), ""]
+    note = [PREDICTION_NOTE] if any(line.open_loop for line in predictions) else []
+    return [title, table_of(prediction_rows(predictions), PREDICTION_HEADERS), *note, ""]
 
 
 def render_model_card(

@@ -7,6 +7,8 @@ import re
 import shutil
 from collections.abc import Mapping
 
+from attrs import frozen
+
 from arena_backends.process import LocalServer
 from arena_core import BackendRequest, Endpoint, UsageError
 
@@ -15,6 +17,25 @@ START_TIMEOUT_S = 1800  # first starts compile kernels and load tens of GB
 # On unified memory (GB10, Apple, Strix Halo) the OS and the client share the pool vLLM claims.
 UNIFIED_MEMORY_UTILIZATION = 0.80
 DISCRETE_MEMORY_UTILIZATION = 0.90
+
+
+@frozen(kw_only=True)
+class ServerDefaults:
+    """The settings a hardware profile's published runs used, which Arena's runs there repeat so
+    that they compare with them."""
+
+    memory_utilization: float
+    #: vLLM's ``--kv-cache-dtype`` ("auto": the model's 16 bits)
+    kv_cache_dtype: str = "auto"
+    prefix_caching: bool = True
+    #: the context the server is started with, at least (never above the model's own)
+    max_model_len: int = 0
+
+
+#: The seed site's runs on a DGX Spark (workloads.md): an FP8 KV cache, prefix caching off, a
+#: 131,072-token context, 0.95 of the memory at first and 0.85-0.90 later (0.85: the OS and the
+#: client share the pool).
+PROFILE_DEFAULTS = {"gb10": ServerDefaults(memory_utilization=0.85, kv_cache_dtype="fp8", prefix_caching=False, max_model_len=131072)}
 
 _MODEL_MEMORY = re.compile(r"Model loading took ([\d.]+) ?GiB")
 _KV_CACHE = re.compile(r"(?:Available KV cache memory|KV cache memory)[^\d]*([\d.]+) ?GiB")
@@ -38,8 +59,11 @@ class VllmServer(LocalServer):
         super().__init__(request.run_dir, request.model.name)
         self.model = request.model
         unified = request.hardware is not None and request.hardware.unified_memory
-        self.memory_utilization = UNIFIED_MEMORY_UTILIZATION if unified else DISCRETE_MEMORY_UTILIZATION
-        self.max_model_len = request.max_context_tokens
+        plain = ServerDefaults(memory_utilization=UNIFIED_MEMORY_UTILIZATION if unified else DISCRETE_MEMORY_UTILIZATION)
+        self.defaults = PROFILE_DEFAULTS.get(request.hardware.name, plain) if request.hardware is not None else plain
+        self.memory_utilization = self.defaults.memory_utilization
+        longest = min(self.defaults.max_model_len, request.model.context_length or self.defaults.max_model_len)
+        self.max_model_len = max(request.max_context_tokens, longest)
         self.max_num_seqs = request.slots  # vLLM's own default (256 or more) unless the user fixed it
 
     def start(self) -> Endpoint:
@@ -60,6 +84,9 @@ class VllmServer(LocalServer):
             f"{self.memory_utilization:.2f}",
             "--max-model-len",
             str(self.max_model_len),
+            "--kv-cache-dtype",
+            self.defaults.kv_cache_dtype,
+            "--enable-prefix-caching" if self.defaults.prefix_caching else "--no-enable-prefix-caching",
             *(["--max-num-seqs", str(self.max_num_seqs)] if self.max_num_seqs else []),
         ]
         return self.launch(command, START_TIMEOUT_S)
@@ -72,6 +99,8 @@ class VllmServer(LocalServer):
             "command": self.command,
             "pid": self.pid,
             "gpu_memory_utilization": self.memory_utilization,
+            "kv_cache_dtype": self.defaults.kv_cache_dtype,  # the prediction reads the KV cache's bytes from it
+            "prefix_caching": self.defaults.prefix_caching,
             **log_facts(text),
         }
         if self.max_num_seqs:
