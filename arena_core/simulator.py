@@ -6,10 +6,12 @@ the error ledger call :func:`simulate`.
 and what is left of the step's token budget prefills waiting prompts in chunks (continuous
 batching with chunked prefill, as vLLM and llama.cpp schedule). It takes
 
-    max(bytes read / (bandwidth × η_bw), FLOPs / (peak × η_compute)) + overhead
+    max(bytes read / (bandwidth × η_bw), FLOPs / (peak × η_compute × speedup) + scan FLOPs / (peak × η_scan)) + overhead
 
-(η_compute is a mixture of experts' own where the model is one; a step that prefills adds the
-compute of ``prefill_ramp_tokens`` tokens; the overhead is per step and per layer.)
+(peak is the 16-bit roof; η_compute is a mixture of experts' own where the model is one; the
+speedup is a low precision's where its GEMMs run in FP8 or FP4; the scan is Gated DeltaNet's
+chunked scan, in kernels of its own; a step that prefills adds the compute of
+``prefill_ramp_tokens`` tokens; the overhead is per step and per layer.)
 
 Bytes read: the weights the step's tokens touch (for a mixture of experts, the shared part plus
 the *union* of the experts its tokens route to, E·(1 − (1 − k/E)^T) per layer for T tokens), the
@@ -53,6 +55,7 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
     return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
+#: A low precision's speedup over 16 bits: never slower, at most FP4 over BF16's 4 times, with room.
 SPEEDUP = [ge(1.0), le(8.0)]
 
 
@@ -102,10 +105,10 @@ class Efficiency:
 #: FP4 (many 4-bit paths upcast); a mixture of experts' low-precision expert GEMMs 1.3 times its
 #: 16-bit ones (GB10's CUTLASS MoE kernels, 120-154 TFLOPS, against BF16's 92: the low end) and
 #: its prefill at 28 % of the 16-bit peak (the one MoE prefill published on GB10, Qwen3.6-35B-A3B;
-#: an NVFP4 figure, taken for the 16-bit one: read strictly, 22 %, the LOMO table of tier 0 in
-#: docs/prediction.md gives both). Gated DeltaNet's scan at 5 %: an assumption (on GB10 it runs a Triton fallback that
-#: "loses efficiency"; no figure is published), for calibration to replace. llama.cpp: 60 % of
-#: the bandwidth, 30 % of the peak, 2 ms a step.
+#: an NVFP4 figure, taken for the 16-bit one: read strictly, 22 %; docs/prediction.md gives the
+#: tier-0 error both ways). Gated DeltaNet's scan at 5 %: an assumption (on GB10 it runs a Triton
+#: fallback that "loses efficiency"; no figure is published), for calibration to replace.
+#: llama.cpp: 60 % of the bandwidth, 30 % of the peak, 2 ms a step.
 PRIORS = {
     "vllm": Efficiency(
         bandwidth=0.72,
