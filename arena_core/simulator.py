@@ -284,9 +284,10 @@ class Machine:
         )
 
 
-def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]]) -> tuple[float, float]:
-    """One step's bytes read and FLOPs: ``decode_contexts`` are the contexts of the sequences
-    decoding a token; ``prefill`` is (tokens, context before them) per prompt chunk."""
+def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]]) -> tuple[float, float, float]:
+    """One step's bytes read, FLOPs, and Gated DeltaNet scan FLOPs (kernels of their own):
+    ``decode_contexts`` are the contexts of the sequences decoding a token; ``prefill`` is
+    (tokens, context before them) per prompt chunk."""
     tokens = len(decode_contexts) + sum(n for n, _ in prefill)
     read = physics_.weight_bytes(tokens)
     read += sum(physics_.kv_read(context) for context in decode_contexts) + 2 * physics_.state_bytes * len(decode_contexts)
@@ -295,7 +296,7 @@ def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill
     flops = physics_.flops_per_token * tokens + physics_.lm_head_flops * sampled
     flops += sum(physics_.attention_flops(context) for context in decode_contexts)
     flops += sum(n * physics_.attention_flops(before + n / 2) for n, before in prefill)  # each token attends to what came before it
-    return read, flops
+    return read, flops, physics_.scan_flops_per_token * tokens
 
 
 def step_seconds(
@@ -402,11 +403,10 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
                 take = min(entry[0].prompt - entry[1], budget)
                 chunks.append((entry, take))
                 budget -= take
-        read, flops = step_cost(
+        read, flops, scan = step_cost(
             physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
         )
         ramp = physics_.flops_per_token if chunks else 0.0
-        scan = physics_.scan_flops_per_token * (len(decoding) + sum(take for _, take in chunks))
         seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers, ramp, scan)
         clock += float(seconds[0])
         step = len(ends)

@@ -54,7 +54,7 @@ def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
     assert backend.process._process.poll() is not None  # stopped, with its process group
     # elsewhere vLLM's own defaults, with room for the OS on unified memory, and the context the workloads need
     elsewhere = registry.get("backends", "vllm").create(attrs.evolve(request, hardware=registry.get("hardware", "m3-ultra")))
-    assert (elsewhere.memory_utilization, elsewhere.defaults.kv_cache_dtype, elsewhere.max_model_len) == (0.80, "auto", 4096)
+    assert (elsewhere.defaults.memory_utilization, elsewhere.defaults.kv_cache_dtype, elsewhere.max_model_len) == (0.80, "auto", 4096)
 
 
 def test_arena_run_with_the_vllm_backend(stand_in_vllm, tmp_path):

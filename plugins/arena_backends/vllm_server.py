@@ -61,7 +61,6 @@ class VllmServer(LocalServer):
         unified = request.hardware is not None and request.hardware.unified_memory
         plain = ServerDefaults(memory_utilization=UNIFIED_MEMORY_UTILIZATION if unified else DISCRETE_MEMORY_UTILIZATION)
         self.defaults = PROFILE_DEFAULTS.get(request.hardware.name, plain) if request.hardware is not None else plain
-        self.memory_utilization = self.defaults.memory_utilization
         longest = min(self.defaults.max_model_len, request.model.context_length or self.defaults.max_model_len)
         self.max_model_len = max(request.max_context_tokens, longest)
         self.max_num_seqs = request.slots  # vLLM's own default (256 or more) unless the user fixed it
@@ -81,7 +80,7 @@ class VllmServer(LocalServer):
             "--served-model-name",
             self.model.name,
             "--gpu-memory-utilization",
-            f"{self.memory_utilization:.2f}",
+            f"{self.defaults.memory_utilization:.2f}",
             "--max-model-len",
             str(self.max_model_len),
             "--kv-cache-dtype",
@@ -98,7 +97,7 @@ class VllmServer(LocalServer):
             "backend": "vllm",
             "command": self.command,
             "pid": self.pid,
-            "gpu_memory_utilization": self.memory_utilization,
+            "gpu_memory_utilization": self.defaults.memory_utilization,
             "kv_cache_dtype": self.defaults.kv_cache_dtype,  # the prediction reads the KV cache's bytes from it
             "prefix_caching": self.defaults.prefix_caching,
             **log_facts(text),
