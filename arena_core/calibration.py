@@ -28,7 +28,7 @@ from cattrs.errors import BaseValidationError
 
 from arena_core.converter import CONVERTER
 from arena_core.files import write_json_atomic
-from arena_core.prediction import closed_figures, closed_rounds, open_run, speculative
+from arena_core.prediction import Figures, closed_figures, closed_rounds, open_run, speculative
 from arena_core.registry import Registry
 from arena_core.roofline import KV_CACHE_BYTES
 from arena_core.simulator import PRIORS, Efficiency, Machine, Simulation
@@ -69,11 +69,16 @@ class Sample:
     machine: Machine
     tps: float | None
     ttft_s: float | None
+    #: the seed site's G as measured (llama-benchy's batch decode t/s); in the ledger, not in a fit
+    site_tps: float | None = None
     #: decoded with speculative decoding, which the simulator does not cover: in the ledger, not in a fit
     speculative: bool = False
 
+    def figures(self, efficiency: Efficiency) -> Figures:
+        return closed_figures(self.rounds, self.machine, efficiency)
+
     def predicted(self, efficiency: Efficiency) -> tuple[float | None, float | None]:
-        found = closed_figures(self.rounds, self.machine, efficiency)
+        found = self.figures(efficiency)
         return found.per_user_tps, found.ttft_p50_s
 
 
@@ -109,9 +114,13 @@ class OpenResult:
     kv_bytes_per_element: float
     tps: float | None
     ttft_s: float | None
+    site_tps: float | None = None  # the seed site's G as measured
+
+    def figures(self, efficiency: Efficiency) -> Figures:
+        return open_run(self.workload, self.model, self.machine, efficiency, self.engine, kv_bytes_per_element=self.kv_bytes_per_element)
 
     def predicted(self, efficiency: Efficiency) -> tuple[float | None, float | None]:
-        found = open_run(self.workload, self.model, self.machine, efficiency, self.engine, kv_bytes_per_element=self.kv_bytes_per_element)
+        found = self.figures(efficiency)
         return found.total_tps, found.ttft_p50_s
 
 
@@ -171,6 +180,7 @@ def open_results_of(cards: Sequence[ModelCard], registry: Registry) -> list[Open
                     kv_bytes_per_element=kv_bytes,
                     tps=tps,
                     ttft_s=line.ttft_p50_s,
+                    site_tps=line.site_tps,
                 )
             )
     return found
@@ -198,6 +208,7 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
                     machine=machine,
                     tps=line.tokens_per_second,
                     ttft_s=ttft,
+                    site_tps=line.site_tps,
                     speculative=speculative(model),
                 )
             )
@@ -284,10 +295,17 @@ class LedgerLine:
     measured_ttft_s: float | None
     #: an open-loop result: its tokens/s is the output throughput, not one user's decode speed
     open_loop: bool = False
+    #: the seed site's G (scoring.md), predicted and measured
+    predicted_site_tps: float | None = None
+    measured_site_tps: float | None = None
 
     def error(self, metric: str) -> float | None:
-        """Absolute % error of ``tps`` or ``ttft``."""
-        predicted, actual = (self.predicted_tps, self.measured_tps) if metric == "tps" else (self.predicted_ttft_s, self.measured_ttft_s)
+        """Absolute % error of ``tps``, ``ttft`` or ``site_tps`` (the seed's G)."""
+        predicted, actual = {
+            "tps": (self.predicted_tps, self.measured_tps),
+            "ttft": (self.predicted_ttft_s, self.measured_ttft_s),
+            "site_tps": (self.predicted_site_tps, self.measured_site_tps),
+        }[metric]
         return abs(predicted - actual) / actual * 100 if predicted and actual else None
 
 
@@ -311,7 +329,7 @@ def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = No
             efficiency = fit(others, PRIORS[engine])
             for sample in [*(s for s in found if s.run_id == run_id), *(r for r in opened if r.run_id == run_id)]:
                 try:
-                    tps, ttft = sample.predicted(efficiency)
+                    figures = sample.figures(efficiency)
                 except ValueError:  # an open-loop run the simulator cannot finish: no prediction, never a crash
                     continue
                 lines.append(
@@ -319,11 +337,13 @@ def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = No
                         run_id=run_id,
                         workload=sample.workload if isinstance(sample, Sample) else sample.workload.name,
                         tier=1 if others else 0,
-                        predicted_tps=tps,
+                        predicted_tps=figures.total_tps if isinstance(sample, OpenResult) else figures.per_user_tps,
                         measured_tps=sample.tps,
-                        predicted_ttft_s=ttft,
+                        predicted_ttft_s=figures.ttft_p50_s,
                         measured_ttft_s=sample.ttft_s,
                         open_loop=isinstance(sample, OpenResult),
+                        predicted_site_tps=figures.site_tps,
+                        measured_site_tps=sample.site_tps,
                     )
                 )
     return lines
@@ -331,11 +351,12 @@ def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = No
 
 def ledger_summary(lines: Sequence[LedgerLine]) -> list[tuple[str, str, int, float, float]]:
     """(workload, metric, count, median, p90) of the absolute % errors, per workload and metric:
-    ``tps`` (per-user decode, closed loop), ``output_tps`` (open loop) and ``ttft``."""
+    ``tps`` (per-user decode, closed loop), ``output_tps`` (open loop), ``ttft`` and ``site_tps``
+    (the seed site's G)."""
     rows = []
     for workload in sorted({line.workload for line in lines}):
         mine = [line for line in lines if line.workload == workload]
-        for metric in ("tps", "ttft"):
+        for metric in ("tps", "ttft", "site_tps"):
             errors = sorted(e for line in mine if (e := line.error(metric)) is not None)
             if errors:
                 label = "output_tps" if metric == "tps" and all(line.open_loop for line in mine) else metric

@@ -20,12 +20,29 @@ from attrs import frozen
 
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.datasets import random_lengths
+from arena_core.loadgen.open_metrics import peak_concurrency
 from arena_core.loadgen.stats import percentile
-from arena_core.simulator import PRIORS, Efficiency, Machine, Request, Served, Simulation, physics, simulate
+from arena_core.simulator import PRIORS, Efficiency, Machine, ModelPhysics, Request, Served, Simulation, physics, simulate
 from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, OpenLoopShape, WorkloadSpec
 
-#: The engines' own batching limits: sequences at once and tokens per step.
-ENGINE_LIMITS = {"vllm": (256, 8192), "llama-cpp": (0, 2048)}  # llama.cpp: one slot per concurrent request
+
+@frozen(kw_only=True)
+class Scheduling:
+    """How an engine batches, at its defaults."""
+
+    slots: int  # sequences at once; 0: one per concurrent request (llama.cpp's --parallel)
+    token_budget: int  # tokens a step takes (vLLM's max_num_batched_tokens, llama.cpp's n_batch)
+    #: llama.cpp checkpoints the memory of a model with a sliding window or a recurrent state
+    #: n_ubatch + 4 and 4 tokens before a prompt's end, and a prompt's share of a step stops at
+    #: each: ten prompts prefilled together get their first tokens together, in the last step
+    checkpoints: tuple[int, ...] = ()
+
+    def prompt_breaks(self, costs: ModelPhysics) -> tuple[int, ...]:
+        return self.checkpoints if costs.window or costs.state_bytes else ()
+
+
+#: The engines' scheduling (llama.cpp: n_batch 2048, n_ubatch 512).
+ENGINES = {"vllm": Scheduling(slots=256, token_budget=8192), "llama-cpp": Scheduling(slots=0, token_budget=2048, checkpoints=(512 + 4, 4))}
 #: ShareGPT's typical lengths (first two turns of ShareGPT V3, as vLLM samples them).
 SHAREGPT_TOKENS = (230, 200)
 #: The efficiencies' plausible range around a prior, for the interval (hardware.md 4.2).
@@ -34,10 +51,16 @@ SPREAD = {"bandwidth": (0.85, 1.2), "compute": (0.7, 1.5), "overhead_s": (0.5, 2
 
 @frozen(kw_only=True)
 class Figures:
+    """A workload's predicted figures, as its runner reports them. ``site_tps`` is the seed
+    site's G (scoring.md): closed loop, llama-benchy's batch decode t/s (tokens after each
+    request's first ÷ from the first first token to the last token, a mean over rounds); open
+    loop, total (input + output) token throughput ÷ peak concurrent requests."""
+
     per_user_tps: float | None
     total_tps: float | None
     ttft_p50_s: float | None
     bound: str
+    site_tps: float | None = None
 
 
 @frozen(kw_only=True)
@@ -81,11 +104,16 @@ def open_figures(served: Sequence[Served], bound: str, *, gated: bool) -> Figure
     speeds = [s.decode_tps for s in served if s.decode_tps is not None]
     ttfts = [s.first_token_s - s.admitted_s if gated else s.ttft_s for s in served]
     span = max(s.end_s for s in served) - min(s.request.arrival_s for s in served)
+    tokens = sum(s.request.output for s in served)
+    # the client sends a gated request when it is admitted, any other when it is due
+    peak = peak_concurrency([(s.admitted_s if gated else s.request.arrival_s, s.end_s) for s in served])
+    everything = sum(s.request.prompt + s.request.cached for s in served) + tokens
     return Figures(
         per_user_tps=percentile(speeds, 50) if speeds else None,
-        total_tps=sum(s.request.output for s in served) / span if span > 0 else None,
+        total_tps=tokens / span if span > 0 else None,
         ttft_p50_s=percentile(ttfts, 50) if ttfts else None,
         bound=bound,
+        site_tps=everything / span / peak if span > 0 and peak else None,
     )
 
 
@@ -95,16 +123,19 @@ def closed_rounds(
     """A closed-loop workload's rounds, simulated: their steps do not depend on their timing, so
     :meth:`~arena_core.simulator.Simulation.retimed` serves any other efficiency."""
     assert isinstance(workload.shape, ClosedLoopShape)
-    engine_slots, budget = ENGINE_LIMITS.get(engine, ENGINE_LIMITS["vllm"])
-    slots = max(engine_slots, workload.shape.concurrency)
+    scheduling = ENGINES.get(engine, ENGINES["vllm"])
+    slots = max(scheduling.slots, workload.shape.concurrency)
     costs = physics(model, kv_bytes_per_element)
-    return [simulate(round_, costs, machine, efficiency, slots=slots, token_budget=budget) for round_ in _closed_requests(workload.shape)]
+    return [
+        simulate(round_, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=scheduling.prompt_breaks(costs))
+        for round_ in _closed_requests(workload.shape)
+    ]
 
 
 def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None, efficiency: Efficiency | None = None) -> Figures:
     """llama-benchy's figures of a closed-loop workload's rounds (means over requests), at the
     efficiency they were simulated with or, re-timed, at ``efficiency``."""
-    speeds, ttfts, outputs, spans = [], [], 0, 0.0
+    speeds, ttfts, outputs, spans, batch_tg = [], [], 0, 0.0, []
     for done in rounds:
         if machine is not None and efficiency is not None:
             first, end = done.retimed(machine, efficiency)
@@ -116,12 +147,15 @@ def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None,
         ttfts += list(first)
         outputs += int(lengths.sum())
         spans += float(end.max())
+        if float(end.max() - first.min()) > 0:  # llama-benchy's batch tg (at c = 1, the request's own t/s)
+            batch_tg.append(float(np.maximum(lengths - 1, 0).sum()) / float(end.max() - first.min()))
     memory = sum(float(done.memory_bound.sum()) for done in rounds) / max(1, sum(len(done.memory_bound) for done in rounds))
     return Figures(
         per_user_tps=float(np.mean(speeds)) if speeds else None,
         total_tps=outputs / spans if spans > 0 else None,
         ttft_p50_s=float(np.mean(ttfts)) if ttfts else None,  # llama-benchy's "ttfr" is a mean
         bound="bandwidth" if memory >= 0.5 else "compute",
+        site_tps=float(np.mean(batch_tg)) if batch_tg else None,
     )
 
 
@@ -129,10 +163,11 @@ def open_run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficie
     """An open-loop workload simulated on its own seeded arrivals: ``vllm bench serve``'s figures."""
     shape = workload.shape
     assert isinstance(shape, OpenLoopShape)
-    engine_slots, budget = ENGINE_LIMITS.get(engine, ENGINE_LIMITS["vllm"])
+    scheduling = ENGINES.get(engine, ENGINES["vllm"])
     requests, _ = _open_requests(shape, workload.seed)
-    slots = min(engine_slots or 64, shape.max_concurrency or 10**9)
-    done = simulate(requests, physics(model, kv_bytes_per_element), machine, efficiency, slots=slots, token_budget=budget)
+    slots = min(scheduling.slots or 64, shape.max_concurrency or 10**9)
+    costs = physics(model, kv_bytes_per_element)
+    done = simulate(requests, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=scheduling.prompt_breaks(costs))
     return open_figures(done.served, done.bound(), gated=shape.max_concurrency is not None)
 
 

@@ -375,9 +375,23 @@ class Simulation:
         return ends[[s.first_step for s in self.served]], ends[[s.last_step for s in self.served]]
 
 
-def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machine, efficiency: Efficiency, *, slots: int, token_budget: int) -> Simulation:
+def simulate(
+    requests: Sequence[Request],
+    physics_: ModelPhysics,
+    machine: Machine,
+    efficiency: Efficiency,
+    *,
+    slots: int,
+    token_budget: int,
+    prompt_breaks: Sequence[int] = (),
+) -> Simulation:
     """Serve ``requests`` with ``slots`` sequences at most and ``token_budget`` tokens per step;
-    a request's first token comes at the end of the step that finishes its prompt, then one a step."""
+    a request's first token comes at the end of the step that finishes its prompt, then one a step.
+
+    Prompts are prefilled in admission order, each taking what is left of the budget, except
+    that a prompt's share of a step stops ``prompt_breaks`` tokens before its end (largest
+    first): llama.cpp stops there to checkpoint a memory it cannot roll back, and the step goes
+    on with the next prompt."""
     waiting = sorted(requests, key=lambda r: r.arrival_s)
     running: list[list[Any]] = []  # [request, prompt tokens done, tokens generated, first token step, admitted at]
     served: list[Served] = []
@@ -400,7 +414,9 @@ def simulate(requests: Sequence[Request], physics_: ModelPhysics, machine: Machi
         chunks = []
         for entry in running:
             if entry[3] is None and budget > 0:
-                take = min(entry[0].prompt - entry[1], budget)
+                left = entry[0].prompt - entry[1]
+                stop = next((offset for offset in sorted(prompt_breaks, reverse=True) if left > offset), 0)
+                take = min(left - stop, budget)
                 chunks.append((entry, take))
                 budget -= take
         read, flops, scan = step_cost(

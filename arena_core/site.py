@@ -23,6 +23,7 @@ from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
 from arena_core.report.model_card import (
     DECODE_TOTALS,
+    G_NOTE,
     PREDICTION_HEADERS,
     PREDICTION_NOTE,
     commands_of,
@@ -235,7 +236,7 @@ def _card_page(
         capacity=_capacity(card),
         prediction_rows=prediction_rows(predictions),
         prediction_headers=PREDICTION_HEADERS,
-        prediction_note=PREDICTION_NOTE if any(line.open_loop for line in predictions) else "",
+        prediction_note="; ".join([*([PREDICTION_NOTE] if any(line.open_loop for line in predictions) else []), G_NOTE]),
         tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
         ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
     )

@@ -82,7 +82,9 @@ def leaderboard_command(
     if spec.relative:
         echo(f"cohort: the {len(cohort)} runs above; each score is relative to the best of them")
     if ledger_rows:
-        echo("\nPrediction error (each result predicted without its own run; absolute %; output_tps: an open-loop workload's output throughput):")
+        echo(
+            "\nPrediction error (each result predicted without its own run; absolute %; output_tps: an open-loop workload's output throughput; site_tps: the seed's G):"
+        )
         echo(render_table(["workload", "metric", "results", "median", "p90"], [(w, m, str(n), f"{a:.1f} %", f"{b:.1f} %") for w, m, n, a, b in ledger_rows]))
     if problems:  # the table above is whole for what could be read; say plainly what could not
         raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")

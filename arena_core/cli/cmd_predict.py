@@ -17,7 +17,7 @@ from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
 from arena_core.loadgen.goodput import Slo, parse_slo
-from arena_core.prediction import ENGINE_LIMITS, Figures, WorkloadPrediction, closed_rounds, predict
+from arena_core.prediction import ENGINES, Figures, WorkloadPrediction, closed_rounds, predict
 from arena_core.report import render_json, render_table
 from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.simulator import PRIORS, Efficiency, Machine
@@ -27,7 +27,7 @@ from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, Worklo
 @click.command("predict")
 @click.argument("model")
 @click.option("--hardware", required=True, help="The hardware profile to predict for (arena list hardware).")
-@click.option("--backend", type=click.Choice(sorted(ENGINE_LIMITS)), default="vllm", show_default=True, help="The engine whose scheduling is simulated.")
+@click.option("--backend", type=click.Choice(sorted(ENGINES)), default="vllm", show_default=True, help="The engine whose scheduling is simulated.")
 @click.option("--workloads", help="Comma-separated workload names (default: the nine).")
 @click.option("--capacity", "with_capacity", is_flag=True, help="Also predict how many chat users the box serves within --slo.")
 @click.option("--slo", default="interactive", show_default=True, help="The SLO of --capacity: interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
@@ -37,8 +37,8 @@ from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, Worklo
 def predict_command(
     app: CliApp, model: str, hardware: str, backend: str, workloads: str | None, with_capacity: bool, slo: str, as_json: bool, output: Path | None
 ) -> None:
-    """Predict MODEL's figures on every workload (tokens/s per user and in total, TTFT p50), each
-    with an interval, and what bounds each: tier 1 with the efficiencies ``arena calibrate``
+    """Predict MODEL's figures on every workload (tokens/s per user and in total, TTFT p50, the
+    seed site's G), each with an interval, and what bounds each: tier 1 with the efficiencies ``arena calibrate``
     stored for HARDWARE and the backend, else tier 0 (the specs and the engine's priors)."""
     registry = app.hooks.registry
     spec = registry.get("models", model)
@@ -68,10 +68,9 @@ def predict_command(
         )
         return
     echo(f"Predicted: {spec.title} on {profile.title} ({backend}); {tier}; not measured")
-    rows = [
-        (p.workload, _range(p, "per_user_tps", fmt_tps), _range(p, "total_tps", fmt_tps), _range(p, "ttft_p50_s", fmt_seconds), p.central.bound) for p in found
-    ]
-    echo(render_table(["workload", "tok/s per user [interval]", "tok/s total [interval]", "TTFT p50 [interval]", "bound by"], rows))
+    rows = [(p.workload, *(_range(p, key, shown) for key, shown in FIGURES), p.central.bound) for p in found]
+    echo(render_table(["workload", "tok/s per user [interval]", "tok/s total [interval]", "TTFT p50 [interval]", "seed's G [interval]", "bound by"], rows))
+    echo("G: the seed site's throughput per workload (closed loop: total decode tok/s of a round; open loop: total tok/s ÷ peak concurrent requests)")
     for note in sorted({note for p in found for note in p.notes}):
         echo(f"note: {note}")
     if capacity is not None:
@@ -79,6 +78,15 @@ def predict_command(
             f"Predicted capacity: {capacity['users']} chat users ({objective.describe()})"
             + (f", fails at {capacity['fails_at']}" if capacity["fails_at"] else "")
         )
+
+
+#: The figures a prediction shows, each with how it is written.
+FIGURES: tuple[tuple[str, Callable[[float | None], str]], ...] = (
+    ("per_user_tps", fmt_tps),
+    ("total_tps", fmt_tps),
+    ("ttft_p50_s", fmt_seconds),
+    ("site_tps", fmt_tps),
+)
 
 
 def _range(prediction: WorkloadPrediction, key: str, shown: Callable[[float | None], str]) -> str:
@@ -92,7 +100,7 @@ def _range(prediction: WorkloadPrediction, key: str, shown: Callable[[float | No
 
 def _as_dict(prediction: WorkloadPrediction) -> dict:
     def figures(f: Figures) -> dict:
-        return {"per_user_tps": f.per_user_tps, "total_tps": f.total_tps, "ttft_p50_s": f.ttft_p50_s, "bound": f.bound}
+        return {"per_user_tps": f.per_user_tps, "total_tps": f.total_tps, "ttft_p50_s": f.ttft_p50_s, "site_tps": f.site_tps, "bound": f.bound}
 
     return {
         "workload": prediction.workload,

@@ -139,16 +139,27 @@ def _bucket_peaks(successes: Sequence[VllmOutput]) -> tuple[float, int]:
     end = max(o.start_time + o.latency for o in successes)
     buckets = int(np.ceil(end - start)) + 1
     tokens = np.zeros(buckets)
-    active = np.zeros(buckets + 1)
     for output in successes:
         # cumsum adds one gap at a time, as vLLM's loop does, so the times are bit-identical
         times = np.cumsum(np.array((output.start_time + output.ttft, *output.itl)))
         index = (times - start).astype(np.int64)  # truncation toward zero, like int()
         index = index[(index >= 0) & (index < buckets)]
         tokens += np.bincount(index, minlength=buckets)[:buckets]
-        active[int(output.start_time - start)] += 1
-        active[int(output.start_time + output.latency - start) + 1] -= 1
-    return float(np.max(tokens)), int(np.max(np.cumsum(active)[:buckets]))
+    return float(np.max(tokens)), peak_concurrency([(o.start_time, o.start_time + o.latency) for o in successes])
+
+
+def peak_concurrency(spans: Sequence[tuple[float, float]]) -> int:
+    """vLLM's ``max_concurrent_requests``: the most requests, each a (sent, finished) span in
+    seconds, that touch one 1-s bucket counted from the earliest send (0 with none)."""
+    if not spans:
+        return 0
+    start = min(sent for sent, _ in spans)
+    buckets = int(np.ceil(max(end for _, end in spans) - start)) + 1
+    active = np.zeros(buckets + 1)
+    for sent, end in spans:
+        active[int(sent - start)] += 1
+        active[int(end - start) + 1] -= 1
+    return int(np.max(np.cumsum(active)[:buckets]))
 
 
 def percentile_key(p: float) -> str:

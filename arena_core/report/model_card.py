@@ -268,15 +268,20 @@ def prediction_rows(predictions: Sequence[LedgerLine]) -> list[tuple[str, ...]]:
             fmt_seconds(line.predicted_ttft_s),
             fmt_seconds(line.measured_ttft_s),
             error(line, "ttft"),
+            fmt_tps(line.predicted_site_tps),
+            fmt_tps(line.measured_site_tps),
+            error(line, "site_tps"),
             f"tier {line.tier}",
         )
         for line in predictions
     ]
 
 
-PREDICTION_HEADERS = ["workload", "tok/s predicted", "measured", "error", "TTFT predicted", "measured", "error", ""]
+PREDICTION_HEADERS = ["workload", "tok/s predicted", "measured", "error", "TTFT predicted", "measured", "error", "G predicted", "measured", "error", ""]
 #: What the tokens/s of the table are where open-loop workloads are in it.
 PREDICTION_NOTE = "tok/s: one user's decode speed for a closed-loop workload, the output throughput for an open-loop one"
+#: What G is, always under the table.
+G_NOTE = "G: the seed site's throughput (closed loop: a round's total decode tok/s; open loop: total tok/s ÷ peak concurrent requests)"
 
 
 def prediction_section(predictions: Sequence[LedgerLine], h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
@@ -284,7 +289,7 @@ def prediction_section(predictions: Sequence[LedgerLine], h2: str, table_of: Cal
         return []
     title = f"{h2}Predicted vs measured (the step simulator, fitted without this run: arena predict)"
     note = [PREDICTION_NOTE] if any(line.open_loop for line in predictions) else []
-    return [title, table_of(prediction_rows(predictions), PREDICTION_HEADERS), *note, ""]
+    return [title, table_of(prediction_rows(predictions), PREDICTION_HEADERS), *note, G_NOTE, ""]
 
 
 def render_model_card(
