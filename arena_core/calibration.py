@@ -49,6 +49,10 @@ PREFILL = {
     "scan_compute": (0.002, 1.0, 1.5),
     "prefill_ramp_tokens": (0.0, 16384.0, 1024.0),
 }
+#: The decoding tokens' attention speed (``Efficiency.decode_attention_speed``) fitted with decode
+#: where an engine's runs need it: llama.cpp's on a CPU runs far below its GEMMs. vLLM's on a GPU
+#: is bound by memory and keeps its prior (1: its FLOPs at the GEMMs' speed).
+DECODE_ATTENTION = {"llama-cpp": (0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0)}
 #: The figures of a hardware profile a run's card may carry as it measured them.
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
 #: The engine whose scheduling a backend's runs are simulated with.
@@ -261,10 +265,12 @@ def _prefill_descent(samples: Sequence[Sample], start: Efficiency) -> Efficiency
     return found
 
 
-def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3) -> Efficiency:
-    """The efficiencies that best predict ``samples``; ``prior`` when there are none.
+def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine: str = "vllm") -> Efficiency:
+    """The efficiencies that best predict ``samples`` served by ``engine``; ``prior`` when there
+    are none.
 
-    Decode speed fits bandwidth and overhead on a grid; then the time to first token, with
+    Decode speed fits bandwidth and overhead on a grid (and the decode attention's speed, where
+    :data:`DECODE_ATTENTION` has the engine); then the time to first token, with
     decode speed kept in the sum, fits the prefill's parameters (:data:`PREFILL`) together;
     and again, until nothing changes. (Where decode is bound by compute, as on a CPU at ten
     users, compute moves decode speed too: fitting it to TTFT alone would make decode wrong.)
@@ -275,8 +281,9 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3) -> Effici
         return prior
     found = prior
     for _ in range(rounds):
-        pairs = itertools.product(GRID["bandwidth"], GRID["overhead_s"])
-        decode = min((attrs.evolve(found, bandwidth=b, overhead_s=o) for b, o in pairs), key=lambda e: _loss(samples, e, (0,)))
+        speeds = DECODE_ATTENTION.get(engine, (found.decode_attention_speed,))
+        grid = itertools.product(GRID["bandwidth"], GRID["overhead_s"], speeds)
+        decode = min((attrs.evolve(found, bandwidth=b, overhead_s=o, decode_attention_speed=a) for b, o, a in grid), key=lambda e: _loss(samples, e, (0,)))
         both = _prefill_descent(samples, decode)
         if both == found:
             break
@@ -326,7 +333,7 @@ def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = No
             if only is not None and run_id != only:
                 continue
             others = [s for s in found if s.run_id != run_id] if calibrated else []
-            efficiency = fit(others, PRIORS[engine])
+            efficiency = fit(others, PRIORS[engine], engine=engine)
             for sample in [*(s for s in found if s.run_id == run_id), *(r for r in opened if r.run_id == run_id)]:
                 try:
                     figures = sample.figures(efficiency)

@@ -85,6 +85,11 @@ class Efficiency:
     #: of the dense peak in Gated DeltaNet's chunked scan: kernels of their own beside the
     #: GEMMs, a Triton fallback on some GPUs (GB10: hardware.md 4.2)
     scan_compute: float = field(default=0.05, validator=bounds.EFFICIENCY)
+    #: The FLOP/s a decoding token's attention reaches, as a share of the GEMMs': one query row
+    #: against a sequence's whole KV cache. On a GPU it is bound by memory and its FLOPs hardly
+    #: count (1: left as the GEMMs'); llama.cpp's on a CPU runs far below its GEMMs (measured on
+    #: the embedded Gemma 3 at 820 tokens of context, about a fourteenth)
+    decode_attention_speed: float = field(default=1.0, validator=bounds.EFFICIENCY)
 
     def step_overhead_s(self, layers: int) -> float:
         return self.overhead_s + self.layer_overhead_s * layers
@@ -134,6 +139,7 @@ DESCRIBED = (
     ("FP4 speedup", "fp4_speedup", "×{:.2g}".format),
     ("a mixture of experts' low-precision speedup", "moe_speedup", "×{:.2g}".format),
     ("Gated DeltaNet's scan", "scan_compute", "{:.1%}".format),
+    ("decode attention", "decode_attention_speed", "×{:.2g} of the GEMMs' speed".format),
     ("per step", "overhead_s", lambda s: f"{s * 1000:g} ms"),
     ("per layer", "layer_overhead_s", lambda s: f"{s * 1e6:g} µs"),
     ("prefill ramp", "prefill_ramp_tokens", lambda t: f"{t:.0f} tokens"),
@@ -284,19 +290,20 @@ class Machine:
         )
 
 
-def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]]) -> tuple[float, float, float]:
-    """One step's bytes read, FLOPs, and Gated DeltaNet scan FLOPs (kernels of their own):
-    ``decode_contexts`` are the contexts of the sequences decoding a token; ``prefill`` is
-    (tokens, context before them) per prompt chunk."""
+def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]]) -> tuple[float, float, float, float]:
+    """One step's bytes read, FLOPs, Gated DeltaNet scan FLOPs (kernels of their own) and the
+    decoding tokens' attention FLOPs (at a speed of their own): ``decode_contexts`` are the
+    contexts of the sequences decoding a token; ``prefill`` is (tokens, context before them)
+    per prompt chunk."""
     tokens = len(decode_contexts) + sum(n for n, _ in prefill)
     read = physics_.weight_bytes(tokens)
     read += sum(physics_.kv_read(context) for context in decode_contexts) + 2 * physics_.state_bytes * len(decode_contexts)
     read += sum(physics_.kv_read(before + n) for n, before in prefill)  # a chunk reads its context and writes its own
     sampled = len(decode_contexts) + len(prefill)  # the logits of a chunk's last token only (one that ends a prompt samples)
     flops = physics_.flops_per_token * tokens + physics_.lm_head_flops * sampled
-    flops += sum(physics_.attention_flops(context) for context in decode_contexts)
     flops += sum(n * physics_.attention_flops(before + n / 2) for n, before in prefill)  # each token attends to what came before it
-    return read, flops, physics_.scan_flops_per_token * tokens
+    decode_attention = sum(physics_.attention_flops(context) for context in decode_contexts)
+    return read, flops, physics_.scan_flops_per_token * tokens, decode_attention
 
 
 def step_seconds(
@@ -307,14 +314,17 @@ def step_seconds(
     layers: int = 0,
     ramp_flops: np.ndarray | float = 0.0,
     scan_flops: np.ndarray | float = 0.0,
+    decode_attention_flops: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Steps' times (of a model of ``layers`` layers), and whether each was bound by memory
     (True) or compute (False). ``ramp_flops``: a prefilling step's FLOPs per token (0 for a
     decode-only step), which ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a
-    step's Gated DeltaNet FLOPs, at ``Efficiency.scan_compute``."""
+    step's Gated DeltaNet FLOPs, at ``Efficiency.scan_compute``; ``decode_attention_flops``: its
+    decoding tokens' attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
-    compute_s = flops / machine.compute_flops(efficiency) + scan_flops / (machine.peak_flops * efficiency.scan_compute)
+    gemm = machine.compute_flops(efficiency)
+    compute_s = flops / gemm + decode_attention_flops / (gemm * efficiency.decode_attention_speed) + scan_flops / (machine.peak_flops * efficiency.scan_compute)
     return np.maximum(memory_s, compute_s) + efficiency.step_overhead_s(layers), memory_s >= compute_s
 
 
@@ -361,6 +371,8 @@ class Simulation:
     ramp_flops: np.ndarray | float = 0.0
     #: per step: its Gated DeltaNet FLOPs
     scan_flops: np.ndarray | float = 0.0
+    #: per step: its decoding tokens' attention FLOPs
+    decode_attention_flops: np.ndarray | float = 0.0
 
     def bound(self) -> str:
         """What bounded most steps: "bandwidth" or "compute"."""
@@ -370,7 +382,7 @@ class Simulation:
         """Each served request's first-token and end times at other efficiencies: only for
         requests all due at 0 and all admitted at once (a closed-loop round), whose steps do not
         depend on when they ran."""
-        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops)
+        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops)
         ends = np.cumsum(seconds)
         return ends[[s.first_step for s in self.served]], ends[[s.last_step for s in self.served]]
 
@@ -401,6 +413,7 @@ def simulate(
     memory_steps: list[bool] = []
     ramp_steps: list[float] = []
     scan_steps: list[float] = []
+    attention_steps: list[float] = []
     clock, index = 0.0, 0
     while index < len(waiting) or running:
         while index < len(waiting) and len(running) < slots and waiting[index].arrival_s <= clock:
@@ -419,11 +432,11 @@ def simulate(
                 take = min(left - stop, budget)
                 chunks.append((entry, take))
                 budget -= take
-        read, flops, scan = step_cost(
+        read, flops, scan, attention = step_cost(
             physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
         )
         ramp = physics_.flops_per_token if chunks else 0.0
-        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers, ramp, scan)
+        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers, ramp, scan, attention)
         clock += float(seconds[0])
         step = len(ends)
         ends.append(clock)
@@ -432,6 +445,7 @@ def simulate(
         memory_steps.append(bool(memory[0]))
         ramp_steps.append(ramp)
         scan_steps.append(scan)
+        attention_steps.append(attention)
         for entry in decoding:
             entry[2] += 1
         for entry, take in chunks:
@@ -452,4 +466,5 @@ def simulate(
         layers=physics_.layers,
         ramp_flops=np.array(ramp_steps),
         scan_flops=np.array(scan_steps),
+        decode_attention_flops=np.array(attention_steps),
     )

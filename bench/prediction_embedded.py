@@ -61,7 +61,7 @@ def main() -> None:
         cards, _ = load_cards(store, registry)
     samples = {label: samples_of([c for c in cards if c.run_id in ids], registry) for label, ids in sets.items()}
     prior = PRIORS["llama-cpp"]
-    fitted = fit(samples["calibration"], prior)
+    fitted = fit(samples["calibration"], prior, engine="llama-cpp")
     rows = []
     for label, found in samples.items():
         for sample in found:

@@ -7,7 +7,8 @@ tier 0 (specs and the priors only) and tier 1 (efficiencies fitted to the other 
 For every model and every closed-loop workload (c=10, llama-benchy) it predicts per-user tokens/s
 and the mean time to first response, as the seed prints them, and reports the absolute % error:
 the median and p90 per workload and metric, then over everything (the goals of prediction.md are
-for these). The open-loop workloads follow, apart: their output throughput and TTFT p50. It is the error ledger of
+for these). The open-loop workloads follow, apart: their output throughput and TTFT p50; then
+the seed's G of every workload. It is the error ledger of
 :mod:`arena_core.calibration` over the seed's cards (each model is one run, so leaving its run out
 leaves the model out). A model whose layout the catalog does not hold is predicted from its
 parameter counts alone.
@@ -54,10 +55,16 @@ def main() -> None:
         for workload in sorted({w for w, m in summary["tier0"] if m == speed}):
             cells = [f"{found[0]:.0f} / {found[1]:.0f}" if (found := summary[t].get((workload, m))) else "—" for t in tiers for m in (speed, "ttft")]
             print(f"{workload:<18} " + " ".join(f"{cell:>14}" for cell in cells))
+    print(
+        f"\nthe seed's G (closed loop: a round's total decode tok/s; open loop: total tok/s / peak concurrency)\n{'workload':<18} {'tier 0 G':>14} {'tier 1 G':>14}"
+    )
+    for workload in sorted({w for w, m in summary["tier0"] if m == "site_tps"}):
+        cells = [f"{found[0]:.0f} / {found[1]:.0f}" if (found := summary[t].get((workload, "site_tps"))) else "—" for t in tiers]
+        print(f"{workload:<18} " + " ".join(f"{cell:>14}" for cell in cells))
     print()
     for open_loop, kind in ((False, "closed loop"), (True, "open loop")):
         for tier, lines in tiers.items():
-            for metric in ("tps", "ttft"):
+            for metric in ("tps", "ttft", "site_tps"):
                 errors = sorted(e for line in lines if line.open_loop == open_loop and (e := line.error(metric)) is not None)
                 if errors:
                     p90 = errors[math.ceil(0.9 * len(errors)) - 1]

@@ -79,7 +79,9 @@ def test_a_closed_loop_round_re_times_exactly(registry):
 
     model, hardware, workload = registry.get("models", "qwen3.6-35b-a3b"), registry.get("hardware", "gb10"), registry.get("workloads", "chat")
     machine = Machine.of(hardware, model)
-    other = Efficiency(bandwidth=0.5, compute=0.2, moe_compute=0.15, overhead_s=0.006, layer_overhead_s=1e-5, prefill_ramp_tokens=1024)
+    other = Efficiency(
+        bandwidth=0.5, compute=0.2, moe_compute=0.15, overhead_s=0.006, layer_overhead_s=1e-5, prefill_ramp_tokens=1024, decode_attention_speed=0.3
+    )
     there = closed_figures(closed_rounds(workload, model, machine, other, "vllm"))
     retimed = closed_figures(closed_rounds(workload, model, machine, Efficiency(), "vllm"), machine, other)
     assert retimed.per_user_tps == pytest.approx(there.per_user_tps, rel=1e-9) and retimed.ttft_p50_s == pytest.approx(there.ttft_p50_s, rel=1e-9)
@@ -277,6 +279,32 @@ def test_speculative_decoding_is_in_the_ledger_but_not_in_a_fit(registry):
     sample = Sample(run_id="r", workload="chat", rounds=rounds, machine=machine, tps=100.0, ttft_s=0.01, speculative=True)
     assert fit([sample], PRIORS["vllm"]) == PRIORS["vllm"]  # nothing left to fit: the priors
     assert fit([attrs.evolve(sample, speculative=False)], PRIORS["vllm"]) != PRIORS["vllm"]
+
+
+def test_decode_attention_runs_at_a_speed_of_its_own_which_llama_cpp_fits(registry):
+    """A decoding token's attention FLOPs run at ``decode_attention_speed`` of the GEMMs' FLOP/s:
+    1 GFLOP of GEMMs at 0.5 GFLOP/s is 2 s, 0.1 GFLOP of attention at a tenth of that another 2 s.
+    Calibration fits that speed for llama.cpp (its attention on a CPU runs far below its GEMMs)
+    and leaves vLLM's at its prior."""
+    import numpy as np
+
+    from arena_core.calibration import Sample, fit
+    from arena_core.prediction import closed_rounds
+    from arena_core.simulator import PRIORS, step_cost, step_seconds
+
+    machine, slow = Machine(bandwidth=1e12, peak_flops=1e9), Efficiency(compute=0.5, decode_attention_speed=0.1, overhead_s=0.0)
+    seconds, _ = step_seconds(np.array([0.0]), np.array([1e9]), machine, slow, decode_attention_flops=np.array([1e8]))
+    assert seconds[0] == pytest.approx(4.0)
+    gemma = physics(registry.get("models", "gemma-3-270m"))
+    _, flops, _, attention = step_cost(gemma, decode_contexts=[820, 100], prefill=[])
+    assert attention == pytest.approx(gemma.attention_flops(820) + gemma.attention_flops(100))
+    assert flops == pytest.approx(2 * gemma.flops_per_token + 2 * gemma.lm_head_flops)  # the GEMMs alone
+    model, workload = registry.get("models", "gemma-3-270m"), registry.get("workloads", "big-context-8k-c5").scaled(0.1)
+    host = Machine(bandwidth=30e9, peak_flops=1.6e11)
+    rounds = tuple(closed_rounds(workload, model, host, PRIORS["llama-cpp"], "llama-cpp"))
+    sample = Sample(run_id="r", workload=workload.name, rounds=rounds, machine=host, tps=6.9, ttft_s=24.1)  # measured on 2 cores
+    assert fit([sample], PRIORS["llama-cpp"], engine="llama-cpp").decode_attention_speed < 0.5
+    assert fit([sample], PRIORS["llama-cpp"], engine="vllm").decode_attention_speed == 1.0
 
 
 def test_an_unknown_precision_is_said_not_guessed(registry):

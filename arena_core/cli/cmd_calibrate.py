@@ -42,7 +42,7 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
     fitted_to = [s for s in samples if not s.speculative]
     if not fitted_to:
         raise UsageError(f"the stored results on {hardware} with {backend} all decoded speculatively (MTP), which the simulator does not cover: nothing to fit")
-    fitted = fit(fitted_to, prior)
+    fitted = fit(fitted_to, prior, engine=engine_of(backend))
     calibration = Calibration(
         hardware=hardware,
         backend=engine_of(backend),
