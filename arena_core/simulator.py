@@ -88,7 +88,7 @@ class Efficiency:
     #: The FLOP/s a decoding token's attention reaches, as a share of the GEMMs': one query row
     #: against a sequence's whole KV cache. On a GPU it is bound by memory and its FLOPs hardly
     #: count (1: left as the GEMMs'); llama.cpp's on a CPU runs far below its GEMMs (measured on
-    #: the embedded Gemma 3 at 820 tokens of context, about a fourteenth)
+    #: the embedded Gemma 3, a twentieth: calibration fits it)
     decode_attention_speed: float = field(default=1.0, validator=bounds.EFFICIENCY)
 
     def step_overhead_s(self, layers: int) -> float:

@@ -89,7 +89,7 @@ def main() -> None:
         return
     for line in skipped:
         print(f"not in the comparison: {line}")
-    print(f"fitted to the calibration shapes: bandwidth {fitted.bandwidth:.0%}, compute {fitted.compute:.0%}, {fitted.overhead_s * 1000:g} ms a step")
+    print(f"fitted to the calibration shapes: {fitted.describe()}")
     print(
         f"{'set':<12} {'workload':<20} {'tier':<7} {'tok/s pred / meas':>20} {'error':>7} {'TTFT pred / meas (s)':>22} {'error':>7}"
         f" {'G pred / meas':>16} {'error':>7}"
