@@ -38,8 +38,9 @@ def predict_command(
     app: CliApp, model: str, hardware: str, backend: str, workloads: str | None, with_capacity: bool, slo: str, as_json: bool, output: Path | None
 ) -> None:
     """Predict MODEL's figures on every workload (tokens/s per user and in total, TTFT p50, the
-    seed site's G), each with an interval, and what bounds each: tier 1 with the efficiencies ``arena calibrate``
-    stored for HARDWARE and the backend, else tier 0 (the specs and the engine's priors)."""
+    seed site's G), each with an interval, and what bounds each: tier 1 with the efficiencies
+    ``arena calibrate`` stored for HARDWARE and the backend, else tier 0 (the specs and the
+    engine's priors)."""
     registry = app.hooks.registry
     spec = registry.get("models", model)
     profile = registry.get("hardware", hardware)
