@@ -147,8 +147,8 @@ def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None,
         ttfts += list(first)
         outputs += int(lengths.sum())
         spans += float(end.max())
-        if float(end.max() - first.min()) > 0:  # llama-benchy's batch tg (at c = 1, the request's own t/s)
-            batch_tg.append(float(np.maximum(lengths - 1, 0).sum()) / float(end.max() - first.min()))
+        if (decode_span := float(end.max() - first.min())) > 0:  # llama-benchy's batch tg (at c = 1, the request's own t/s)
+            batch_tg.append(float(np.maximum(lengths - 1, 0).sum()) / decode_span)
     memory = sum(float(done.memory_bound.sum()) for done in rounds) / max(1, sum(len(done.memory_bound) for done in rounds))
     return Figures(
         per_user_tps=float(np.mean(speeds)) if speeds else None,

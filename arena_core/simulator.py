@@ -414,6 +414,7 @@ def simulate(
     ramp_steps: list[float] = []
     scan_steps: list[float] = []
     attention_steps: list[float] = []
+    breaks = sorted(prompt_breaks, reverse=True)
     clock, index = 0.0, 0
     while index < len(waiting) or running:
         while index < len(waiting) and len(running) < slots and waiting[index].arrival_s <= clock:
@@ -428,7 +429,7 @@ def simulate(
         for entry in running:
             if entry[3] is None and budget > 0:
                 left = entry[0].prompt - entry[1]
-                stop = next((offset for offset in sorted(prompt_breaks, reverse=True) if left > offset), 0)
+                stop = next((offset for offset in breaks if left > offset), 0)
                 take = min(left - stop, budget)
                 chunks.append((entry, take))
                 budget -= take
