@@ -14,6 +14,7 @@ from arena_core import ArenaHooks, Endpoint, OpenLoopShape, RunContext, RunOptio
 from arena_core import load_two_turn_conversations as load_conversations
 from arena_core.loadgen import read_records
 from arena_core.loadgen.arrivals import arrival_offsets
+from arena_core.loadgen.stats import percentile
 from arena_core.testing import run_cli
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_runners.vllm_bench import command_line
@@ -64,16 +65,23 @@ def test_schedule_bodies_and_expected_values(runner, tmp_path):
     # vLLM's request body: content as a list of text parts, max_completion_tokens, ignore_eos for random
     assert all(e["body_keys"] == ["model", "messages", "max_completion_tokens", "stream", "stream_options", "ignore_eos"] for e in measured)
     assert all(e["roles"] == ["user"] and e["ignore_eos"] is True for e in measured)
-    # requests left at the scheduled offsets (the rig logs arrivals on the same clock); the
-    # bounds leave room for a busy shared machine, the bench measures the real figures
+    # Requests leave at the scheduled offsets: the records carry the seeded schedule to the
+    # nanosecond, and nothing leaves early, on one clock from the metronome to the rig's socket.
+    # How late they leave is a load-dependent figure (a 2-core machine may not run the rig's
+    # process for tens of ms), so it is asserted on a virtual clock (the metronome tests) and
+    # measured side by side with vLLM by bench/open_loop_overhead.py, not bounded here.
     records = read_records(folder / "records.jsonl")
-    # never early: like vllm bench serve, a request leaves at its due time or after it (on one clock)
-    assert all(r.dispatched_ns >= r.scheduled_ns and r.sent_ns >= r.scheduled_ns for r in records)
-    start = min(r.scheduled_ns for r in records) - round(arrival_offsets(40, 25.0, 1.0, 42)[0] * 1e9)
-    arrivals = sorted(e["received_ns"] - start for e in measured)
-    for due, arrived in zip(arrival_offsets(40, 25.0, 1.0, 42), arrivals):
-        assert abs(arrived / 1e9 - due) < 0.015
-    assert result.metrics["lateness_p99_s"] < 0.010
+    offsets_ns = [round(offset * 1e9) for offset in arrival_offsets(40, 25.0, 1.0, 42)]
+    start = min(r.scheduled_ns for r in records) - offsets_ns[0]
+    assert sorted(r.scheduled_ns - start for r in records) == offsets_ns
+    assert all(r.scheduled_ns <= r.dispatched_ns <= r.sent_ns for r in records)
+    # each request reaches the rig after it was sent, so the k-th arrival is no earlier than the k-th send
+    arrivals = sorted(e["received_ns"] for e in measured)
+    assert all(arrived >= sent for arrived, sent in zip(arrivals, sorted(r.sent_ns for r in records), strict=True))
+    # the lateness reported is the records' own (due to dispatch), not a figure of its own
+    lateness = [(r.dispatched_ns - r.scheduled_ns) / 1e9 for r in records]
+    assert result.metrics["lateness_p99_s"] == pytest.approx(percentile(lateness, 99))
+    assert result.metrics["lateness_p50_s"] == pytest.approx(percentile(lateness, 50))
     # expected values from the injected timing: TPOT 5 ms, TTFT about 20 ms
     assert abs(result.metrics["tpot_median_s"] - 0.005) < 0.0005
     assert abs(result.ttft_p50_s - 0.020) < 0.005
@@ -196,6 +204,33 @@ def test_a_saturated_server_is_a_finding_not_an_error():
 def test_on_time_and_keeping_up_is_clean():
     verdict = verdict_of(outcome_of([0.0005] * 100, duration=10.0, span=9.9))
     assert verdict.valid and verdict.labels == () and verdict.reasons == ()
+
+
+def test_the_metronome_hands_over_each_request_at_its_due_time_on_a_virtual_clock():
+    """On time to the nanosecond: the coarse wait (which may overshoot by a little, as a real
+    one does) stops short of the due time and the precise sleep lands on it."""
+    from arena_core.loadgen.open_loop import COARSE_WAIT_MARGIN_S, Metronome
+
+    now = [1_000_000_000]
+
+    def advance(seconds: float, overshoot_s: float = 0.0) -> None:
+        now[0] += round((seconds + overshoot_s) * 1e9)
+
+    def wait(seconds: float) -> bool:
+        advance(seconds, overshoot_s=COARSE_WAIT_MARGIN_S / 2)
+        return False
+
+    class Loop:  # runs the hand-over at once, stamping the virtual time
+        def call_soon_threadsafe(self, callback, *args):
+            handed.append((*args, now[0]))
+
+    handed: list[tuple[int, int, int]] = []
+    due = [now[0] + offset for offset in (0, 1_500_000, 40_000_000, 40_000_001, 2_000_000_000)]
+    metronome = Metronome(Loop(), due, lambda *a: None, clock_ns=lambda: now[0], sleep=advance, wait=wait)
+    metronome.start()
+    metronome._thread.join(timeout=10)
+    assert [index for index, _, _ in handed] == [0, 1, 2, 3, 4]
+    assert [at - due_ns for _, due_ns, at in handed] == [0, 0, 0, 0, 0]
 
 
 def test_the_metronome_hands_over_every_due_index_in_order_and_stops_when_told():

@@ -90,9 +90,21 @@ class Metronome:
     and hands each due index to the loop with ``call_soon_threadsafe``, which wakes it at once.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, due_ns: Sequence[int], on_due: Callable[[int, int], None]) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        due_ns: Sequence[int],
+        on_due: Callable[[int, int], None],
+        *,
+        clock_ns: Callable[[], int] = time.perf_counter_ns,
+        sleep: Callable[[float], None] = time.sleep,
+        wait: Callable[[float], bool] | None = None,
+    ) -> None:
+        """``clock_ns``, ``sleep`` and ``wait`` (seconds; True when stopped; the stop event's by
+        default) are the real clock's unless a test hands in a virtual one."""
         self._loop, self._due_ns, self._on_due = loop, due_ns, on_due
         self._stop = threading.Event()
+        self._clock_ns, self._sleep, self._wait = clock_ns, sleep, wait or self._stop.wait
         self._thread = threading.Thread(target=self._beat, name="arena-metronome", daemon=True)
 
     def start(self) -> None:
@@ -105,11 +117,11 @@ class Metronome:
     def _beat(self) -> None:
         for index, due in enumerate(self._due_ns):
             # Wait on the event until close (so stop() is heard), then sleep the rest precisely.
-            while (remaining := (due - time.perf_counter_ns()) / 1e9) > COARSE_WAIT_MARGIN_S:
-                if self._stop.wait(remaining - COARSE_WAIT_MARGIN_S):
+            while (remaining := (due - self._clock_ns()) / 1e9) > COARSE_WAIT_MARGIN_S:
+                if self._wait(remaining - COARSE_WAIT_MARGIN_S):
                     return
             if remaining > 0:
-                time.sleep(remaining)
+                self._sleep(remaining)
             if self._stop.is_set():
                 return
             try:
