@@ -28,7 +28,7 @@ from cattrs.errors import BaseValidationError
 
 from arena_core.converter import CONVERTER
 from arena_core.files import write_json_atomic
-from arena_core.prediction import Figures, closed_figures, closed_rounds, open_run, speculative
+from arena_core.prediction import Figures, RetimedRounds, closed_rounds, open_run, speculative
 from arena_core.registry import Registry
 from arena_core.roofline import KV_CACHE_BYTES
 from arena_core.simulator import PRIORS, Efficiency, Machine, Simulation
@@ -77,9 +77,11 @@ class Sample:
     site_tps: float | None = None
     #: decoded with speculative decoding, which the simulator does not cover: in the ledger, not in a fit
     speculative: bool = False
+    #: the rounds side by side, built once: a fit re-times them at every efficiency it tries
+    retimed: RetimedRounds = attrs.field(init=False, eq=False, repr=False, default=attrs.Factory(lambda self: RetimedRounds(self.rounds), takes_self=True))
 
     def figures(self, efficiency: Efficiency) -> Figures:
-        return closed_figures(self.rounds, self.machine, efficiency)
+        return self.retimed.figures(self.machine, efficiency)
 
     def predicted(self, efficiency: Efficiency) -> tuple[float | None, float | None]:
         found = self.figures(efficiency)
@@ -316,10 +318,27 @@ class LedgerLine:
         return abs(predicted - actual) / actual * 100 if predicted and actual else None
 
 
+#: The most fits the ledger makes per hardware and backend. Up to this many runs, each run's
+#: results are predicted by a fit to all the others; with more, runs are dealt into this many
+#: folds and predicted by a fit to the other folds, so a store of hundreds of runs costs as many
+#: fits as one of twenty (each fit searches thousands of efficiencies).
+LEDGER_FOLDS = 20
+
+
+def ledger_folds(run_ids: Sequence[str], most: int = LEDGER_FOLDS) -> dict[str, int]:
+    """Each run's fold: run ids dealt round-robin in sorted order into ``most`` folds at most,
+    so a card and the site put a run in the same fold."""
+    ordered = sorted(set(run_ids))
+    count = max(1, min(len(ordered), most))
+    return {run_id: index % count for index, run_id in enumerate(ordered)}
+
+
 def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, calibrated: bool = True) -> list[LedgerLine]:
     """Each result of ``cards`` (or of run ``only``) predicted without its own run: fitted to the
-    other runs' closed-loop results of its hardware and backend (tier 1), or, not ``calibrated``,
-    at the engine's priors (tier 0). An open-loop result's tokens/s is its output throughput."""
+    closed-loop results of the runs outside its fold (:func:`ledger_folds`: up to
+    :data:`LEDGER_FOLDS` runs, every other run) of its hardware and backend (tier 1), or, not
+    ``calibrated``, at the engine's priors (tier 0). An open-loop result's tokens/s is its output
+    throughput."""
     groups: dict[tuple[str, str], list[ModelCard]] = {}
     for card in cards:
         groups.setdefault((card.hardware, engine_of(card.backend)), []).append(card)
@@ -328,12 +347,16 @@ def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = No
         if only is not None and only not in {c.run_id for c in members}:
             continue
         found = samples_of(members, registry)
+        fold_of = ledger_folds([c.run_id for c in members], LEDGER_FOLDS)
+        fits: dict[int, Efficiency] = {}  # by fold
         opened = open_results_of([c for c in members if only is None or c.run_id == only], registry)
         for run_id in sorted({s.run_id for s in found} | {r.run_id for r in opened}):
             if only is not None and run_id != only:
                 continue
-            others = [s for s in found if s.run_id != run_id] if calibrated else []
-            efficiency = fit(others, PRIORS[engine], engine=engine)
+            others = [s for s in found if fold_of[s.run_id] != fold_of[run_id]] if calibrated else []
+            if fold_of[run_id] not in fits:
+                fits[fold_of[run_id]] = fit(others, PRIORS[engine], engine=engine)
+            efficiency = fits[fold_of[run_id]]
             for sample in [*(s for s in found if s.run_id == run_id), *(r for r in opened if r.run_id == run_id)]:
                 try:
                     figures = sample.figures(efficiency)

@@ -22,7 +22,7 @@ from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.datasets import random_lengths
 from arena_core.loadgen.open_metrics import peak_concurrency
 from arena_core.loadgen.stats import percentile
-from arena_core.simulator import PRIORS, Efficiency, Machine, ModelPhysics, Request, Served, Simulation, physics, simulate
+from arena_core.simulator import PRIORS, Efficiency, Machine, ModelPhysics, Request, Served, Simulation, physics, simulate, step_seconds
 from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, OpenLoopShape, WorkloadSpec
 
 
@@ -135,12 +135,68 @@ def closed_rounds(
 def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None, efficiency: Efficiency | None = None) -> Figures:
     """llama-benchy's figures of a closed-loop workload's rounds (means over requests), at the
     efficiency they were simulated with or, re-timed, at ``efficiency``."""
+    if machine is not None and efficiency is not None:
+        return RetimedRounds(rounds).figures(machine, efficiency)
+    first = [np.array([s.first_token_s for s in done.served]) for done in rounds]
+    end = [np.array([s.end_s for s in done.served]) for done in rounds]
+    return _round_figures(rounds, first, end)
+
+
+class RetimedRounds:
+    """A closed-loop workload's rounds laid side by side (one row of steps each, zero-padded),
+    so that re-timing them at another efficiency is a few array operations instead of a loop
+    over rounds: the calibration's search re-times each measured workload thousands of times.
+    The figures are :func:`closed_figures`'s, operation for operation, so equal to the bit."""
+
+    def __init__(self, rounds: Sequence[Simulation]) -> None:
+        if not rounds or not all(done.served for done in rounds):
+            raise ValueError("a closed-loop workload's rounds each serve at least one request")
+        width = max(len(done.read) for done in rounds)
+
+        def rows(name: str) -> np.ndarray:
+            table = np.zeros((len(rounds), width))
+            for row, done in zip(table, rounds):
+                row[: len(done.read)] = getattr(done, name)  # a scalar 0.0 (no such FLOPs) fills its steps
+            return table
+
+        self.read, self.flops = rows("read"), rows("flops")
+        self.ramp_flops, self.scan_flops, self.decode_attention_flops = rows("ramp_flops"), rows("scan_flops"), rows("decode_attention_flops")
+        self.layers = rounds[0].layers
+        self.round_of = np.array([row for row, done in enumerate(rounds) for _ in done.served])
+        self.first_step = np.array([s.first_step for done in rounds for s in done.served])
+        self.last_step = np.array([s.last_step for done in rounds for s in done.served])
+        self.starts = np.cumsum([0, *(len(done.served) for done in rounds)])[:-1]  # each round's first request
+        self.lengths = np.array([s.request.output for done in rounds for s in done.served])
+        self.decoded = [float(np.maximum(np.array([s.request.output for s in done.served]) - 1, 0).sum()) for done in rounds]
+        self.outputs = int(self.lengths.sum())
+        memory = sum(float(done.memory_bound.sum()) for done in rounds) / max(1, sum(len(done.memory_bound) for done in rounds))
+        self.bound = "bandwidth" if memory >= 0.5 else "compute"
+
+    def figures(self, machine: Machine, efficiency: Efficiency) -> Figures:
+        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops)
+        ends = np.cumsum(seconds, axis=1)  # each row on its own, step by step, as one round's cumsum
+        first, end = ends[self.round_of, self.first_step], ends[self.round_of, self.last_step]
+        decoding = (self.lengths > 1) & (end > first)
+        speeds = (self.lengths[decoding] - 1) / (end[decoding] - first[decoding])
+        last = np.maximum.reduceat(end, self.starts)
+        spans = sum(float(v) for v in last)  # in order, from 0.0, as closed_figures adds them
+        decode_spans = last - np.minimum.reduceat(first, self.starts)
+        batch_tg = np.array([decoded / span for decoded, span in zip(self.decoded, decode_spans.tolist()) if span > 0])
+        # a sum over the count is np.mean's own arithmetic, without its overhead
+        return Figures(
+            per_user_tps=float(speeds.sum()) / len(speeds) if len(speeds) else None,
+            total_tps=self.outputs / spans if spans > 0 else None,
+            ttft_p50_s=float(first.sum()) / len(first),  # llama-benchy's "ttfr" is a mean
+            bound=self.bound,
+            site_tps=float(batch_tg.sum()) / len(batch_tg) if len(batch_tg) else None,
+        )
+
+
+def _round_figures(rounds: Sequence[Simulation], firsts: Sequence[np.ndarray], ends: Sequence[np.ndarray]) -> Figures:
+    """llama-benchy's figures of rounds whose requests got their first tokens at ``firsts`` and
+    ended at ``ends`` (one array per round, in served order)."""
     speeds, ttfts, outputs, spans, batch_tg = [], [], 0, 0.0, []
-    for done in rounds:
-        if machine is not None and efficiency is not None:
-            first, end = done.retimed(machine, efficiency)
-        else:
-            first, end = np.array([s.first_token_s for s in done.served]), np.array([s.end_s for s in done.served])
+    for done, first, end in zip(rounds, firsts, ends):
         lengths = np.array([s.request.output for s in done.served])
         decoding = (lengths > 1) & (end > first)
         speeds += list((lengths[decoding] - 1) / (end[decoding] - first[decoding]))

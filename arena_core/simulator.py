@@ -307,17 +307,17 @@ def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill
 
 
 def step_seconds(
-    read: np.ndarray,
-    flops: np.ndarray,
+    read: np.ndarray | float,
+    flops: np.ndarray | float,
     machine: Machine,
     efficiency: Efficiency,
     layers: int = 0,
     ramp_flops: np.ndarray | float = 0.0,
     scan_flops: np.ndarray | float = 0.0,
     decode_attention_flops: np.ndarray | float = 0.0,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Any, Any]:
     """Steps' times (of a model of ``layers`` layers), and whether each was bound by memory
-    (True) or compute (False). ``ramp_flops``: a prefilling step's FLOPs per token (0 for a
+    (True) or compute (False): arrays for arrays of steps, scalars for one step's floats. ``ramp_flops``: a prefilling step's FLOPs per token (0 for a
     decode-only step), which ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a
     step's Gated DeltaNet FLOPs, at ``Efficiency.scan_compute``; ``decode_attention_flops``: its
     decoding tokens' attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s."""
@@ -437,13 +437,13 @@ def simulate(
             physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
         )
         ramp = physics_.flops_per_token if chunks else 0.0
-        seconds, memory = step_seconds(np.array([read]), np.array([flops]), machine, efficiency, physics_.layers, ramp, scan, attention)
-        clock += float(seconds[0])
+        seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, ramp, scan, attention)  # floats: no arrays of one
+        clock += float(seconds)
         step = len(ends)
         ends.append(clock)
         read_steps.append(read)
         flop_steps.append(flops)
-        memory_steps.append(bool(memory[0]))
+        memory_steps.append(bool(memory))
         ramp_steps.append(ramp)
         scan_steps.append(scan)
         attention_steps.append(attention)

@@ -87,6 +87,57 @@ def test_a_closed_loop_round_re_times_exactly(registry):
     assert retimed.per_user_tps == pytest.approx(there.per_user_tps, rel=1e-9) and retimed.ttft_p50_s == pytest.approx(there.ttft_p50_s, rel=1e-9)
 
 
+def test_rounds_of_different_lengths_re_time_side_by_side_to_the_bit(registry):
+    """The calibration re-times rounds laid side by side (zero-padded to the longest); at the
+    efficiency they were simulated with, that gives every figure exactly, not nearly."""
+    from arena_core.prediction import RetimedRounds, closed_figures, closed_rounds
+
+    model, hardware = registry.get("models", "qwen3.6-35b-a3b"), registry.get("hardware", "gb10")
+    machine = Machine.of(hardware, model)
+    rounds = [
+        done for name in ("chat", "rag-8k", "multi-turn") for done in closed_rounds(registry.get("workloads", name), model, machine, Efficiency(), "vllm")
+    ]
+    assert len({len(done.read) for done in rounds}) == 3  # 1025, 522 and 514 steps
+    assert closed_figures(rounds, machine, Efficiency()) == closed_figures(rounds)
+    with pytest.raises(ValueError, match="at least one request"):
+        RetimedRounds([])
+
+
+def test_the_ledger_fits_once_per_fold_and_a_run_keeps_its_fold():
+    from arena_core.calibration import ledger_folds
+
+    few = [f"run-{i:02d}" for i in range(17)]
+    assert sorted(ledger_folds(few).values()) == list(range(17))  # up to 20 runs: each left out alone
+    many = [f"run-{i:03d}" for i in range(45)]
+    folds = ledger_folds(list(reversed(many)))
+    assert folds == ledger_folds(many) and sorted(set(folds.values())) == list(range(20))
+    assert sorted(list(folds.values()).count(k) for k in range(20)) == [2] * 15 + [3] * 5
+
+
+def test_the_ledger_fits_once_per_fold_never_on_the_run_it_predicts(monkeypatch, tmp_path):
+    import arena_core.calibration as calibration
+    from arena_core.cards import load_cards
+    from arena_core.testing import run_cli
+
+    manager = make_plugin_manager()
+    assert run_cli(manager, ["import", "--seeds", "--output", str(tmp_path)]).exit_code == 0
+    hooks = ArenaHooks(manager)
+    cards = load_cards(tmp_path, hooks.registry)[0][:6]
+    fitted: list[set[str]] = []
+    fit = calibration.fit
+    monkeypatch.setattr(calibration, "fit", lambda samples, prior, **kw: fitted.append({s.run_id for s in samples}) or fit(samples, prior, **kw))
+    monkeypatch.setattr(calibration, "open_results_of", lambda cards, registry: [])  # the fits are the point here
+    monkeypatch.setattr(calibration, "LEDGER_FOLDS", 2)
+    lines = calibration.ledger(cards, hooks.registry)
+    runs = {c.run_id for c in cards}
+    assert len(fitted) == 2 and fitted[0] | fitted[1] == runs and not fitted[0] & fitted[1]  # each fit: the other fold
+    assert {line.run_id for line in lines} == runs and all(line.tier == 1 for line in lines)
+    only = cards[0].run_id
+    fitted.clear()
+    assert calibration.ledger(cards, hooks.registry, only=only) == [line for line in lines if line.run_id == only]  # a card: its fold, as on the site
+    assert len(fitted) == 1 and only not in fitted[0]
+
+
 def test_llama_cpp_checkpoints_split_each_prompt_and_first_tokens_come_together(registry):
     """llama.cpp checkpoints a sliding-window or recurrent model's memory n_ubatch + 4 and 4
     tokens before each prompt's end, and a prompt's share of a step stops there. Two prompts of
