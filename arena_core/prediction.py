@@ -121,7 +121,7 @@ def closed_rounds(
     workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str, *, kv_bytes_per_element: float = 2.0
 ) -> list[Simulation]:
     """A closed-loop workload's rounds, simulated: their steps do not depend on their timing, so
-    :meth:`~arena_core.simulator.Simulation.retimed` serves any other efficiency."""
+    :class:`RetimedRounds` serves any other efficiency."""
     assert isinstance(workload.shape, ClosedLoopShape)
     scheduling = ENGINES.get(engine, ENGINES["vllm"])
     slots = max(scheduling.slots, workload.shape.concurrency)

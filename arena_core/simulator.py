@@ -317,10 +317,11 @@ def step_seconds(
     decode_attention_flops: np.ndarray | float = 0.0,
 ) -> tuple[Any, Any]:
     """Steps' times (of a model of ``layers`` layers), and whether each was bound by memory
-    (True) or compute (False): arrays for arrays of steps, scalars for one step's floats. ``ramp_flops``: a prefilling step's FLOPs per token (0 for a
-    decode-only step), which ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a
-    step's Gated DeltaNet FLOPs, at ``Efficiency.scan_compute``; ``decode_attention_flops``: its
-    decoding tokens' attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s."""
+    (True) or compute (False): arrays for arrays of steps, scalars for one step's floats.
+    ``ramp_flops``: a prefilling step's FLOPs per token (0 for a decode-only step), which
+    ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a step's Gated DeltaNet
+    FLOPs, at ``Efficiency.scan_compute``; ``decode_attention_flops``: its decoding tokens'
+    attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
     gemm = machine.compute_flops(efficiency)
@@ -377,14 +378,6 @@ class Simulation:
     def bound(self) -> str:
         """What bounded most steps: "bandwidth" or "compute"."""
         return "bandwidth" if self.memory_bound.mean() >= 0.5 else "compute"
-
-    def retimed(self, machine: Machine, efficiency: Efficiency) -> tuple[np.ndarray, np.ndarray]:
-        """Each served request's first-token and end times at other efficiencies: only for
-        requests all due at 0 and all admitted at once (a closed-loop round), whose steps do not
-        depend on when they ran."""
-        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops)
-        ends = np.cumsum(seconds)
-        return ends[[s.first_step for s in self.served]], ends[[s.last_step for s in self.served]]
 
 
 def simulate(
