@@ -135,18 +135,17 @@ def closed_rounds(
 def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None, efficiency: Efficiency | None = None) -> Figures:
     """llama-benchy's figures of a closed-loop workload's rounds (means over requests), at the
     efficiency they were simulated with or, re-timed, at ``efficiency``."""
+    laid = RetimedRounds(rounds)
     if machine is not None and efficiency is not None:
-        return RetimedRounds(rounds).figures(machine, efficiency)
-    first = [np.array([s.first_token_s for s in done.served]) for done in rounds]
-    end = [np.array([s.end_s for s in done.served]) for done in rounds]
-    return _round_figures(rounds, first, end)
+        return laid.figures(machine, efficiency)
+    served = [s for done in rounds for s in done.served]
+    return laid.figures_at(np.array([s.first_token_s for s in served]), np.array([s.end_s for s in served]))
 
 
 class RetimedRounds:
     """A closed-loop workload's rounds laid side by side (one row of steps each, zero-padded),
     so that re-timing them at another efficiency is a few array operations instead of a loop
-    over rounds: the calibration's search re-times each measured workload thousands of times.
-    The figures are :func:`closed_figures`'s, operation for operation, so equal to the bit."""
+    over rounds: the calibration's search re-times each measured workload thousands of times."""
 
     def __init__(self, rounds: Sequence[Simulation]) -> None:
         if not rounds or not all(done.served for done in rounds):
@@ -167,52 +166,33 @@ class RetimedRounds:
         self.last_step = np.array([s.last_step for done in rounds for s in done.served])
         self.starts = np.cumsum([0, *(len(done.served) for done in rounds)])[:-1]  # each round's first request
         self.lengths = np.array([s.request.output for done in rounds for s in done.served])
-        self.decoded = [float(np.maximum(np.array([s.request.output for s in done.served]) - 1, 0).sum()) for done in rounds]
-        self.outputs = int(self.lengths.sum())
+        self.decoded = np.add.reduceat(np.maximum(self.lengths - 1, 0), self.starts).tolist()  # tokens after each first, per round
         memory = sum(float(done.memory_bound.sum()) for done in rounds) / max(1, sum(len(done.memory_bound) for done in rounds))
         self.bound = "bandwidth" if memory >= 0.5 else "compute"
 
     def figures(self, machine: Machine, efficiency: Efficiency) -> Figures:
+        """The figures at ``efficiency``: every step re-timed, each round's clock from 0."""
         seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops)
-        ends = np.cumsum(seconds, axis=1)  # each row on its own, step by step, as one round's cumsum
-        first, end = ends[self.round_of, self.first_step], ends[self.round_of, self.last_step]
+        ends = np.cumsum(seconds, axis=1)  # each row on its own, step by step, as the simulation's clock
+        return self.figures_at(ends[self.round_of, self.first_step], ends[self.round_of, self.last_step])
+
+    def figures_at(self, first: np.ndarray, end: np.ndarray) -> Figures:
+        """The figures of requests (all rounds', in served order) that got their first tokens at
+        ``first`` and ended at ``end``, each round timed from its own start."""
         decoding = (self.lengths > 1) & (end > first)
         speeds = (self.lengths[decoding] - 1) / (end[decoding] - first[decoding])
         last = np.maximum.reduceat(end, self.starts)
-        spans = sum(float(v) for v in last)  # in order, from 0.0, as closed_figures adds them
+        spans = float(last.sum())  # each round's length, one after another
         decode_spans = last - np.minimum.reduceat(first, self.starts)
-        batch_tg = np.array([decoded / span for decoded, span in zip(self.decoded, decode_spans.tolist()) if span > 0])
-        # a sum over the count is np.mean's own arithmetic, without its overhead
+        # llama-benchy's batch tg of each round: tokens after each first over first first token to last token
+        batch_tg = [decoded / span for decoded, span in zip(self.decoded, decode_spans.tolist()) if span > 0]
         return Figures(
-            per_user_tps=float(speeds.sum()) / len(speeds) if len(speeds) else None,
-            total_tps=self.outputs / spans if spans > 0 else None,
-            ttft_p50_s=float(first.sum()) / len(first),  # llama-benchy's "ttfr" is a mean
+            per_user_tps=float(speeds.mean()) if len(speeds) else None,
+            total_tps=int(self.lengths.sum()) / spans if spans > 0 else None,
+            ttft_p50_s=float(first.mean()),  # llama-benchy's "ttfr" is a mean
             bound=self.bound,
-            site_tps=float(batch_tg.sum()) / len(batch_tg) if len(batch_tg) else None,
+            site_tps=sum(batch_tg) / len(batch_tg) if batch_tg else None,
         )
-
-
-def _round_figures(rounds: Sequence[Simulation], firsts: Sequence[np.ndarray], ends: Sequence[np.ndarray]) -> Figures:
-    """llama-benchy's figures of rounds whose requests got their first tokens at ``firsts`` and
-    ended at ``ends`` (one array per round, in served order)."""
-    speeds, ttfts, outputs, spans, batch_tg = [], [], 0, 0.0, []
-    for done, first, end in zip(rounds, firsts, ends):
-        lengths = np.array([s.request.output for s in done.served])
-        decoding = (lengths > 1) & (end > first)
-        speeds += list((lengths[decoding] - 1) / (end[decoding] - first[decoding]))
-        ttfts += list(first)
-        outputs += int(lengths.sum())
-        spans += float(end.max())
-        if (decode_span := float(end.max() - first.min())) > 0:  # llama-benchy's batch tg (at c = 1, the request's own t/s)
-            batch_tg.append(float(np.maximum(lengths - 1, 0).sum()) / decode_span)
-    memory = sum(float(done.memory_bound.sum()) for done in rounds) / max(1, sum(len(done.memory_bound) for done in rounds))
-    return Figures(
-        per_user_tps=float(np.mean(speeds)) if speeds else None,
-        total_tps=outputs / spans if spans > 0 else None,
-        ttft_p50_s=float(np.mean(ttfts)) if ttfts else None,  # llama-benchy's "ttfr" is a mean
-        bound="bandwidth" if memory >= 0.5 else "compute",
-        site_tps=float(np.mean(batch_tg)) if batch_tg else None,
-    )
 
 
 def open_run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str, *, kv_bytes_per_element: float = 2.0) -> Figures:

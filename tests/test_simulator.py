@@ -179,7 +179,9 @@ def test_the_seed_g_of_a_closed_loop_round_by_hand():
         requests[1:], _weightless(), Machine(bandwidth=1.0, peak_flops=1.0), Efficiency(overhead_s=0.01, layer_overhead_s=0.0), slots=1, token_budget=16
     )
     assert closed_figures([alone]).site_tps == pytest.approx(100.0)  # one user: llama-benchy's t/s of the request itself
-    assert closed_figures([done, alone]).site_tps == pytest.approx(125.0)  # a mean over rounds (a conversation's turns)
+    both = closed_figures([done, alone])
+    assert both.site_tps == pytest.approx(125.0)  # a mean over rounds (a conversation's turns)
+    assert both.total_tps == pytest.approx(13 / 0.1)  # 8 + 5 tokens over the rounds one after another: 50 + 50 ms
 
 
 def test_the_seed_g_of_open_loop_requests_by_hand():
