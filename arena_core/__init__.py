@@ -3,8 +3,9 @@
 This package is the small core. Its public names -- ``__all__`` below, and nothing else --
 are the contract with plugins: hookspec markers, the plugin manager, value classes, errors,
 the runner kit (the measuring instrument of :mod:`arena_core.loadgen`, re-exported here), the
-model cards of stored runs (``load_cards``), for scorers used from plain Python, and what a
-command plugin needs (``CliApp``, ``render_table``, ``CONVERTER`` for its own TOML, and the
+model cards of stored runs (``load_cards``), for scorers and predictors used from plain Python,
+the tables of bytes per weight and per KV element and the ``bounds`` on outside figures (for a
+predictor), and what a command plugin needs (``CliApp``, ``render_table``, ``CONVERTER`` for its own TOML, and the
 store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box).
 Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``plugins/`` and
 ``examples/`` and fails on any other import.
@@ -12,6 +13,7 @@ Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``p
 
 __version__ = "0.1.0"
 
+from arena_core import bounds
 from arena_core.cards import load_card, load_cards
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
@@ -27,23 +29,33 @@ from arena_core.manifest import read_manifest
 from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, PluginProblem, make_plugin_manager
 from arena_core.registry import Registration, Registry
 from arena_core.report import render_table
+from arena_core.roofline import BYTES_PER_PARAM, GGUF_TYPES, KV_CACHE_BYTES, bytes_per_param
 from arena_core.secrets import check_key, read_api_key
 from arena_core.store import adopt_run
 from arena_core.types import (
     Backend,
     BackendRequest,
     BackendSpec,
+    Calibration,
+    CalibrationReport,
     CardWorkload,
     ClosedLoopShape,
+    CohortScorer,
     EmbeddedRun,
     Endpoint,
     EndpointSettings,
+    Figures,
+    FitCache,
     HardwareDetection,
     HardwareProfile,
+    LedgerLine,
     ModelArchitecture,
     ModelCard,
     ModelSpec,
     OpenLoopShape,
+    PredictionSetup,
+    Predictor,
+    PredictorSpec,
     QualityScore,
     ReportReader,
     RequestRecord,
@@ -53,10 +65,13 @@ from arena_core.types import (
     RunnerSpec,
     RunOptions,
     RunResult,
+    Scheduling,
     Score,
+    Scorer,
     ScorerSpec,
     ToolAvailability,
     Verdict,
+    WorkloadPrediction,
     WorkloadResult,
     WorkloadShape,
     WorkloadSpec,
@@ -64,7 +79,10 @@ from arena_core.types import (
 
 __all__ = [
     "BUILTIN_PLUGINS",
+    "BYTES_PER_PARAM",
     "CONVERTER",
+    "GGUF_TYPES",
+    "KV_CACHE_BYTES",
     "CliApp",
     "ENTRY_POINT_GROUP",
     "ArenaError",
@@ -72,14 +90,20 @@ __all__ = [
     "Backend",
     "BackendRequest",
     "BackendSpec",
+    "Calibration",
+    "CalibrationReport",
     "CardWorkload",
     "ClosedLoopShape",
+    "CohortScorer",
     "ConfigError",
     "EmbeddedRun",
     "Endpoint",
     "EndpointSettings",
+    "Figures",
+    "FitCache",
     "HardwareDetection",
     "HardwareProfile",
+    "LedgerLine",
     "ModelArchitecture",
     "ModelCard",
     "ModelSpec",
@@ -87,6 +111,9 @@ __all__ = [
     "PluginError",
     "PluginInfo",
     "PluginProblem",
+    "PredictionSetup",
+    "Predictor",
+    "PredictorSpec",
     "QualityScore",
     "Registration",
     "Registry",
@@ -98,18 +125,23 @@ __all__ = [
     "RunResult",
     "Runner",
     "RunnerSpec",
+    "Scheduling",
     "Score",
+    "Scorer",
     "ScorerSpec",
     "ToolAvailability",
     "ToolFailed",
     "UnknownNameError",
     "UsageError",
     "Verdict",
+    "WorkloadPrediction",
     "WorkloadResult",
     "WorkloadShape",
     "WorkloadSpec",
     "__version__",
     "adopt_run",
+    "bounds",
+    "bytes_per_param",
     "hookimpl",
     "check_key",
     "echo",

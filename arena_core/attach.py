@@ -9,11 +9,11 @@ memory watchdog, which guards the machine Arena runs on, has nothing of the serv
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
+from arena_core.loadgen import ChatClient, run_measurement
+from arena_core.telemetry import read_metrics_page
 from arena_core.types import Endpoint, HardwareProfile
 
 UNNAMED_SERVER = HardwareProfile(
@@ -23,21 +23,6 @@ UNNAMED_SERVER = HardwareProfile(
     memory_gb=None,
     unified_memory=False,
 )
-
-
-def server_is_here(base_url: str | None) -> bool:
-    """Whether a server at ``base_url`` runs on this machine: none given (Arena launches it), or a
-    loopback address. A host name other than ``localhost`` is taken as another machine (it is not
-    resolved: a name can point anywhere)."""
-    if not base_url:
-        return True
-    host = urlsplit(base_url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 #: How much of a label value or a build string a server's own description may show.
@@ -89,10 +74,8 @@ def _clip(text: str) -> str:
 
 def ask_about_its_machine(endpoint: Endpoint, profiles: list[str]) -> str:
     """The line a run prints when its server's machine is not named: what the server says of it
-    (``/props``, ``/metrics``; each read with a deadline, either may be absent) and how to name it."""
-    # (imported here: the load generator's codec imports this module for server_is_here)
-    from arena_core.loadgen import ChatClient, run_measurement
-    from arena_core.telemetry import read_metrics_page
+    (``/props``, ``/metrics``; each read with a deadline, either may be absent) and how to name it
+    (``profiles``: those that can name another machine)."""
 
     async def props() -> Any:
         client = ChatClient(endpoint, request_timeout=10.0)
@@ -104,5 +87,5 @@ def ask_about_its_machine(endpoint: Endpoint, profiles: list[str]) -> str:
 
     said = what_the_server_says(run_measurement(props()), read_metrics_page(f"{endpoint.base_url}/metrics"))
     told = f"the server says: {said}" if said else "the server says nothing of its device"
-    known = ", ".join(name for name in profiles if name != "cpu-host")
+    known = ", ".join(profiles)
     return f"hardware: not named, so judged without a physical ceiling ({told}); name its machine with --hardware ({known})"

@@ -23,7 +23,7 @@ from arena_core.loadgen.records_io import read_records
 from arena_core.manifest import MANIFEST, Manifest, read_manifest
 from arena_core.registry import Registry
 from arena_core.store import find_run, list_runs, load_result, workload_dir
-from arena_core.types import CardWorkload, ClosedLoopShape, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult, WorkloadSpec
+from arena_core.types import CardLayout, CardWorkload, ClosedLoopShape, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult, WorkloadSpec
 
 
 def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
@@ -90,6 +90,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
     memory = manifest.model_memory
     expected = suite(registry)
     return ModelCard(
+        layout=card_layout(registry),
         run_id=manifest.run_id,
         model=manifest.model,
         model_title=model.item.title if model else (manifest.model_title or manifest.model),  # the catalog's, as on a measured run
@@ -124,6 +125,20 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
                 if name in registry.workloads
             },
         },
+    )
+
+
+def card_layout(registry: Registry) -> CardLayout:
+    """Which workloads a card's headline, totals row and findings read, from the roles and labels
+    the workload plugins declared."""
+    workloads = [r.item for r in registry.workloads.values()]
+    short, long = registry.with_role("short-context"), registry.with_role("long-context")
+    compared = [w for w in workloads if "compared" in w.roles]
+    return CardLayout(
+        headline=registry.with_role("headline"),
+        totals=tuple((w.total_label, w.name) for w in sorted((w for w in workloads if w.total_column), key=lambda w: w.total_column)),
+        prefill_wall=(short, long) if short and long else None,
+        compared=tuple(w.name for w in sorted(compared, key=lambda w: w.loop != "open")),  # open loop first
     )
 
 

@@ -18,7 +18,7 @@ import attrs
 from attrs import frozen
 
 from arena_core import __version__
-from arena_core.attach import UNNAMED_SERVER, ask_about_its_machine, server_is_here
+from arena_core.attach import UNNAMED_SERVER, ask_about_its_machine
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.converter import CONVERTER
 from arena_core.errors import ConfigError, Interrupted, ServerLost, UsageError
@@ -50,6 +50,7 @@ from arena_core.types import (
     WorkloadResult,
     WorkloadSpec,
 )
+from arena_core.types.runners import server_is_here
 
 #: The model name recorded when a server serves a model that is not in the catalog.
 UNCATALOGUED_MODEL = "served-model"
@@ -352,7 +353,7 @@ class RunSession:
         check that the server answers a question with text (:mod:`arena_core.sanity`), and ask
         each runner whether its workloads can run here."""
         if self.plan.hardware.name == UNNAMED_SERVER.name:
-            self.progress(ask_about_its_machine(endpoint, self.hooks.registry.names("hardware")))
+            self.progress(ask_about_its_machine(endpoint, self.hooks.registry.hardware_elsewhere()))
         check_the_server_answers(endpoint, min(DEADLINE_S, self.plan.options.request_timeout_s))
         context = RunContext(endpoint=endpoint, output_dir=self.run_dir, options=self.plan.options, progress=self.progress)
         for workload in self.plan.workloads:

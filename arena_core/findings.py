@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from arena_core.capacity import PROBE_LABEL
 from arena_core.types import ModelCard
 
-COMPARED = ("monday-peak", "chat")
 NOTABLE_RATIO = 1.2
 MOST_COMPARED = 3
 
@@ -27,13 +26,7 @@ def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
     for line in card.workloads:
         if not line.valid:
             found.append(f"{line.name} is invalid: {'; '.join(line.reasons) or 'see the result'}.")
-    short, long = card.workload("chat"), card.workload("long-context-25k")
-    if short and long and short.ttft_p50_s and long.ttft_p50_s:
-        scaled = f", prompts scaled x{card.scale:g}" if card.scale != 1 else ""
-        found.append(
-            f"Prefill wall: TTFT p50 grows {long.ttft_p50_s / short.ttft_p50_s:.1f}x from 1k (chat, {_fmt_s(short.ttft_p50_s)}) "
-            f"to 25k tokens of context (long-context-25k, {_fmt_s(long.ttft_p50_s)}{scaled})."
-        )
+    found += _prefill_wall(card)
     for line in card.workloads:
         served, offered = line.metrics.get("served_rate", line.metrics.get("request_throughput")), line.metrics.get("requested_rate")
         if served is not None and offered and served < 0.95 * offered:
@@ -46,6 +39,22 @@ def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
     return found
 
 
+def _prefill_wall(card: ModelCard) -> list[str]:
+    """How much longer the first token takes at the long context than at the short one (the
+    workloads plugin names the pair; each is called by its label in the totals row)."""
+    if card.layout.prefill_wall is None:
+        return []
+    names = card.layout.prefill_wall
+    short, long = card.workload(names[0]), card.workload(names[1])
+    if not (short and long and short.ttft_p50_s and long.ttft_p50_s):
+        return []
+    scaled = f", prompts scaled x{card.scale:g}" if card.scale != 1 else ""
+    return [
+        f"Prefill wall: TTFT p50 grows {long.ttft_p50_s / short.ttft_p50_s:.1f}x from {card.layout.label(short.name)} ({short.name}, {_fmt_s(short.ttft_p50_s)}) "
+        f"to {card.layout.label(long.name)} ({long.name}, {_fmt_s(long.ttft_p50_s)}{scaled})."
+    ]
+
+
 def _comparisons(card: ModelCard, others: Sequence[ModelCard]) -> list[str]:
     """Notably faster or slower than other models on the same hardware, under the first compared
     workload both measured: the :data:`MOST_COMPARED` nearest (a cohort of 17 would bury the card)."""
@@ -53,7 +62,7 @@ def _comparisons(card: ModelCard, others: Sequence[ModelCard]) -> list[str]:
     for other in others:
         if other.run_id == card.run_id or other.hardware != card.hardware or other.model == card.model or other.scale != card.scale:
             continue
-        for name in COMPARED:
+        for name in card.layout.compared:
             mine, theirs = card.workload(name), other.workload(name)
             if not (mine and theirs and mine.valid and theirs.valid and mine.tokens_per_second and theirs.tokens_per_second):
                 continue

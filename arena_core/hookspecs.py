@@ -29,7 +29,18 @@ if TYPE_CHECKING:
     import click
 
     from arena_core.config import ArenaConfig
-    from arena_core.types import BackendSpec, HardwareDetection, HardwareProfile, ModelSpec, RunInfo, RunnerSpec, RunResult, ScorerSpec, WorkloadSpec
+    from arena_core.types import (
+        BackendSpec,
+        HardwareDetection,
+        HardwareProfile,
+        ModelSpec,
+        PredictorSpec,
+        RunInfo,
+        RunnerSpec,
+        RunResult,
+        ScorerSpec,
+        WorkloadSpec,
+    )
 
 PROJECT_NAME = "arena"
 
@@ -108,6 +119,22 @@ def arena_register_scorers(register: Callable[[ScorerSpec], None]) -> None:
 
     :param register: call it once per :class:`~arena_core.types.ScorerSpec`. Cards and the
         leaderboard rank by the first registered with ``default``.
+    :return: nothing; anything returned is ignored.
+    """
+
+
+@hookspec
+def arena_register_predictors(register: Callable[[PredictorSpec], None]) -> None:
+    """Register predictors: what a workload will do for a model on a machine and a backend,
+    before it is measured, calibrated on stored runs, with the error ledger of its predictions.
+
+    Kind: collect. Called once per plugin manager, the first time the registry is needed.
+
+    :param register: call it once per :class:`~arena_core.types.PredictorSpec`. ``arena
+        predict``, ``arena calibrate``, cards, the leaderboard and the site use the last
+        registered with ``default`` (built-ins register first, so a third party's replaces the
+        built-in one), else the first registered; with none registered they say so and show no
+        prediction.
     :return: nothing; anything returned is ignored.
     """
 

@@ -37,6 +37,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "arena_hardware",
     "arena_models",
     "arena_scoring",
+    "arena_prediction",
     "arena_fleet",
 )
 

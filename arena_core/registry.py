@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from attrs import frozen
 
 from arena_core.errors import UnknownNameError
-from arena_core.types import BackendSpec, HardwareProfile, ModelSpec, RunnerSpec, ScorerSpec, WorkloadSpec
+from arena_core.types import BackendSpec, HardwareProfile, ModelSpec, PredictorSpec, RunnerSpec, ScorerSpec, WorkloadSpec
 
 T = TypeVar("T")
 
@@ -39,6 +39,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
             Kind(plural="hardware", singular="hardware", hook="arena_register_hardware", item_type=HardwareProfile),
             Kind(plural="models", singular="model", hook="arena_register_models", item_type=ModelSpec),
             Kind(plural="scorers", singular="scorer", hook="arena_register_scorers", item_type=ScorerSpec),
+            Kind(plural="predictors", singular="predictor", hook="arena_register_predictors", item_type=PredictorSpec),
         )
     }
 )
@@ -101,6 +102,14 @@ class Registry:
     @property
     def backends(self) -> Mapping[str, Registration[BackendSpec]]:
         return self.by_kind["backends"]
+
+    def with_role(self, role: str) -> str | None:
+        """The first workload registered with ``role`` (:data:`~arena_core.types.ROLES`), or None."""
+        return next((r.item.name for r in self.workloads.values() if role in r.item.roles), None)
+
+    def hardware_elsewhere(self) -> list[str]:
+        """The profiles that can name another machine (not one read off this machine)."""
+        return [r.item.name for r in self.hardware.values() if not r.item.this_machine]
 
 
 class RegistryBuilder:

@@ -16,17 +16,17 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from arena_core import __version__
-from arena_core.calibration import LedgerLine, ledger_summary
 from arena_core.leaderboard import Row, rank, row_dict
+from arena_core.predictions import NO_PREDICTOR, ledger_summary
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
 from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
 from arena_core.report.model_card import (
-    DECODE_TOTALS,
     G_NOTE,
     PREDICTION_HEADERS,
     PREDICTION_NOTE,
     commands_of,
+    decode_totals,
     headline_label,
     headline_tps,
     legend_rows,
@@ -38,7 +38,7 @@ from arena_core.report.model_card import (
     workload_rows,
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
-from arena_core.types import ModelCard, Score
+from arena_core.types import LedgerLine, ModelCard, Score
 
 
 def environment() -> Environment:
@@ -105,19 +105,21 @@ def _preset_pages(profiles: Sequence[str], first: str) -> list[tuple[str, str]]:
 
 def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
     quality_points, user_points = [], []
+    headline = next((card.layout.headline for card in cards if card.layout.headline), None)
     for card in cards:
         throughput, _ = throughput_headline(card)
         quality = [q.value for q in card.quality if q.value is not None]
         if throughput is not None and quality:
             quality_points.append((card.model_title, throughput, sum(quality) / len(quality), card.model_memory_gb))
-        chat = card.workload("chat")
-        if chat is not None and chat.tokens_per_second and chat.metrics.get("decode_tps_total"):
-            user_points.append((card.model_title, chat.tokens_per_second, chat.metrics["decode_tps_total"], None))
+        line = card.workload(headline) if headline else None
+        if line is not None and line.tokens_per_second and line.metrics.get("decode_tps_total"):
+            user_points.append((card.model_title, line.tokens_per_second, line.metrics["decode_tps_total"], None))
     return {
         "quality_chart": bubble_chart(
             "Quality against throughput; point area: model memory", quality_points, "throughput G, tok/s (mean over workloads)", "quality Q (published)"
         ),
-        "users_chart": bubble_chart("Per-user against total throughput, chat at c=10", user_points, "tok/s per user", "tok/s total"),
+        "users_chart": bubble_chart(f"Per-user against total throughput, {headline} at c=10", user_points, "tok/s per user", "tok/s total"),
+        "users_chart_workload": headline or "",
     }
 
 
@@ -129,12 +131,13 @@ def publish(
     *,
     profile: str = "aggregate",
     integrity: Mapping[str, str] | None = None,
-    predictions: Sequence[LedgerLine] = (),
+    predictions: Sequence[LedgerLine] | None = (),
 ) -> Path:
     """Write the site into ``directory``: a leaderboard page per profile of the default scorer
     (``profile``'s is index.html) and a page per card; ``all_scores[run_id][profile]``;
     ``integrity[run_id]`` is what ``arena verify`` said of the run (absent: not checked);
-    ``predictions``: the error ledger (:func:`arena_core.calibration.ledger`)."""
+    ``predictions``: the default predictor's error ledger (:func:`arena_core.predictions.ledger_of`;
+    ``None``: no predictor, and the pages say so)."""
     verified = integrity or {}
     env = environment()
     versions = sorted({score.version for scores in all_scores.values() for score in scores.values()})
@@ -155,14 +158,15 @@ def publish(
                 root="",
                 profile=name,
                 attribution=attribution,
-                ledger_rows=ledger_summary(predictions),
+                ledger_rows=ledger_summary(predictions or []),
+                prediction_absent=NO_PREDICTOR if predictions is None else "",
                 **_board(rows, verified, capacity_of),
                 **charts,
             ),
             encoding="utf-8",
         )
     for card in cards:
-        mine = [line for line in predictions if line.run_id == card.run_id]
+        mine = None if predictions is None else [line for line in predictions if line.run_id == card.run_id]
         page = _card_page(env, common, card, all_scores[card.run_id], found, verified, mine)
         (directory / "cards" / f"{card.run_id}.html").write_text(page, encoding="utf-8")
     return directory / "index.html"
@@ -205,7 +209,7 @@ def _card_page(
     scores: Mapping[str, Score],
     found: Mapping[str, list[str]],
     verified: Mapping[str, str],
-    predictions: Sequence[LedgerLine] = (),
+    predictions: Sequence[LedgerLine] | None = (),
 ) -> str:
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     lines = [(name, card.workload(name)) for name in card.expected]
@@ -223,7 +227,7 @@ def _card_page(
         measured=f"{measured}/{len(card.expected)}",
         model_rows=model_rows(card),
         quality_rows=quality_rows(card),
-        decode_totals=[(label, fmt_tps(card.workload(w).metrics.get("decode_tps_total") if card.workload(w) else None)) for label, w in DECODE_TOTALS],
+        decode_totals=[(label, fmt_tps(total)) for label, total in decode_totals(card)],
         workload_rows=workload_rows(card),
         seed_rows=seed_rows(card),
         legend_rows=legend_rows(card),
@@ -234,9 +238,10 @@ def _card_page(
         explained=_explained(scores),
         integrity=_integrity(card.run_id, verified),
         capacity=_capacity(card),
-        prediction_rows=prediction_rows(predictions),
+        prediction_rows=prediction_rows(predictions or []),
         prediction_headers=PREDICTION_HEADERS,
-        prediction_note="; ".join([*([PREDICTION_NOTE] if any(line.open_loop for line in predictions) else []), G_NOTE]),
+        prediction_note="; ".join([*([PREDICTION_NOTE] if any(line.open_loop for line in predictions or []) else []), G_NOTE]),
+        prediction_absent=NO_PREDICTOR if predictions is None else "",
         tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
         ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
     )

@@ -26,9 +26,9 @@ from pathlib import Path
 import attrs
 
 from arena_core import ArenaHooks, make_plugin_manager
-from arena_core.calibration import fit, samples_of
 from arena_core.cards import load_cards
-from arena_core.simulator import PRIORS
+from arena_prediction.calibration import fit, samples_of
+from arena_prediction.simulator import prior_of
 
 CALIBRATION_SHAPES = "chat,long-output,big-context-4k-c1"  # c=10 short, c=10 long answers, one user with a long prompt
 HELD_OUT_SHAPES = "rag-8k,big-context-8k-c5,multi-turn"  # longer prompts, five users, a five-turn conversation
@@ -60,7 +60,7 @@ def main() -> None:
                 sets[label].append(kept[shape])
         cards, _ = load_cards(store, registry)
     samples = {label: samples_of([c for c in cards if c.run_id in ids], registry) for label, ids in sets.items()}
-    prior = PRIORS["llama-cpp"]
+    prior = prior_of("llama-cpp")
     fitted = fit(samples["calibration"], prior, engine="llama-cpp")
     rows = []
     for label, found in samples.items():

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from arena_core.attach import server_is_here, what_the_server_says
+from arena_core.attach import what_the_server_says
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
+from arena_core.types.runners import server_is_here
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 RIG = ["--host", "0.0.0.0", "--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]

@@ -11,15 +11,21 @@ from arena_core import (
     ArenaHooks,
     BackendSpec,
     ClosedLoopShape,
+    Figures,
     HardwareDetection,
     HardwareProfile,
+    LedgerLine,
+    PredictorSpec,
     RunInfo,
     RunnerSpec,
     RunResult,
     ScorerSpec,
     ToolAvailability,
+    UsageError,
+    WorkloadPrediction,
     WorkloadSpec,
     hookimpl,
+    make_plugin_manager,
 )
 from arena_core.config import ArenaConfig
 from arena_core.docgen import hookspec_functions
@@ -106,6 +112,58 @@ def test_hook_arena_register_scorers():
             register(spec)
 
     assert ArenaHooks(plugin_manager_with(Plugin())).registry.get("scorers", "constant").create("only") == 50
+
+
+class ConstantPredictor:
+    """A third party's predictor: every workload at 42 tok/s, its ledger one line a run."""
+
+    def coverage(self, setup):
+        return None
+
+    def basis(self, setup):
+        return "a constant, for tests"
+
+    def predict(self, workload, setup):
+        figures = Figures(per_user_tps=42.0, total_tps=420.0, ttft_p50_s=0.5, bound="a constant")
+        return WorkloadPrediction(workload=workload.name, central=figures, low=figures, high=figures)
+
+    def serve(self, workload, setup):
+        return ()
+
+    def calibrate(self, cards, hardware, backend):
+        raise UsageError("a constant has nothing to fit")
+
+    def ledger(self, cards, *, only=None, fits=None):
+        return [
+            LedgerLine(run_id=c.run_id, workload="chat", tier=0, predicted_tps=42.0, measured_tps=40.0, predicted_ttft_s=0.5, measured_ttft_s=0.4)
+            for c in cards
+            if only in (None, c.run_id)
+        ]
+
+
+def test_hook_arena_register_predictors(tmp_path):
+    """A third party's default predictor replaces the built-in one: its figures are what
+    ``arena predict`` prints and what a card shows beside the measured ones."""
+    import json
+
+    class Plugin:
+        @hookimpl
+        def arena_register_predictors(self, register):
+            register(PredictorSpec(name="constant", description="42 tok/s.", create=lambda registry: ConstantPredictor(), default=True))
+
+    manager = make_plugin_manager(autoload=False, extra_plugins=[("constant-predictor", Plugin())])
+    registry = ArenaHooks(manager).registry
+    assert list(registry.by_kind["predictors"]) == ["step-simulator", "constant"]
+    predicted = run_cli(manager, ["predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--workloads", "chat", "--json", "--output", str(tmp_path)])
+    assert predicted.exit_code == 0, predicted.output
+    found = json.loads(predicted.output)
+    assert found["tier"] == "a constant, for tests" and found["workloads"][0]["central"]["per_user_tps"] == 42.0
+    assert run_cli(manager, ["import", "--seeds", "--output", str(tmp_path)]).exit_code == 0
+    run_id = next(p.name for p in sorted(tmp_path.iterdir()) if (p / "manifest.json").exists())
+    card = run_cli(manager, ["card", run_id, "--output", str(tmp_path), "--format", "json"])
+    assert json.loads(card.output)["predictions"][0]["predicted_tps"] == 42.0
+    calibrated = run_cli(manager, ["calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(tmp_path)])
+    assert calibrated.exit_code == 2 and "a constant has nothing to fit" in calibrated.output
 
 
 def test_hook_arena_register_commands():

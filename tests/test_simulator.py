@@ -10,11 +10,12 @@ import sys
 import attrs
 import pytest
 
+from arena_backends import LLAMA_CPP_SCHEDULING, VLLM_SCHEDULING
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.loadgen.arrivals import arrival_offsets
-from arena_core.prediction import predict
 from arena_core.roofline import bytes_per_param
-from arena_core.simulator import Efficiency, Machine, ModelPhysics, Request, expected_experts, physics, simulate
+from arena_prediction.simulator import Efficiency, Machine, ModelPhysics, Request, expected_experts, physics, simulate
+from arena_prediction.workloads import predict
 
 
 @pytest.fixture(scope="module")
@@ -75,27 +76,29 @@ def test_a_queue_of_one_slot_with_a_fixed_service_time_waits_as_m_d_1():
 def test_a_closed_loop_round_re_times_exactly(registry):
     """A closed-loop round's steps do not depend on their timing: re-timing it at another
     efficiency gives what simulating it there gives."""
-    from arena_core.prediction import closed_figures, closed_rounds
+    from arena_prediction.workloads import closed_figures, closed_rounds
 
     model, hardware, workload = registry.get("models", "qwen3.6-35b-a3b"), registry.get("hardware", "gb10"), registry.get("workloads", "chat")
     machine = Machine.of(hardware, model)
     other = Efficiency(
         bandwidth=0.5, compute=0.2, moe_compute=0.15, overhead_s=0.006, layer_overhead_s=1e-5, prefill_ramp_tokens=1024, decode_attention_speed=0.3
     )
-    there = closed_figures(closed_rounds(workload, model, machine, other, "vllm"))
-    retimed = closed_figures(closed_rounds(workload, model, machine, Efficiency(), "vllm"), machine, other)
+    there = closed_figures(closed_rounds(workload, model, machine, other, VLLM_SCHEDULING))
+    retimed = closed_figures(closed_rounds(workload, model, machine, Efficiency(), VLLM_SCHEDULING), machine, other)
     assert retimed.per_user_tps == pytest.approx(there.per_user_tps, rel=1e-9) and retimed.ttft_p50_s == pytest.approx(there.ttft_p50_s, rel=1e-9)
 
 
 def test_rounds_of_different_lengths_re_time_side_by_side_to_the_bit(registry):
     """The calibration re-times rounds laid side by side (zero-padded to the longest); at the
     efficiency they were simulated with, that gives every figure exactly, not nearly."""
-    from arena_core.prediction import RetimedRounds, closed_figures, closed_rounds
+    from arena_prediction.workloads import RetimedRounds, closed_figures, closed_rounds
 
     model, hardware = registry.get("models", "qwen3.6-35b-a3b"), registry.get("hardware", "gb10")
     machine = Machine.of(hardware, model)
     rounds = [
-        done for name in ("chat", "rag-8k", "multi-turn") for done in closed_rounds(registry.get("workloads", name), model, machine, Efficiency(), "vllm")
+        done
+        for name in ("chat", "rag-8k", "multi-turn")
+        for done in closed_rounds(registry.get("workloads", name), model, machine, Efficiency(), VLLM_SCHEDULING)
     ]
     assert len({len(done.read) for done in rounds}) == 3  # 1025, 522 and 514 steps
     assert closed_figures(rounds, machine, Efficiency()) == closed_figures(rounds)
@@ -104,7 +107,7 @@ def test_rounds_of_different_lengths_re_time_side_by_side_to_the_bit(registry):
 
 
 def test_the_ledger_fits_once_per_fold_and_a_run_keeps_its_fold():
-    from arena_core.calibration import ledger_folds
+    from arena_prediction.calibration import ledger_folds
 
     few = [f"run-{i:02d}" for i in range(17)]
     assert sorted(ledger_folds(few).values()) == list(range(17))  # up to 20 runs: each left out alone
@@ -115,7 +118,7 @@ def test_the_ledger_fits_once_per_fold_and_a_run_keeps_its_fold():
 
 
 def test_the_ledger_fits_once_per_fold_never_on_the_run_it_predicts(monkeypatch, tmp_path):
-    import arena_core.calibration as calibration
+    import arena_prediction.calibration as calibration
     from arena_core.cards import load_cards
     from arena_core.testing import run_cli
 
@@ -145,7 +148,7 @@ def test_llama_cpp_checkpoints_split_each_prompt_and_first_tokens_come_together(
     both first tokens in the third step; without checkpoints, both in the first. (Measured on the
     embedded Gemma 3: five prompts of 820 tokens, every first token within 0.4 s of the others,
     24.3-24.7 s after they were sent.)"""
-    from arena_core.prediction import ENGINES
+    from arena_prediction.workloads import prompt_breaks
 
     requests = [Request(arrival_s=0.0, prompt=20, output=2) for _ in range(2)]
     machine, every_step = Machine(bandwidth=1.0, peak_flops=1.0), Efficiency(overhead_s=0.01, layer_overhead_s=0.0)
@@ -157,8 +160,8 @@ def test_llama_cpp_checkpoints_split_each_prompt_and_first_tokens_come_together(
     short = simulate(requests[:1], _weightless(), machine, every_step, slots=1, token_budget=64, prompt_breaks=(30, 2))
     assert short.served[0].first_step == 1
     gemma, dense = physics(registry.get("models", "gemma-3-270m")), physics(registry.get("models", "ministral-3-3b-instruct-bf16"))
-    assert ENGINES["llama-cpp"].prompt_breaks(gemma) == (516, 4) and ENGINES["llama-cpp"].prompt_breaks(dense) == ()
-    assert ENGINES["vllm"].prompt_breaks(gemma) == ()
+    assert prompt_breaks(LLAMA_CPP_SCHEDULING, gemma) == (516, 4) and prompt_breaks(LLAMA_CPP_SCHEDULING, dense) == ()
+    assert prompt_breaks(VLLM_SCHEDULING, gemma) == ()
 
 
 def test_the_seed_g_of_a_closed_loop_round_by_hand():
@@ -166,7 +169,7 @@ def test_the_seed_g_of_a_closed_loop_round_by_hand():
     tokens at 10 ms), then one token a step each, so they end at 30 and 50 ms. G is llama-benchy's
     batch decode t/s: the 2 + 4 tokens after the first over 10-50 ms, 150 t/s; not twice the
     per-user speed (2 x 100), nor the output tokens over the whole round (8 / 50 ms)."""
-    from arena_core.prediction import closed_figures
+    from arena_prediction.workloads import closed_figures
 
     requests = [Request(arrival_s=0.0, prompt=1, output=3), Request(arrival_s=0.0, prompt=1, output=5)]
     done = simulate(
@@ -189,8 +192,8 @@ def test_the_seed_g_of_open_loop_requests_by_hand():
     counts the requests that touch each whole second from the first send. Here four requests of
     10 in, 5 out over 3 s: at most 2 overlap, but 3 touch second 1 and second 2, so G = 60 / 3 / 3.
     With --max-concurrency the client sends a request when it is let through, not when due."""
-    from arena_core.prediction import open_figures
-    from arena_core.simulator import Served
+    from arena_prediction.simulator import Served
+    from arena_prediction.workloads import open_figures
 
     def served(due: float, sent: float, end: float) -> Served:
         return Served(request=Request(arrival_s=due, prompt=10, output=5), admitted_s=sent, first_token_s=sent + 0.05, end_s=end, first_step=0, last_step=1)
@@ -203,7 +206,7 @@ def test_the_seed_g_of_open_loop_requests_by_hand():
 
 
 def test_a_prediction_has_an_interval_and_says_what_bounds_it(registry):
-    found = predict(registry.get("workloads", "chat"), registry.get("models", "qwen3.6-35b-a3b"), registry.get("hardware", "gb10"))
+    found = predict(registry.get("workloads", "chat"), registry.get("models", "qwen3.6-35b-a3b"), registry.get("hardware", "gb10"), scheduling=VLLM_SCHEDULING)
     assert found.low.per_user_tps < found.central.per_user_tps < found.high.per_user_tps
     assert found.high.ttft_p50_s < found.central.ttft_p50_s < found.low.ttft_p50_s
     assert found.central.bound == "bandwidth"  # decode at c=10 is memory-bound on GB10 (hardware.md 4.1)
@@ -272,7 +275,7 @@ def test_a_low_precision_speeds_up_the_prefill_only_where_the_hardware_has_its_r
     (a mixture of experts), NVFP4 the FP4 one, and a GPU without that roof adds nothing."""
     import numpy as np
 
-    from arena_core.simulator import step_seconds
+    from arena_prediction.simulator import step_seconds
 
     gb10, h100 = registry.get("hardware", "gb10"), registry.get("hardware", "h100-sxm")
     moe, dense = Machine.of(gb10, registry.get("models", "qwen3.6-35b-a3b")), Machine.of(gb10, registry.get("models", "qwen3.6-27b"))
@@ -297,7 +300,7 @@ def test_gated_deltanet_scan_flops_by_hand_and_at_their_own_efficiency(registry)
     within the chunk and 4·128·128 for the state. Mamba-2 layers (Nemotron) have no such term."""
     import numpy as np
 
-    from arena_core.simulator import step_seconds
+    from arena_prediction.simulator import step_seconds
 
     small = physics(registry.get("models", "qwen3.5-0.8b"))
     assert small.scan_flops_per_token == 18 * 16 * (2 * 64 * 256 + 4 * 128 * 128)
@@ -311,7 +314,7 @@ def test_a_prefilling_step_pays_the_ramp_and_a_decode_step_does_not():
     """Prefilling n tokens costs about (n + ramp) tokens' compute; a decode-only step has no ramp."""
     import numpy as np
 
-    from arena_core.simulator import step_seconds
+    from arena_prediction.simulator import step_seconds
 
     machine, per_token = Machine(bandwidth=1e12, peak_flops=1e12), 1e9
     efficiency = Efficiency(bandwidth=1.0, compute=1.0, overhead_s=0.0, prefill_ramp_tokens=500)
@@ -321,17 +324,17 @@ def test_a_prefilling_step_pays_the_ramp_and_a_decode_step_does_not():
 
 
 def test_speculative_decoding_is_in_the_ledger_but_not_in_a_fit(registry):
-    from arena_core.calibration import Sample, fit
-    from arena_core.prediction import closed_rounds
-    from arena_core.simulator import PRIORS
+    from arena_prediction.calibration import Sample, fit
+    from arena_prediction.simulator import prior_of
+    from arena_prediction.workloads import closed_rounds
 
     model = registry.get("models", "gemma-4-26b-a4b-it-mtp-v23")
     machine = Machine.of(registry.get("hardware", "gb10"), model)
     chat = registry.get("workloads", "chat")
-    rounds = tuple(closed_rounds(chat.scaled(0.05), model, machine, PRIORS["vllm"], "vllm"))
+    rounds = tuple(closed_rounds(chat.scaled(0.05), model, machine, prior_of("vllm"), VLLM_SCHEDULING))
     sample = Sample(run_id="r", workload="chat", rounds=rounds, machine=machine, tps=100.0, ttft_s=0.01, speculative=True)
-    assert fit([sample], PRIORS["vllm"]) == PRIORS["vllm"]  # nothing left to fit: the priors
-    assert fit([attrs.evolve(sample, speculative=False)], PRIORS["vllm"]) != PRIORS["vllm"]
+    assert fit([sample], prior_of("vllm")) == prior_of("vllm")  # nothing left to fit: the priors
+    assert fit([attrs.evolve(sample, speculative=False)], prior_of("vllm")) != prior_of("vllm")
 
 
 def test_decode_attention_runs_at_a_speed_of_its_own_which_llama_cpp_fits(registry):
@@ -341,9 +344,9 @@ def test_decode_attention_runs_at_a_speed_of_its_own_which_llama_cpp_fits(regist
     and leaves vLLM's at its prior."""
     import numpy as np
 
-    from arena_core.calibration import Sample, fit
-    from arena_core.prediction import closed_rounds
-    from arena_core.simulator import PRIORS, step_cost, step_seconds
+    from arena_prediction.calibration import Sample, fit
+    from arena_prediction.simulator import prior_of, step_cost, step_seconds
+    from arena_prediction.workloads import closed_rounds
 
     machine, slow = Machine(bandwidth=1e12, peak_flops=1e9), Efficiency(compute=0.5, decode_attention_speed=0.1, overhead_s=0.0)
     seconds, _ = step_seconds(np.array([0.0]), np.array([1e9]), machine, slow, decode_attention_flops=np.array([1e8]))
@@ -354,10 +357,10 @@ def test_decode_attention_runs_at_a_speed_of_its_own_which_llama_cpp_fits(regist
     assert flops == pytest.approx(2 * gemma.flops_per_token + 2 * gemma.lm_head_flops)  # the GEMMs alone
     model, workload = registry.get("models", "gemma-3-270m"), registry.get("workloads", "big-context-8k-c5").scaled(0.1)
     host = Machine(bandwidth=30e9, peak_flops=1.6e11)
-    rounds = tuple(closed_rounds(workload, model, host, PRIORS["llama-cpp"], "llama-cpp"))
+    rounds = tuple(closed_rounds(workload, model, host, prior_of("llama-cpp"), LLAMA_CPP_SCHEDULING))
     sample = Sample(run_id="r", workload=workload.name, rounds=rounds, machine=host, tps=6.9, ttft_s=24.1)  # measured on 2 cores
-    assert fit([sample], PRIORS["llama-cpp"], engine="llama-cpp").decode_attention_speed < 0.5
-    assert fit([sample], PRIORS["llama-cpp"], engine="vllm").decode_attention_speed == 1.0
+    assert fit([sample], prior_of("llama-cpp"), engine="llama-cpp").decode_attention_speed < 0.5
+    assert fit([sample], prior_of("llama-cpp"), engine="vllm").decode_attention_speed == 1.0
 
 
 def test_an_unknown_precision_is_said_not_guessed(registry):

@@ -30,8 +30,9 @@ SEARCH_FLAGS = ("model", "backend", "hardware", "base_url", "scale", "slots", "w
 SEARCH_FLAGS += ("start", "limit", "precision", "probe_requests", "probe_seconds")
 #: What a resumed search takes from the flags when they are given: where to find things.
 RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "served_model")
-#: The workload each load searches with when none is named: a chat user; the seed's test 11 shape.
-DEFAULT_WORKLOAD = {"users": "chat", "rate": "office-baseline"}
+#: The role of the workload each load searches with when none is named (the workloads plugin
+#: gives it: a chat user; the seed's test 11 shape).
+DEFAULT_ROLE = {"users": "headline", "rate": "rate-capacity"}
 DEFAULT_RANGE = {"users": (1.0, 64.0), "rate": (0.5, 64.0)}
 #: The slots of a server Arena starts for a rate search (in flight at a rate is not known ahead).
 RATE_SLOTS = 32
@@ -131,7 +132,9 @@ def _asked(app: CliApp, flags: dict[str, Any]) -> tuple[SearchSettings, RunReque
     if start > limit:
         raise UsageError(f"--start {start:g} is more than --limit {limit:g}")
     parse_slo(flags["slo"], "--slo")  # a bad SLO is refused before a server starts
-    workload = flags.pop("workload") or DEFAULT_WORKLOAD[load]
+    workload = flags.pop("workload") or app.hooks.registry.with_role(DEFAULT_ROLE[load])
+    if workload is None:
+        raise UsageError(f"no registered workload has the role {DEFAULT_ROLE[load]!r}: name one with --workload")
     app.hooks.registry.get("workloads", workload)
     settings = SearchSettings(
         workload=workload,

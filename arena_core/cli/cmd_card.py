@@ -7,13 +7,13 @@ from pathlib import Path
 import attrs
 import click
 
-from arena_core.calibration import ledger
 from arena_core.cards import card_json, load_card, load_cards, scores_for
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.findings import findings
 from arena_core.loadgen.goodput import parse_slo
+from arena_core.predictions import ledger_of
 from arena_core.report import render_json
 from arena_core.report.model_card import render_model_card
 
@@ -34,8 +34,8 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, slo: s
     others, _ = load_cards(store, app.hooks.registry)
     scores = scores_for(card, app.hooks, custom_profiles(app), others)
     found = findings(card, others)
-    predictions = ledger(others, app.hooks.registry, only=card.run_id)  # predicted without this run
+    predictions = ledger_of(store, others, app.hooks.registry, only=card.run_id)  # predicted without this run; None: no predictor
     if fmt == "json":
-        echo(render_json({**card_json(card, scores, found), "predictions": [attrs.asdict(line) for line in predictions]}))
+        echo(render_json({**card_json(card, scores, found), "predictions": [attrs.asdict(line) for line in predictions or []]}))
     else:
         echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions), nl=False)

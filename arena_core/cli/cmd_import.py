@@ -10,6 +10,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.errors import UsageError
 from arena_core.imports import import_file, seed_cards_path
+from arena_core.predictions import predicting_backend
 
 
 @click.command("import")
@@ -18,11 +19,11 @@ from arena_core.imports import import_file, seed_cards_path
 @click.option("--workload", help="Which workload the file measured (llama-benchy and vllm bench serve files).")
 @click.option("--model", help="Which catalog model it measured.")
 @click.option("--hardware", help="Which hardware profile it ran on.")
-@click.option("--backend", default="vllm", show_default=True, help="Which backend served it.")
+@click.option("--backend", help="Which backend served it (default: the first registered that declares how it schedules; arena list backends).")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 @click.pass_obj
 def import_command(
-    app: CliApp, file: Path | None, seeds: bool, workload: str | None, model: str | None, hardware: str | None, backend: str, output: Path | None
+    app: CliApp, file: Path | None, seeds: bool, workload: str | None, model: str | None, hardware: str | None, backend: str | None, output: Path | None
 ) -> None:
     """Import FILE: a llama-benchy --save-result JSON, a vllm bench serve result JSON, or an
     arena-cards/1 file, so results measured with the reference tools rank beside native ones."""
@@ -30,6 +31,7 @@ def import_command(
         raise UsageError("arena import: give a FILE or --seeds (one of the two)")
     store = output or Path(app.config.run.output)
     store.mkdir(parents=True, exist_ok=True)
-    run_ids = import_file(seed_cards_path() if seeds else file, store, app.hooks.registry, workload=workload, model=model, hardware=hardware, backend=backend)  # type: ignore[arg-type]
+    served_by = predicting_backend(app.hooks.registry, backend).name
+    run_ids = import_file(seed_cards_path() if seeds else file, store, app.hooks.registry, workload=workload, model=model, hardware=hardware, backend=served_by)  # type: ignore[arg-type]
     for run_id in run_ids:
         echo(f"imported as run {run_id} (arena card {run_id})")

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from arena_core.calibration import ledger, ledger_summary
 from arena_core.cards import load_cards, profiles_of, score_cohort, scorer_specs
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.leaderboard import choose, rank, row_dict
+from arena_core.predictions import NO_PREDICTOR, ledger_of, ledger_summary
 from arena_core.report import render_json, render_table
 from arena_core.report.capacity_card import capacity_column
 
@@ -59,7 +59,8 @@ def leaderboard_command(
     rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
     capacity_of = capacity_column(cards)
 
-    ledger_rows = ledger_summary(ledger(cohort, registry)) if prediction_error else []
+    ledger_lines = ledger_of(results_dir(app, output), cohort, registry) if prediction_error else None
+    ledger_rows = ledger_summary(ledger_lines or [])
     if as_json:
         board = [{**row_dict(r), "capacity": capacity_of(r.card)} for r in rows]
         names = ("workload", "metric", "results", "median_error_pct", "p90_error_pct")
@@ -81,6 +82,8 @@ def leaderboard_command(
     echo(render_table(["rank", "model", "hardware", "backend", f"score ({version}, {profile})", "benches", "capacity", "run", "labels"], table))
     if spec.relative:
         echo(f"cohort: the {len(cohort)} runs above; each score is relative to the best of them")
+    if prediction_error and ledger_lines is None:
+        echo(f"\nPrediction error: {NO_PREDICTOR}")
     if ledger_rows:
         echo(
             "\nPrediction error (each result predicted without its own run; absolute %; output_tps: an open-loop workload's output throughput; site_tps: the seed's G):"

@@ -1,4 +1,4 @@
-"""``arena list KIND``: the registered workloads, runners, backends, hardware, models or scorers."""
+"""``arena list KIND``: the registered workloads, runners, backends, hardware, models, scorers or predictors."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from arena_core.report import render_json, render_table
 def list_command(app: CliApp, kind: Kind, as_json: bool) -> None:
     """List what plugins registered of one KIND, with the plugin that registered each.
 
-    KIND is one of workloads, runners, backends, hardware, models, scorers (singular works too).
+    KIND is one of workloads, runners, backends, hardware, models, scorers, predictors (singular
+    works too).
     """
     rows = [
         (reg.item.name, reg.item.description.strip().splitlines()[0] if reg.item.description.strip() else "", reg.plugin)

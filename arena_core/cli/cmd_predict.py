@@ -1,5 +1,5 @@
 """``arena predict``: what each workload will do for a model on a machine, before anyone downloads
-it (the step simulator of :mod:`arena_core.simulator`), each figure with an interval."""
+it, each figure with an interval: the default predictor's answer (``arena list predictors``)."""
 
 from __future__ import annotations
 
@@ -9,25 +9,24 @@ from pathlib import Path
 import attrs
 import click
 
-from arena_core.calibration import load_calibration
 from arena_core.capacity import Probe, search
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
-from arena_core.loadgen.goodput import Slo, parse_slo
-from arena_core.prediction import ENGINES, Figures, WorkloadPrediction, closed_rounds, predict
+from arena_core.loadgen.goodput import Slo, goodput, parse_slo
+from arena_core.predictions import load_calibration, predicting_backend, require_predictor
+from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.formats import fmt_seconds, fmt_tps
-from arena_core.simulator import PRIORS, Efficiency, Machine
-from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, WorkloadSpec
+from arena_core.types import ClosedLoopShape, Figures, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
 
 
 @click.command("predict")
 @click.argument("model")
 @click.option("--hardware", required=True, help="The hardware profile to predict for (arena list hardware).")
-@click.option("--backend", type=click.Choice(sorted(ENGINES)), default="vllm", show_default=True, help="The engine whose scheduling is simulated.")
+@click.option("--backend", help="The backend whose scheduling is simulated (default: the first registered that declares it; arena list backends).")
 @click.option("--workloads", help="Comma-separated workload names (default: the nine).")
 @click.option("--capacity", "with_capacity", is_flag=True, help="Also predict how many chat users the box serves within --slo.")
 @click.option("--slo", default="interactive", show_default=True, help="The SLO of --capacity: interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
@@ -35,32 +34,32 @@ from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, Worklo
 @OUTPUT
 @click.pass_obj
 def predict_command(
-    app: CliApp, model: str, hardware: str, backend: str, workloads: str | None, with_capacity: bool, slo: str, as_json: bool, output: Path | None
+    app: CliApp, model: str, hardware: str, backend: str | None, workloads: str | None, with_capacity: bool, slo: str, as_json: bool, output: Path | None
 ) -> None:
     """Predict MODEL's figures on every workload (tokens/s per user and in total, TTFT p50, the
     seed site's G), each with an interval, and what bounds each: tier 1 with the efficiencies
     ``arena calibrate`` stored for HARDWARE and the backend, else tier 0 (the specs and the
     engine's priors)."""
     registry = app.hooks.registry
+    chosen_predictor = require_predictor(registry).predictor
     spec = registry.get("models", model)
     profile = registry.get("hardware", hardware)
     if profile.measure is not None:
         profile = profile.measured()  # a CPU host's bandwidth is measured here, not known ahead
+    served_by = predicting_backend(registry, backend)
     objective = parse_slo(slo, "--slo")
     names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(default_workloads(registry))
     chosen = [registry.get("workloads", name) for name in names]
-    stored = load_calibration(results_dir(app, output), hardware, backend)
-    efficiency = stored.efficiency if stored else PRIORS[backend]
+    setup = PredictionSetup(model=spec, hardware=profile, backend=served_by, calibration=load_calibration(results_dir(app, output), hardware, served_by))
+    if (why := chosen_predictor.coverage(setup)) is not None:
+        raise UsageError(f"cannot predict {model} on {hardware} with --backend {served_by.name}: {why}")
     try:
-        found = [predict(workload, spec, profile, engine=backend, efficiency=efficiency) for workload in chosen]
+        found = [chosen_predictor.predict(workload, setup) for workload in chosen]
+        capacity = _capacity(chosen_predictor, setup, _headline(registry), objective) if with_capacity else None
     except ValueError as exc:
         raise UsageError(f"cannot predict {model} on {hardware}: {exc}") from None
-    capacity = _capacity(spec, profile, backend, registry.get("workloads", "chat"), objective, efficiency) if with_capacity else None
-    settings = efficiency.describe()
-    if stored:
-        tier = f"tier 1: calibrated on {stored.results} results of {stored.runs} runs on {hardware} ({settings}; arena calibrate, {stored.fitted_at})"
-    else:
-        tier = f"tier 0: the specs and {backend}'s priors ({settings}); arena calibrate fits them to stored runs"
+    tier = chosen_predictor.basis(setup)
+    backend = served_by.name
     if as_json:
         echo(
             render_json(
@@ -112,17 +111,23 @@ def _as_dict(prediction: WorkloadPrediction) -> dict:
     }
 
 
-def _capacity(spec: ModelSpec, profile: HardwareProfile, backend: str, chat: WorkloadSpec, objective: Slo, efficiency: Efficiency) -> dict:
-    """The capacity search of ``arena capacity``, run on the simulator: each probe a closed-loop
-    round of ``users`` chat requests, judged by the SLO per request."""
-    machine = Machine.of(profile, spec)
+def _headline(registry: Registry) -> WorkloadSpec:
+    """The workload a predicted capacity repeats: the headline one (a chat user)."""
+    name = registry.with_role("headline")
+    if name is None:
+        raise UsageError("--capacity: no registered workload has the role 'headline'")
+    return registry.get("workloads", name)
+
+
+def _capacity(predictor: Predictor, setup: PredictionSetup, chat: WorkloadSpec, objective: Slo) -> dict:
+    """The capacity search of ``arena capacity``, run on the predictor: each probe one closed-loop
+    round of ``users`` chat requests as the predictor serves them, judged by the SLO rule that
+    judges measured requests (:func:`~arena_core.loadgen.goodput.goodput`)."""
     assert isinstance(chat.shape, ClosedLoopShape)
 
     def probe(users: float) -> Probe:
         workload = attrs.evolve(chat, shape=attrs.evolve(chat.shape, concurrency=int(users), runs=1))
-        served = [s for done in closed_rounds(workload, spec, machine, efficiency, backend) for s in done.served]
-        within = [s for s in served if s.ttft_s <= objective.ttft_s and (objective.tps is None or (s.decode_tps or 0) >= objective.tps)]
-        attainment = len(within) / len(served) if served else 0.0
+        attainment = goodput(predictor.serve(workload, setup), objective).get("slo_attainment") or 0.0
         return Probe(load=users, passed=attainment >= objective.target, attainment=attainment, failed=0)
 
     found = search(probe, start=1, limit=256, precision=0.1)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from arena_core.calibration import ledger
 from arena_core.cards import load_cards, scores_for_all
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
@@ -14,6 +13,7 @@ from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.findings import findings
 from arena_core.integrity import integrity_label
+from arena_core.predictions import ledger_of
 
 
 @click.command("publish")
@@ -38,7 +38,7 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
     store = results_dir(app, output)
     integrity = {c.run_id: integrity_label(store / c.run_id) for c in cards}
     try:
-        predictions = ledger(cards, app.hooks.registry)  # each closed-loop result predicted without its own run
+        predictions = ledger_of(store, cards, app.hooks.registry)  # each result predicted without its own run; None: no predictor
         index = publish(directory, cards, all_scores, found, profile=profile, integrity=integrity, predictions=predictions)
     except OSError as exc:
         raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None

@@ -125,7 +125,7 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
         run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
     if live:
         live.clear()
-    _print_outcome(plan, run_dir, results, time.perf_counter() - started, app.hooks.registry.names("hardware"))
+    _print_outcome(plan, run_dir, results, time.perf_counter() - started, app.hooks.registry.hardware_elsewhere())
 
 
 def _recorded_config(recorded: Any, current: ArenaConfig) -> ArenaConfig:
@@ -173,7 +173,7 @@ def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], 
     else:
         echo("model memory: not measured" + (" (the server was already running: Arena did not see it load)" if plan.backend.attaches else ""))
     if plan.hardware.name == UNNAMED_SERVER.name:
-        known = ", ".join(name for name in known_hardware if name != "cpu-host")
+        known = ", ".join(known_hardware)
         echo(
             f"hardware: not named, so no physical-ceiling check and no memory figures; name the server's machine with --hardware ({known}; arena list hardware)"
         )

@@ -20,18 +20,21 @@ from arena_core.loadgen.closed_metrics import llama_benchy_entry, request_metric
 from arena_core.loadgen.closed_summary import closed_loop_result, llama_benchy_report
 from arena_core.loadgen.codec import ApproximateCodec, Codec, LocalCodec, ServerCodec, choose_codec
 from arena_core.loadgen.corpus import Corpus, load_corpus
-from arena_core.loadgen.datasets import SampledRequest, sample_random, sample_sharegpt
+from arena_core.loadgen.datasets import SampledRequest, random_lengths, sample_random, sample_sharegpt
 from arena_core.loadgen.loop import run as run_measurement
 from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopOutcome, OpenLoopPlan
+from arena_core.loadgen.open_metrics import peak_concurrency
 from arena_core.loadgen.open_summary import PERCENTILES, open_loop_report, open_loop_result
 from arena_core.loadgen.prompts import PromptBuilder, chat_messages
 from arena_core.loadgen.records_io import RecordWriter, read_records
 from arena_core.loadgen.sharegpt import DatasetError, load_two_turn_conversations
 from arena_core.loadgen.stats import mean, median, percentile, percentile_interval, population_std
+from arena_core.loadgen.stream import ANSWER
 from arena_core.loadgen.tools import run_reference_tool
 from arena_core.loadgen.verdict import verdict_for
 
 __all__ = [
+    "ANSWER",
     "PERCENTILES",
     "ApproximateCodec",
     "ChatClient",
@@ -62,9 +65,11 @@ __all__ = [
     "median",
     "open_loop_report",
     "open_loop_result",
+    "peak_concurrency",
     "percentile",
     "percentile_interval",
     "population_std",
+    "random_lengths",
     "read_records",
     "record_from",
     "request_metrics",

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from arena_core.attach import server_is_here
 from arena_core.errors import UsageError
 from arena_core.loadgen.chat import ChatClient, ServerRefused
 from arena_core.loadgen.hub_cache import find_tokenizer
@@ -127,7 +126,7 @@ class ServerCodec:
         status, info, exchange = await self._client.call("GET", "/tokenizer_info")
         named = info.get("name_or_path") if status == 200 and not exchange.error and isinstance(info, dict) else None
         names = [n for n in (named, *(e.get("root") for e in entries), *(e.get("id") for e in entries)) if isinstance(n, str) and n]
-        found = find_tokenizer(names, server_here=server_is_here(base))
+        found = find_tokenizer(names, server_here=self._client.endpoint.on_this_machine)
         if found is None:
             model = f" ({names[0][:100]})" if names else ""
             raise UsageError(

@@ -12,27 +12,31 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tabulate import tabulate
 
-from arena_core.calibration import LedgerLine
+from arena_core.predictions import NO_PREDICTOR
 from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.sweep import capacity_rows, sweep_steps
-from arena_core.types import CardWorkload, ModelCard, Score
-
-#: The card's "decode throughput, total t/s at c=10" row: label -> workload.
-DECODE_TOTALS = (("1k ctx", "chat"), ("8k ctx", "rag-8k"), ("4k+turn", "multi-turn"), ("25k ctx", "long-context-25k"))
+from arena_core.types import CardWorkload, LedgerLine, ModelCard, Score
 
 
 def headline_tps(card: ModelCard) -> float | None:
-    line = card.workload("chat")
+    """The decode total of the card's headline workload (the workloads plugin names it: chat)."""
+    line = card.workload(card.layout.headline) if card.layout.headline else None
     return line.metrics.get("decode_tps_total") if line else None
 
 
 def headline_label(card: ModelCard) -> str:
-    """ "chat total at c=10", with the concurrency chat was measured at (a custom shape may differ)."""
-    line = card.workload("chat")
+    """ "chat total at c=10", with the concurrency it was measured at (a custom shape may differ)."""
+    name = card.layout.headline or "headline"
+    line = card.workload(name)
     concurrency = line.metrics.get("concurrency") if line else None
-    return f"throughput, chat total at c={int(concurrency) if concurrency else 10}" + (" (custom shape)" if line and line.custom else "")
+    return f"throughput, {name} total at c={int(concurrency) if concurrency else 10}" + (" (custom shape)" if line and line.custom else "")
+
+
+def decode_totals(card: ModelCard) -> list[tuple[str, float | None]]:
+    """The card's "decode throughput, total" row: (label, total tok/s) per workload the row shows."""
+    return [(label, line.metrics.get("decode_tps_total") if (line := card.workload(name)) else None) for label, name in card.layout.totals]
 
 
 def _tail(line: CardWorkload, q: int) -> str:
@@ -170,8 +174,8 @@ def commands_of(line: CardWorkload) -> list[tuple[str, str]]:
     if not line.command:
         return []
     found = [(line.name, line.command)]
-    if line.name == "multi-turn" and (literal := seed_literal(line.command)):
-        found.append(("multi-turn, the seed site's literal command (measures 4 tokens of history, not five turns)", literal))
+    if literal := seed_literal(line.command):
+        found.append((f"{line.name}, the seed site's literal command (measures 4 tokens of history, not five turns)", literal))
     return found
 
 
@@ -284,7 +288,9 @@ PREDICTION_NOTE = "tok/s: one user's decode speed for a closed-loop workload, th
 G_NOTE = "G: the seed site's throughput (closed loop: a round's total decode tok/s; open loop: total tok/s ÷ peak concurrent requests)"
 
 
-def prediction_section(predictions: Sequence[LedgerLine], h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
+def prediction_section(predictions: Sequence[LedgerLine] | None, h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
+    if predictions is None:
+        return [f"{h2}Predicted vs measured", NO_PREDICTOR, ""]
     if not predictions:
         return []
     title = f"{h2}Predicted vs measured (the step simulator, fitted without this run: arena predict)"
@@ -293,7 +299,7 @@ def prediction_section(predictions: Sequence[LedgerLine], h2: str, table_of: Cal
 
 
 def render_model_card(
-    card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False, predictions: Sequence[LedgerLine] = ()
+    card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False, predictions: Sequence[LedgerLine] | None = ()
 ) -> str:
     table = "github" if markdown else "simple"
 
@@ -317,10 +323,7 @@ def render_model_card(
         table_of(quality_rows(card), headers=["benchmark", "score", "source"]),
         "",
         f"{h2}Decode throughput, total tok/s at c=10",
-        table_of(
-            [[fmt_tps(card.workload(w).metrics.get("decode_tps_total") if card.workload(w) else None) for _, w in DECODE_TOTALS]],
-            headers=[label for label, _ in DECODE_TOTALS],
-        ),
+        table_of([[fmt_tps(total) for _, total in decode_totals(card)]], headers=[label for label, _ in decode_totals(card)]),
         "",
         f"{h2}Workloads",
         table_of(workload_rows(card), headers=["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict", "notes"]),

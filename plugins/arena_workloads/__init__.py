@@ -15,7 +15,17 @@ CLOSED_LOOP_RUNNER = "llama-benchy"
 OPEN_LOOP_RUNNER = "vllm-bench"
 
 
-def _closed(name: str, title: str, description: str, *, concurrency: int = 10, optional: bool = False, **shape: int) -> WorkloadSpec:
+def _closed(
+    name: str,
+    title: str,
+    description: str,
+    *,
+    concurrency: int = 10,
+    optional: bool = False,
+    roles: tuple[str, ...] = (),
+    total: tuple[int, str] = (0, ""),
+    **shape: int,
+) -> WorkloadSpec:
     return WorkloadSpec(
         name=name,
         title=title,
@@ -23,10 +33,13 @@ def _closed(name: str, title: str, description: str, *, concurrency: int = 10, o
         runner=CLOSED_LOOP_RUNNER,
         shape=ClosedLoopShape(concurrency=concurrency, runs=3, latency_mode="generation", **shape),
         optional=optional,
+        roles=roles,
+        total_column=total[0],
+        total_label=total[1],
     )
 
 
-def _open(name: str, title: str, description: str, *, optional: bool = False, **shape: object) -> WorkloadSpec:
+def _open(name: str, title: str, description: str, *, optional: bool = False, roles: tuple[str, ...] = (), **shape: object) -> WorkloadSpec:
     return WorkloadSpec(
         name=name,
         title=title,
@@ -34,17 +47,28 @@ def _open(name: str, title: str, description: str, *, optional: bool = False, **
         runner=OPEN_LOOP_RUNNER,
         shape=OpenLoopShape(**shape),  # type: ignore[arg-type]
         optional=optional,
+        roles=roles,
     )
 
 
 STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
-    _closed("chat", "Chat", "Short prompt, long answer: TTFT decides whether chat feels snappy.", prompt_tokens=1024, generated_tokens=1024),
+    _closed(
+        "chat",
+        "Chat",
+        "Short prompt, long answer: TTFT decides whether chat feels snappy.",
+        prompt_tokens=1024,
+        generated_tokens=1024,
+        # the seed site's headline is chat's decode total; the card's totals row is the seed's
+        roles=("headline", "short-context", "compared"),
+        total=(1, "1k ctx"),
+    ),
     _closed(
         "rag-8k",
         "RAG · 8k context",
         "A few document chunks and a normal answer: prefill cost without hitting the wall.",
         prompt_tokens=8192,
         generated_tokens=512,
+        total=(2, "8k ctx"),
     ),
     _closed(
         "long-output",
@@ -59,6 +83,8 @@ STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
         "25k-token prompts: where the prefill wall appears and TTFT collapses.",
         prompt_tokens=25000,
         generated_tokens=256,
+        roles=("long-context",),
+        total=(4, "25k ctx"),
     ),
     _closed(
         "multi-turn",
@@ -67,6 +93,7 @@ STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
         prompt_tokens=2048,
         generated_tokens=512,
         turns=5,
+        total=(3, "4k+turn"),
     ),
     _open(
         "office-baseline",
@@ -79,6 +106,7 @@ STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
         request_rate=0.30,
         burstiness=0.7,
         num_prompts=200,
+        roles=("rate-capacity",),
     ),
     _open(
         "sharegpt",
@@ -101,6 +129,7 @@ STANDARD_WORKLOADS: tuple[WorkloadSpec, ...] = (
         burstiness=1.0,
         num_prompts=300,
         max_concurrency=25,
+        roles=("compared",),
     ),
     _open(
         "reasoning",

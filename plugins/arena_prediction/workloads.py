@@ -1,4 +1,4 @@
-"""What a workload will do, from the step simulator (:mod:`arena_core.simulator`): each
+"""What a workload will do, from the step simulator (:mod:`arena_prediction.simulator`): each
 workload's request stream built as its runner builds it, served by the simulated engine, summed
 up into the card's figures, each with an interval from the efficiencies' plausible range.
 
@@ -16,60 +16,34 @@ from collections.abc import Sequence
 
 import attrs
 import numpy as np
-from attrs import frozen
 
-from arena_core.loadgen.arrivals import arrival_offsets
-from arena_core.loadgen.datasets import random_lengths
-from arena_core.loadgen.open_metrics import peak_concurrency
-from arena_core.loadgen.stats import percentile
-from arena_core.simulator import PRIORS, Efficiency, Machine, ModelPhysics, Request, Served, Simulation, physics, simulate, step_seconds
-from arena_core.types import ClosedLoopShape, HardwareProfile, ModelSpec, OpenLoopShape, WorkloadSpec
-
-
-@frozen(kw_only=True)
-class Scheduling:
-    """How an engine batches, at its defaults."""
-
-    slots: int  # sequences at once; 0: one per concurrent request (llama.cpp's --parallel)
-    token_budget: int  # tokens a step takes (vLLM's max_num_batched_tokens, llama.cpp's n_batch)
-    #: llama.cpp checkpoints the memory of a model with a sliding window or a recurrent state
-    #: n_ubatch + 4 and 4 tokens before a prompt's end, and a prompt's share of a step stops at
-    #: each: ten prompts prefilled together get their first tokens together, in the last step
-    checkpoints: tuple[int, ...] = ()
-
-    def prompt_breaks(self, costs: ModelPhysics) -> tuple[int, ...]:
-        return self.checkpoints if costs.window or costs.state_bytes else ()
+from arena_core import (
+    ClosedLoopShape,
+    Figures,
+    HardwareProfile,
+    ModelSpec,
+    OpenLoopShape,
+    Scheduling,
+    WorkloadPrediction,
+    WorkloadSpec,
+    arrival_offsets,
+    peak_concurrency,
+    percentile,
+    random_lengths,
+)
+from arena_prediction.simulator import Efficiency, Machine, ModelPhysics, Request, Served, Simulation, physics, prior_of, simulate, step_seconds
 
 
-#: The engines' scheduling (llama.cpp: n_batch 2048, n_ubatch 512).
-ENGINES = {"vllm": Scheduling(slots=256, token_budget=8192), "llama-cpp": Scheduling(slots=0, token_budget=2048, checkpoints=(512 + 4, 4))}
+def prompt_breaks(scheduling: Scheduling, costs: ModelPhysics) -> tuple[int, ...]:
+    """Where a prompt's share of a step stops: the engine's checkpoints, for a model with a
+    sliding window or a recurrent state (the memory it checkpoints), else nowhere."""
+    return scheduling.checkpoints if costs.window or costs.state_bytes else ()
+
+
 #: ShareGPT's typical lengths (first two turns of ShareGPT V3, as vLLM samples them).
 SHAREGPT_TOKENS = (230, 200)
 #: The efficiencies' plausible range around a prior, for the interval (hardware.md 4.2).
 SPREAD = {"bandwidth": (0.85, 1.2), "compute": (0.7, 1.5), "overhead_s": (0.5, 2.0)}
-
-
-@frozen(kw_only=True)
-class Figures:
-    """A workload's predicted figures, as its runner reports them. ``site_tps`` is the seed
-    site's G (scoring.md): closed loop, llama-benchy's batch decode t/s (tokens after each
-    request's first ÷ from the first first token to the last token, a mean over rounds); open
-    loop, total (input + output) token throughput ÷ peak concurrent requests."""
-
-    per_user_tps: float | None
-    total_tps: float | None
-    ttft_p50_s: float | None
-    bound: str
-    site_tps: float | None = None
-
-
-@frozen(kw_only=True)
-class WorkloadPrediction:
-    workload: str
-    central: Figures
-    low: Figures  # the slow end of the interval
-    high: Figures  # the fast end
-    notes: tuple[str, ...] = ()
 
 
 def _closed_requests(shape: ClosedLoopShape) -> list[list[Request]]:
@@ -84,7 +58,7 @@ def _closed_requests(shape: ClosedLoopShape) -> list[list[Request]]:
     return rounds
 
 
-def _open_requests(shape: OpenLoopShape, seed: int) -> tuple[list[Request], list[str]]:
+def open_requests(shape: OpenLoopShape, seed: int) -> tuple[list[Request], list[str]]:
     offsets = arrival_offsets(shape.num_prompts, shape.request_rate, shape.burstiness, seed)
     if shape.dataset == "random":
         assert shape.input_tokens is not None and shape.output_tokens is not None
@@ -118,16 +92,15 @@ def open_figures(served: Sequence[Served], bound: str, *, gated: bool) -> Figure
 
 
 def closed_rounds(
-    workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str, *, kv_bytes_per_element: float = 2.0
+    workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, scheduling: Scheduling, *, kv_bytes_per_element: float = 2.0
 ) -> list[Simulation]:
     """A closed-loop workload's rounds, simulated: their steps do not depend on their timing, so
     :class:`RetimedRounds` serves any other efficiency."""
     assert isinstance(workload.shape, ClosedLoopShape)
-    scheduling = ENGINES.get(engine, ENGINES["vllm"])
     slots = max(scheduling.slots, workload.shape.concurrency)
     costs = physics(model, kv_bytes_per_element)
     return [
-        simulate(round_, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=scheduling.prompt_breaks(costs))
+        simulate(round_, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=prompt_breaks(scheduling, costs))
         for round_ in _closed_requests(workload.shape)
     ]
 
@@ -195,15 +168,16 @@ class RetimedRounds:
         )
 
 
-def open_run(workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, engine: str, *, kv_bytes_per_element: float = 2.0) -> Figures:
+def open_run(
+    workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, scheduling: Scheduling, *, kv_bytes_per_element: float = 2.0
+) -> Figures:
     """An open-loop workload simulated on its own seeded arrivals: ``vllm bench serve``'s figures."""
     shape = workload.shape
     assert isinstance(shape, OpenLoopShape)
-    scheduling = ENGINES.get(engine, ENGINES["vllm"])
-    requests, _ = _open_requests(shape, workload.seed)
+    requests, _ = open_requests(shape, workload.seed)
     slots = min(scheduling.slots or 64, shape.max_concurrency or 10**9)
     costs = physics(model, kv_bytes_per_element)
-    done = simulate(requests, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=scheduling.prompt_breaks(costs))
+    done = simulate(requests, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=prompt_breaks(scheduling, costs))
     return open_figures(done.served, done.bound(), gated=shape.max_concurrency is not None)
 
 
@@ -213,13 +187,13 @@ def speculative(model: ModelSpec) -> bool:
 
 
 def predict(
-    workload: WorkloadSpec, model: ModelSpec, hardware: HardwareProfile, *, engine: str = "vllm", efficiency: Efficiency | None = None
+    workload: WorkloadSpec, model: ModelSpec, hardware: HardwareProfile, *, scheduling: Scheduling, efficiency: Efficiency | None = None
 ) -> WorkloadPrediction:
-    """``workload`` on ``model`` served by ``engine`` on ``hardware``: the central figures at
-    ``efficiency`` (default: the engine's prior), and an interval from its plausible range (a
-    closed-loop workload simulated once and re-timed at both ends; an open-loop one, whose steps
-    depend on their timing, simulated at each)."""
-    central_eff = efficiency or PRIORS.get(engine, Efficiency())
+    """``workload`` on ``model`` served by an engine that schedules as ``scheduling`` on
+    ``hardware``: the central figures at ``efficiency`` (default: the engine's prior), and an
+    interval from its plausible range (a closed-loop workload simulated once and re-timed at both
+    ends; an open-loop one, whose steps depend on their timing, simulated at each)."""
+    central_eff = efficiency or prior_of(scheduling.engine)
     machine = Machine.of(hardware, model)
     slow = attrs.evolve(
         central_eff,
@@ -241,11 +215,11 @@ def predict(
     )
     notes = list(physics(model).notes)
     if isinstance(workload.shape, ClosedLoopShape):
-        rounds = closed_rounds(workload, model, machine, central_eff, engine)
+        rounds = closed_rounds(workload, model, machine, central_eff, scheduling)
         central, low, high = closed_figures(rounds), closed_figures(rounds, machine, slow), closed_figures(rounds, machine, fast)
     else:
-        notes += _open_requests(workload.shape, workload.seed)[1]
-        central, low, high = (open_run(workload, model, machine, e, engine) for e in (central_eff, slow, fast))
+        notes += open_requests(workload.shape, workload.seed)[1]
+        central, low, high = (open_run(workload, model, machine, e, scheduling) for e in (central_eff, slow, fast))
     if speculative(model):
         notes.append("speculative decoding (MTP) is not covered: predicted without it")
     return WorkloadPrediction(workload=workload.name, central=central, low=low, high=high, notes=tuple(notes))

@@ -15,24 +15,33 @@ simulated again at those efficiencies on its own arrivals.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-import json
 import math
 import statistics
 from collections.abc import Sequence
-from pathlib import Path
 
 import attrs
+import numpy as np
 from attrs import frozen
-from cattrs.errors import BaseValidationError
 
-from arena_core.converter import CONVERTER
-from arena_core.files import write_json_atomic
-from arena_core.prediction import Figures, RetimedRounds, closed_rounds, open_run, speculative
-from arena_core.registry import Registry
-from arena_core.roofline import KV_CACHE_BYTES
-from arena_core.simulator import PRIORS, Efficiency, Machine, Simulation
-from arena_core.types import CardWorkload, ClosedLoopShape, ModelCard, ModelSpec, OpenLoopShape, WorkloadSpec
+from arena_core import (
+    CONVERTER,
+    KV_CACHE_BYTES,
+    CardWorkload,
+    ClosedLoopShape,
+    Figures,
+    FitCache,
+    LedgerLine,
+    ModelCard,
+    ModelSpec,
+    OpenLoopShape,
+    Registry,
+    Scheduling,
+    WorkloadSpec,
+)
+from arena_prediction.simulator import Efficiency, Machine, Simulation, prior_of
+from arena_prediction.workloads import RetimedRounds, closed_rounds, open_run, speculative
 
 GRID = {
     "bandwidth": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
@@ -55,12 +64,16 @@ PREFILL = {
 DECODE_ATTENTION = {"llama-cpp": (0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0)}
 #: The figures of a hardware profile a run's card may carry as it measured them.
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
-#: The engine whose scheduling a backend's runs are simulated with.
-ENGINE_OF = {"llama-cpp": "llama-cpp"}
+#: Part of every stored fit's key: a change to the fit or the simulator that moves its answer
+#: raises it, so fits stored before are fitted again.
+FIT_VERSION = 1
 
 
-def engine_of(backend: str) -> str:
-    return ENGINE_OF.get(backend, "vllm")
+def scheduling_of(backend: str, registry: Registry) -> Scheduling | None:
+    """How the backend a run was served by schedules, as it declares; ``None`` for a backend
+    that declares nothing (or is not registered here): its runs are not covered."""
+    registration = registry.backends.get(backend)
+    return registration.item.scheduling if registration is not None else None
 
 
 @frozen(kw_only=True)
@@ -116,26 +129,38 @@ class OpenResult:
     workload: WorkloadSpec
     model: ModelSpec
     machine: Machine
-    engine: str
+    scheduling: Scheduling
     kv_bytes_per_element: float
     tps: float | None
     ttft_s: float | None
     site_tps: float | None = None  # the seed site's G as measured
 
     def figures(self, efficiency: Efficiency) -> Figures:
-        return open_run(self.workload, self.model, self.machine, efficiency, self.engine, kv_bytes_per_element=self.kv_bytes_per_element)
+        return open_run(self.workload, self.model, self.machine, efficiency, self.scheduling, kv_bytes_per_element=self.kv_bytes_per_element)
 
     def predicted(self, efficiency: Efficiency) -> tuple[float | None, float | None]:
         found = self.figures(efficiency)
         return found.total_tps, found.ttft_p50_s
 
 
-def _served(card: ModelCard, registry: Registry) -> tuple[ModelSpec, Machine, float] | None:
-    """The card's model, the roofs it ran under (as the run measured them), and its KV cache's
-    bytes per element; None where the simulator cannot serve it."""
+@frozen(kw_only=True)
+class Served:
+    """What the simulator serves a card's run with: its model, the roofs it ran under (as the
+    run measured them), its KV cache's bytes per element, and its backend's scheduling."""
+
+    model: ModelSpec
+    machine: Machine
+    kv_bytes_per_element: float
+    scheduling: Scheduling
+
+
+def _served(card: ModelCard, registry: Registry) -> Served | None:
+    """How the simulator serves ``card``'s run; None where it cannot (a model of unknown size,
+    hardware without roofs, a backend that declares no scheduling)."""
     model = model_of(card, registry)
     registration = registry.hardware.get(card.hardware)
-    if model is None or registration is None:
+    scheduling = scheduling_of(card.backend, registry)
+    if model is None or registration is None or scheduling is None:
         return None
     roofs = card.facts.get("hardware_roofs") or {}
     try:  # a manifest's figures are checked like any file's
@@ -145,7 +170,8 @@ def _served(card: ModelCard, registry: Registry) -> tuple[ModelSpec, Machine, fl
         return None
     settings = card.facts.get("server_settings") or card.facts.get("backend_facts") or {}  # an import's, else the backend's
     kv_dtype = str(settings.get("kv_cache_dtype", "")).lower()
-    return model, machine, KV_CACHE_BYTES.get(kv_dtype, 2.0)  # 16 bits when the run says nothing
+    # 16 bits when the run says nothing
+    return Served(model=model, machine=machine, kv_bytes_per_element=KV_CACHE_BYTES.get(kv_dtype, 2.0), scheduling=scheduling)
 
 
 def _ran(card: ModelCard, registry: Registry, kind: type) -> list[tuple[CardWorkload, WorkloadSpec]]:
@@ -172,18 +198,16 @@ def open_results_of(cards: Sequence[ModelCard], registry: Registry) -> list[Open
     for card in cards:
         if (served := _served(card, registry)) is None:
             continue
-        model, machine, kv_bytes = served
         for line, workload in _ran(card, registry, OpenLoopShape):
             tps = line.metrics.get("output_tps") or line.tokens_per_second  # an imported card's tokens/s may be the seed's G
-            engine = engine_of(card.backend)
             found.append(
                 OpenResult(
                     run_id=card.run_id,
                     workload=workload,
-                    model=model,
-                    machine=machine,
-                    engine=engine,
-                    kv_bytes_per_element=kv_bytes,
+                    model=served.model,
+                    machine=served.machine,
+                    scheduling=served.scheduling,
+                    kv_bytes_per_element=served.kv_bytes_per_element,
                     tps=tps,
                     ttft_s=line.ttft_p50_s,
                     site_tps=line.site_tps,
@@ -199,11 +223,13 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
     for card in cards:
         if (served := _served(card, registry)) is None:
             continue
-        model, machine, kv_bytes = served
+        scheduling = served.scheduling
         for line, workload in _ran(card, registry, ClosedLoopShape):
             ttft = line.metrics.get("ttfr_mean_s") or line.ttft_p50_s
             try:
-                rounds = closed_rounds(workload, model, machine, PRIORS[engine_of(card.backend)], engine_of(card.backend), kv_bytes_per_element=kv_bytes)
+                rounds = closed_rounds(
+                    workload, served.model, served.machine, prior_of(scheduling.engine), scheduling, kv_bytes_per_element=served.kv_bytes_per_element
+                )
             except (TypeError, ValueError):
                 continue
             found.append(
@@ -211,11 +237,11 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
                     run_id=card.run_id,
                     workload=line.name,
                     rounds=tuple(rounds),
-                    machine=machine,
+                    machine=served.machine,
                     tps=line.tokens_per_second,
                     ttft_s=ttft,
                     site_tps=line.site_tps,
-                    speculative=speculative(model),
+                    speculative=speculative(served.model),
                 )
             )
     return found
@@ -267,7 +293,7 @@ def _prefill_descent(samples: Sequence[Sample], start: Efficiency) -> Efficiency
     return found
 
 
-def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine: str = "vllm") -> Efficiency:
+def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine: str = "") -> Efficiency:
     """The efficiencies that best predict ``samples`` served by ``engine``; ``prior`` when there
     are none.
 
@@ -293,31 +319,6 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
     return found
 
 
-@frozen(kw_only=True)
-class LedgerLine:
-    run_id: str
-    workload: str
-    tier: int  # 0: the priors; 1: fitted to other runs
-    predicted_tps: float | None
-    measured_tps: float | None
-    predicted_ttft_s: float | None
-    measured_ttft_s: float | None
-    #: an open-loop result: its tokens/s is the output throughput, not one user's decode speed
-    open_loop: bool = False
-    #: the seed site's G (scoring.md), predicted and measured
-    predicted_site_tps: float | None = None
-    measured_site_tps: float | None = None
-
-    def error(self, metric: str) -> float | None:
-        """Absolute % error of ``tps``, ``ttft`` or ``site_tps`` (the seed's G)."""
-        predicted, actual = {
-            "tps": (self.predicted_tps, self.measured_tps),
-            "ttft": (self.predicted_ttft_s, self.measured_ttft_s),
-            "site_tps": (self.predicted_site_tps, self.measured_site_tps),
-        }[metric]
-        return abs(predicted - actual) / actual * 100 if predicted and actual else None
-
-
 #: The most fits the ledger makes per hardware and backend. Up to this many runs, each run's
 #: results are predicted by a fit to all the others; with more, runs are dealt into this many
 #: folds and predicted by a fit to the other folds, so a store of hundreds of runs costs as many
@@ -333,99 +334,86 @@ def ledger_folds(run_ids: Sequence[str], most: int = LEDGER_FOLDS) -> dict[str, 
     return {run_id: index % count for index, run_id in enumerate(ordered)}
 
 
-def ledger(cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, calibrated: bool = True) -> list[LedgerLine]:
+def fit_key(samples: Sequence[Sample], hardware: str, engine: str) -> str:
+    """A name for the fit of ``samples``: what each measured and what the simulator makes of its
+    run (its machine, the bytes and FLOPs of its steps), so a stored fit is found again for the
+    same runs and never for runs, a catalog or a simulator that changed since."""
+    digest = hashlib.sha256(f"{FIT_VERSION}|{hardware}|{engine}".encode())
+    for sample in sorted(samples, key=lambda s: (s.run_id, s.workload)):
+        work = sum(float(np.sum(done.read)) + float(np.sum(done.flops)) for done in sample.rounds)
+        digest.update(f"|{sample.run_id}|{sample.workload}|{sample.tps!r}|{sample.ttft_s!r}|{sample.machine!r}|{work!r}|{sample.speculative}".encode())
+    return f"{hardware}--{engine}--{digest.hexdigest()[:32]}"
+
+
+def cached_fit(samples: Sequence[Sample], prior: Efficiency, engine: str, hardware: str, fits: FitCache | None) -> Efficiency:
+    """:func:`fit`, or the fit ``fits`` holds for the same samples (a damaged one is fitted again)."""
+    if fits is None:
+        return fit(samples, prior, engine=engine)
+    key = fit_key(samples, hardware, engine)
+    try:
+        return CONVERTER.structure(fits[key], Efficiency)
+    except Exception:  # not stored, or a stored value that is no efficiency: fitted again  # noqa: BLE001
+        found = fit(samples, prior, engine=engine)
+        fits[key] = CONVERTER.unstructure(found)
+        return found
+
+
+def ledger(
+    cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, calibrated: bool = True, fits: FitCache | None = None
+) -> list[LedgerLine]:
     """Each result of ``cards`` (or of run ``only``) predicted without its own run: fitted to the
     closed-loop results of the runs outside its fold (:func:`ledger_folds`: up to
-    :data:`LEDGER_FOLDS` runs, every other run) of its hardware and backend (tier 1), or, not
+    :data:`LEDGER_FOLDS` runs, every other run) of its hardware and engine (tier 1), or, not
     ``calibrated``, at the engine's priors (tier 0). An open-loop result's tokens/s is its output
-    throughput."""
+    throughput. Runs of a backend that declares no scheduling are not covered. ``fits`` keeps
+    each fit, keyed by the results it saw."""
     groups: dict[tuple[str, str], list[ModelCard]] = {}
     for card in cards:
-        groups.setdefault((card.hardware, engine_of(card.backend)), []).append(card)
+        if (scheduling := scheduling_of(card.backend, registry)) is not None:
+            groups.setdefault((card.hardware, scheduling.engine), []).append(card)
     lines = []
-    for (_, engine), members in groups.items():
+    for (hardware, engine), members in groups.items():
         if only is not None and only not in {c.run_id for c in members}:
             continue
         found = samples_of(members, registry)
         fold_of = ledger_folds([c.run_id for c in members], LEDGER_FOLDS)
-        fits: dict[int, Efficiency] = {}  # by fold
+        fitted: dict[int, Efficiency] = {}  # by fold
         opened = open_results_of([c for c in members if only is None or c.run_id == only], registry)
         for run_id in sorted({s.run_id for s in found} | {r.run_id for r in opened}):
             if only is not None and run_id != only:
                 continue
             others = [s for s in found if fold_of[s.run_id] != fold_of[run_id]] if calibrated else []
-            if fold_of[run_id] not in fits:
-                fits[fold_of[run_id]] = fit(others, PRIORS[engine], engine=engine)
-            efficiency = fits[fold_of[run_id]]
-            for sample in [*(s for s in found if s.run_id == run_id), *(r for r in opened if r.run_id == run_id)]:
-                try:
-                    figures = sample.figures(efficiency)
-                except ValueError:  # an open-loop run the simulator cannot finish: no prediction, never a crash
-                    continue
-                lines.append(
-                    LedgerLine(
-                        run_id=run_id,
-                        workload=sample.workload if isinstance(sample, Sample) else sample.workload.name,
-                        tier=1 if others else 0,
-                        predicted_tps=figures.total_tps if isinstance(sample, OpenResult) else figures.per_user_tps,
-                        measured_tps=sample.tps,
-                        predicted_ttft_s=figures.ttft_p50_s,
-                        measured_ttft_s=sample.ttft_s,
-                        open_loop=isinstance(sample, OpenResult),
-                        predicted_site_tps=figures.site_tps,
-                        measured_site_tps=sample.site_tps,
-                    )
-                )
+            if fold_of[run_id] not in fitted:
+                fitted[fold_of[run_id]] = cached_fit(others, prior_of(engine), engine, hardware, fits) if others else prior_of(engine)
+            efficiency = fitted[fold_of[run_id]]
+            lines += _ledger_lines(
+                run_id, [*(s for s in found if s.run_id == run_id), *(r for r in opened if r.run_id == run_id)], efficiency, tier=1 if others else 0
+            )
     return lines
 
 
-def ledger_summary(lines: Sequence[LedgerLine]) -> list[tuple[str, str, int, float, float]]:
-    """(workload, metric, count, median, p90) of the absolute % errors, per workload and metric:
-    ``tps`` (per-user decode, closed loop), ``output_tps`` (open loop), ``ttft`` and ``site_tps``
-    (the seed site's G)."""
-    rows = []
-    for workload in sorted({line.workload for line in lines}):
-        mine = [line for line in lines if line.workload == workload]
-        for metric in ("tps", "ttft", "site_tps"):
-            errors = sorted(e for line in mine if (e := line.error(metric)) is not None)
-            if errors:
-                label = "output_tps" if metric == "tps" and all(line.open_loop for line in mine) else metric
-                rows.append((workload, label, len(errors), statistics.median(errors), errors[max(0, math.ceil(0.9 * len(errors)) - 1)]))
-    return rows
-
-
-@frozen(kw_only=True)
-class Calibration:
-    """A stored fit: the efficiencies of one hardware and backend, from how many results."""
-
-    hardware: str
-    backend: str
-    efficiency: Efficiency
-    runs: int
-    results: int
-    fitted_at: str
-    median_error_tps: float | None = None
-    median_error_ttft: float | None = None
-
-
-def calibration_path(output: Path, hardware: str, backend: str) -> Path:
-    return output / "calibrations" / f"{hardware}--{engine_of(backend)}.json"
-
-
-def save_calibration(output: Path, calibration: Calibration) -> Path:
-    path = calibration_path(output, calibration.hardware, calibration.backend)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, CONVERTER.unstructure(calibration))
-    return path
-
-
-def load_calibration(output: Path, hardware: str, backend: str) -> Calibration | None:
-    """The stored fit of ``hardware`` and ``backend``, or None (none stored, or not readable)."""
-    path = calibration_path(output, hardware, backend)
-    try:
-        return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), Calibration)
-    except (OSError, ValueError, TypeError, KeyError, BaseValidationError):  # a damaged file is no calibration, never a crash
-        return None
+def _ledger_lines(run_id: str, results: Sequence[Sample | OpenResult], efficiency: Efficiency, *, tier: int) -> list[LedgerLine]:
+    lines = []
+    for sample in results:
+        try:
+            figures = sample.figures(efficiency)
+        except ValueError:  # an open-loop run the simulator cannot finish: no prediction, never a crash
+            continue
+        lines.append(
+            LedgerLine(
+                run_id=run_id,
+                workload=sample.workload if isinstance(sample, Sample) else sample.workload.name,
+                tier=tier,
+                predicted_tps=figures.total_tps if isinstance(sample, OpenResult) else figures.per_user_tps,
+                measured_tps=sample.tps,
+                predicted_ttft_s=figures.ttft_p50_s,
+                measured_ttft_s=sample.ttft_s,
+                open_loop=isinstance(sample, OpenResult),
+                predicted_site_tps=figures.site_tps,
+                measured_site_tps=sample.site_tps,
+            )
+        )
+    return lines
 
 
 def error_of(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> float | None:

@@ -1,6 +1,6 @@
 """A step simulator of LLM serving (``shared/spec/prediction.md`` section 2): what a model will
-do on a machine, before anyone downloads it. No plugin knows its insides; ``arena predict`` and
-the error ledger call :func:`simulate`.
+do on a machine, before anyone downloads it. The default predictor
+(:class:`arena_prediction.predictor.StepSimulator`) and its error ledger call :func:`simulate`.
 
 **One engine step** serves a batch: every running sequence that has its prompt decodes one token,
 and what is left of the step's token budget prefills waiting prompts in chunks (continuous
@@ -34,9 +34,7 @@ import numpy as np
 from attrs import field, frozen
 from attrs.validators import ge, le
 
-from arena_core import bounds
-from arena_core.roofline import BYTES_PER_PARAM, GGUF_TYPES, bytes_per_param
-from arena_core.types import HardwareProfile, ModelArchitecture, ModelSpec
+from arena_core import BYTES_PER_PARAM, GGUF_TYPES, HardwareProfile, ModelArchitecture, ModelSpec, bounds, bytes_per_param
 
 #: The low-precision GEMMs a checkpoint's precision runs: FP8 W8A8 and NVFP4/MXFP4 W4A4 (where
 #: the hardware has the roof). Weight-only formats (AWQ, GPTQ, GGUF) compute in 16 bits (hardware.md 4.1).
@@ -128,6 +126,12 @@ PRIORS = {
     ),
     "llama-cpp": Efficiency(bandwidth=0.6, compute=0.3, moe_compute=0.3, overhead_s=0.002),
 }
+
+
+def prior_of(engine: str) -> Efficiency:
+    """The priors of the engine a backend's scheduling names; an engine without its own starts
+    from the defaults, for calibration to replace."""
+    return PRIORS.get(engine, Efficiency())
 
 
 #: What :meth:`Efficiency.describe` says, in its order: label, field, how the value is shown.

@@ -1,0 +1,171 @@
+"""The default predictor as commands, cards, the leaderboard and the site reach it, and what the
+store keeps for it: each hardware and engine's calibration, and the fits of the error ledger
+(keyed by the runs each saw, so a card view reads them instead of fitting again)."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterator, MutableMapping, Sequence
+from pathlib import Path
+
+from attrs import frozen
+from cattrs.errors import BaseValidationError
+
+from arena_core.converter import CONVERTER
+from arena_core.errors import UsageError
+from arena_core.files import write_json_atomic
+from arena_core.registry import Registry
+from arena_core.types import BackendSpec, Calibration, LedgerLine, ModelCard, Predictor, PredictorSpec
+
+#: What every surface says where prediction would be and no predictor is registered.
+NO_PREDICTOR = "no predictor is registered (the arena_prediction plugin is disabled?): predictions not shown"
+#: The folder of the store that holds calibrations and the ledger's fits (not a run).
+CALIBRATIONS = "calibrations"
+#: A fits file larger than this is not read (a store is outside data too), and the fits kept
+#: at most: each new set of runs adds a fit per fold, and the oldest go first.
+MAX_FITS_BYTES = 4 * 1024 * 1024
+MAX_FITS = 400
+
+
+@frozen(kw_only=True)
+class ChosenPredictor:
+    """The predictor cards and commands use, and the spec it came from."""
+
+    spec: PredictorSpec
+    predictor: Predictor
+
+
+def default_predictor(registry: Registry) -> ChosenPredictor | None:
+    """The last predictor registered as ``default`` (built-ins register first, so a third party
+    that says it is the default replaces the built-in one), else the first registered; ``None``
+    when none is (prediction is then absent everywhere, and said so)."""
+    specs = [registration.item for registration in registry.registrations("predictors")]
+    if not specs:
+        return None
+    spec = next((s for s in reversed(specs) if s.default), specs[0])
+    return ChosenPredictor(spec=spec, predictor=spec.create(registry))
+
+
+def require_predictor(registry: Registry) -> ChosenPredictor:
+    """:func:`default_predictor`, or a one-line :class:`UsageError` for a command that needs one."""
+    chosen = default_predictor(registry)
+    if chosen is None:
+        raise UsageError(NO_PREDICTOR)
+    return chosen
+
+
+def predicting_backend(registry: Registry, name: str | None) -> BackendSpec:
+    """The backend named, else the first registered that declares how it schedules."""
+    if name:
+        return registry.get("backends", name)
+    found = next((r.item for r in registry.registrations("backends") if r.item.scheduling is not None), None)
+    if found is None:
+        raise UsageError("no registered backend declares its scheduling: give --backend")
+    return found
+
+
+def engine_name(backend: BackendSpec) -> str:
+    """The name a backend's runs are calibrated under: its scheduling's engine, else its own."""
+    return backend.scheduling.engine if backend.scheduling is not None else backend.name
+
+
+def calibration_path(store: Path, hardware: str, engine: str) -> Path:
+    return store / CALIBRATIONS / f"{hardware}--{engine}.json"
+
+
+def save_calibration(store: Path, calibration: Calibration) -> Path:
+    path = calibration_path(store, calibration.hardware, calibration.backend)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, CONVERTER.unstructure(calibration))
+    return path
+
+
+def load_calibration(store: Path, hardware: str, backend: BackendSpec) -> Calibration | None:
+    """The stored fit of ``hardware`` and ``backend``'s engine, or None (none stored, or not readable)."""
+    path = calibration_path(store, hardware, engine_name(backend))
+    try:
+        return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), Calibration)
+    except (OSError, ValueError, TypeError, KeyError, BaseValidationError):  # a damaged file is no calibration, never a crash
+        return None
+
+
+class StoredFits(MutableMapping[str, dict]):
+    """The ledger's fits of one predictor, kept in the store between commands. A file that is
+    missing, too large or damaged is an empty cache (the predictor checks each value it reads);
+    :meth:`save` writes it back when something was added, and a store that cannot be written
+    keeps nothing, never fails the command."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fits: dict[str, dict] = {}
+        self._changed = False
+        try:
+            if path.stat().st_size <= MAX_FITS_BYTES:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(data, dict):
+                    self._fits = {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
+        except (OSError, ValueError, RecursionError):
+            self._fits = {}
+
+    @classmethod
+    def of(cls, store: Path, predictor: str) -> StoredFits:
+        return cls(store / CALIBRATIONS / f"ledger-fits--{predictor}.json")
+
+    def __getitem__(self, key: str) -> dict:
+        return self._fits[key]
+
+    def __setitem__(self, key: str, value: dict) -> None:
+        self._fits.pop(key, None)
+        self._fits[key] = value
+        while len(self._fits) > MAX_FITS:
+            del self._fits[next(iter(self._fits))]
+        self._changed = True
+
+    def __delitem__(self, key: str) -> None:
+        del self._fits[key]
+        self._changed = True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fits)
+
+    def __len__(self) -> int:
+        return len(self._fits)
+
+    def save(self) -> None:
+        if not self._changed:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(self.path, self._fits)
+            self._changed = False
+        except OSError:  # a read-only store: the fits are made again next time
+            pass
+
+
+def ledger_of(store: Path, cards: Sequence[ModelCard], registry: Registry, only: str | None = None) -> list[LedgerLine] | None:
+    """The default predictor's error ledger of ``cards`` (or of run ``only``), with the fits the
+    store keeps; ``None`` when no predictor is registered."""
+    chosen = default_predictor(registry)
+    if chosen is None:
+        return None
+    fits = StoredFits.of(store, chosen.spec.name)
+    lines = chosen.predictor.ledger(cards, only=only, fits=fits)
+    fits.save()
+    return lines
+
+
+def ledger_summary(lines: Sequence[LedgerLine]) -> list[tuple[str, str, int, float, float]]:
+    """(workload, metric, count, median, p90) of the absolute % errors, per workload and metric:
+    ``tps`` (per-user decode, closed loop), ``output_tps`` (open loop), ``ttft`` and ``site_tps``
+    (the seed site's G)."""
+    rows = []
+    for workload in sorted({line.workload for line in lines}):
+        mine = [line for line in lines if line.workload == workload]
+        for metric in ("tps", "ttft", "site_tps"):
+            errors = sorted(e for line in mine if (e := line.error(metric)) is not None)
+            if errors:
+                label = "output_tps" if metric == "tps" and all(line.open_loop for line in mine) else metric
+                rows.append((workload, label, len(errors), statistics.median(errors), errors[max(0, math.ceil(0.9 * len(errors)) - 1)]))
+    return rows

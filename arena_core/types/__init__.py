@@ -1,0 +1,78 @@
+"""Value classes that cross a plugin boundary: frozen, keyword-only, validated on construction.
+
+Plugins build these and hand them to ``register``; the core never accepts dicts in their place.
+Config files and stored JSON are turned into them by the one converter in :mod:`arena_core.converter`.
+One module per hook kind; every name is importable from here.
+"""
+
+from arena_core.types.backends import Backend, BackendRequest, BackendSpec, EmbeddedRun, EndpointSettings, Scheduling
+from arena_core.types.cards import CardLayout, CardWorkload, ModelCard
+from arena_core.types.hardware import HardwareDetection, HardwareProfile
+from arena_core.types.models import ModelArchitecture, ModelSpec, QualityScore
+from arena_core.types.names import NAME_PATTERN, LatencyMode, LoopKind
+from arena_core.types.prediction import (
+    Calibration,
+    CalibrationReport,
+    Figures,
+    FitCache,
+    LedgerLine,
+    PredictionSetup,
+    Predictor,
+    PredictorSpec,
+    WorkloadPrediction,
+)
+from arena_core.types.results import RequestRecord, RunInfo, RunResult, Verdict, WorkloadResult
+from arena_core.types.runners import Endpoint, ReportReader, RunContext, Runner, RunnerSpec, RunOptions, ToolAvailability
+from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec
+from arena_core.types.workloads import MIN_SCALED_TOKENS, ROLES, ClosedLoopShape, OpenLoopShape, WorkloadShape, WorkloadSpec
+
+__all__ = [
+    "MIN_SCALED_TOKENS",
+    "NAME_PATTERN",
+    "ROLES",
+    "Backend",
+    "BackendRequest",
+    "BackendSpec",
+    "Calibration",
+    "CalibrationReport",
+    "CardLayout",
+    "CardWorkload",
+    "ClosedLoopShape",
+    "CohortScorer",
+    "EmbeddedRun",
+    "Endpoint",
+    "EndpointSettings",
+    "Figures",
+    "FitCache",
+    "HardwareDetection",
+    "HardwareProfile",
+    "LatencyMode",
+    "LedgerLine",
+    "LoopKind",
+    "ModelArchitecture",
+    "ModelCard",
+    "ModelSpec",
+    "OpenLoopShape",
+    "PredictionSetup",
+    "Predictor",
+    "PredictorSpec",
+    "QualityScore",
+    "ReportReader",
+    "RequestRecord",
+    "RunContext",
+    "RunInfo",
+    "RunOptions",
+    "RunResult",
+    "Runner",
+    "RunnerSpec",
+    "Scheduling",
+    "Score",
+    "Scorer",
+    "ScorerSpec",
+    "ToolAvailability",
+    "Verdict",
+    "WorkloadPrediction",
+    "WorkloadResult",
+    "WorkloadShape",
+    "WorkloadSpec",
+]

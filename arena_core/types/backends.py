@@ -1,0 +1,113 @@
+"""Backends: inference-server lifecycles, what they are asked to serve, how they schedule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+from attrs import field, frozen
+from attrs.validators import optional
+
+from arena_core import bounds
+from arena_core.types.hardware import HardwareProfile
+from arena_core.types.models import ModelSpec
+from arena_core.types.names import valid_name
+from arena_core.types.runners import Endpoint
+
+
+class Backend(Protocol):
+    """A server lifecycle. ``start`` returns once the server answers; ``stop`` is idempotent.
+
+    ``facts`` describes what is running (version, command line with secrets removed, memory
+    figures the server printed), for the run's manifest.
+    """
+
+    def start(self) -> Endpoint: ...
+
+    def stop(self) -> None: ...
+
+    @property
+    def log_path(self) -> Path | None: ...
+
+    @property
+    def facts(self) -> Mapping[str, object]: ...
+
+
+@frozen(kw_only=True)
+class EndpointSettings:
+    """Where a running server is and how to authenticate (``[endpoint]`` in the config file,
+    ``--base-url`` and friends on the command line). The key itself is never here: only the
+    name of the environment variable or file that holds it."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    api_key_file: str | None = None
+
+
+@frozen(kw_only=True)
+class BackendRequest:
+    """What a backend is asked to serve: the model, the endpoint settings (for a backend that
+    attaches to a running server), where to keep its log, and the largest context and
+    concurrency the chosen workloads will need."""
+
+    model: ModelSpec
+    run_dir: Path
+    max_context_tokens: int
+    max_concurrency: int
+    endpoint: EndpointSettings = EndpointSettings()
+    hardware: HardwareProfile | None = None
+    #: The parallel slots the user fixed for a server Arena starts; None: ``max_concurrency``.
+    slots: int | None = field(default=None, validator=optional(bounds.CONCURRENCY))
+
+
+@frozen(kw_only=True)
+class EmbeddedRun:
+    """What ``arena run`` measures with no arguments when a backend offers it: a catalog model
+    the backend serves out of the box, at a scale that finishes in minutes on a small machine."""
+
+    model: str = field(validator=valid_name)
+    scale: float = field(default=1.0, validator=bounds.SCALE)
+    #: Ask for exactly each workload's output length (a small model may stop early otherwise).
+    exact_output: bool = True
+
+
+@frozen(kw_only=True)
+class Scheduling:
+    """How a backend's engine batches requests at its defaults, with the sources of each figure,
+    as a hardware profile declares its roofs: what a predictor simulates for its runs."""
+
+    #: The name the engine's runs are calibrated under: backends that declare the same engine
+    #: (a server Arena starts, the same one attached) are fitted together.
+    engine: str = field(validator=valid_name)
+    #: Sequences served at once; 0: one per concurrent request (llama.cpp's ``--parallel``).
+    slots: int = field(validator=bounds.COUNT_OR_NONE)
+    #: Tokens one step takes (vLLM's ``max_num_batched_tokens``, llama.cpp's ``n_batch``).
+    token_budget: int = field(validator=bounds.COUNT)
+    #: A long prompt is prefilled in chunks of the budget beside the decoding sequences.
+    chunked_prefill: bool = True
+    #: Tokens before a prompt's end where the engine checkpoints the memory of a model with a
+    #: sliding window or a recurrent state; a prompt's share of a step stops at each (llama.cpp:
+    #: n_ubatch + 4 and 4), so prompts prefilled together get their first tokens together.
+    checkpoints: tuple[int, ...] = ()
+    sources: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class BackendSpec:
+    """An inference-server lifecycle; ``create(request)`` returns a :class:`Backend`.
+
+    ``attaches``: it measures a server that is already running (chosen when a base URL is
+    given). ``embedded``: it can serve a run with no arguments; the first backend registered
+    with one is ``arena run``'s default.
+    """
+
+    name: str = field(validator=valid_name)
+    description: str
+    create: Callable[[BackendRequest], Backend]
+    attaches: bool = False
+    embedded: EmbeddedRun | None = None
+    #: How the server batches at its defaults, for a predictor to simulate; ``None``: not declared,
+    #: and a predictor says its runs are not covered rather than simulate another engine.
+    scheduling: Scheduling | None = None

@@ -1,0 +1,168 @@
+"""Predictors: what a workload will do for a model on a machine and a backend, before anyone
+measures it, and how far such predictions were off on the runs that were measured.
+
+A predictor is the scorer's sibling: a plugin registers a :class:`PredictorSpec`, whose factory
+returns a :class:`Predictor`. The built-in one simulates the engine step by step
+(``plugins/arena_prediction``); another may be a lookup table or a vendor's model. Cards, the
+leaderboard, the site and ``arena predict`` call the default predictor and show what it says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from attrs import field, frozen
+
+from arena_core.types.backends import BackendSpec
+from arena_core.types.cards import ModelCard
+from arena_core.types.hardware import HardwareProfile
+from arena_core.types.models import ModelSpec
+from arena_core.types.names import valid_name
+from arena_core.types.results import RequestRecord
+from arena_core.types.workloads import WorkloadSpec
+
+if TYPE_CHECKING:
+    from arena_core.registry import Registry
+
+
+@frozen(kw_only=True)
+class Figures:
+    """A workload's predicted figures, as its runner reports them. ``site_tps`` is the seed
+    site's G (scoring.md): closed loop, llama-benchy's batch decode t/s (tokens after each
+    request's first ÷ from the first first token to the last token, a mean over rounds); open
+    loop, total (input + output) token throughput ÷ peak concurrent requests."""
+
+    per_user_tps: float | None
+    total_tps: float | None
+    ttft_p50_s: float | None
+    bound: str
+    site_tps: float | None = None
+
+
+@frozen(kw_only=True)
+class WorkloadPrediction:
+    """One workload's central figures and their interval: ``low`` the slow end, ``high`` the fast."""
+
+    workload: str
+    central: Figures
+    low: Figures
+    high: Figures
+    notes: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class Calibration:
+    """A stored fit of a predictor to the runs of one hardware profile and engine (the engine
+    its backend's :class:`~arena_core.types.Scheduling` names): its parameters, from how many
+    results, and its in-sample median errors."""
+
+    predictor: str
+    hardware: str
+    backend: str
+    #: the predictor's fitted parameters (the built-in simulator's efficiencies), by name
+    efficiency: Mapping[str, float]
+    runs: int
+    results: int
+    fitted_at: str
+    median_error_tps: float | None = None
+    median_error_ttft: float | None = None
+
+
+@frozen(kw_only=True)
+class CalibrationReport:
+    """What ``calibrate`` found: the fit to store, and lines saying how well it fits."""
+
+    calibration: Calibration
+    lines: tuple[str, ...] = ()
+
+
+@frozen(kw_only=True)
+class LedgerLine:
+    """One measured result beside its prediction made without its own run (tier 1: fitted to
+    other runs; tier 0: the predictor's priors)."""
+
+    run_id: str
+    workload: str
+    tier: int
+    predicted_tps: float | None
+    measured_tps: float | None
+    predicted_ttft_s: float | None
+    measured_ttft_s: float | None
+    #: an open-loop result: its tokens/s is the output throughput, not one user's decode speed
+    open_loop: bool = False
+    #: the seed site's G (scoring.md), predicted and measured
+    predicted_site_tps: float | None = None
+    measured_site_tps: float | None = None
+
+    def error(self, metric: str) -> float | None:
+        """Absolute % error of ``tps``, ``ttft`` or ``site_tps`` (the seed's G)."""
+        predicted, actual = {
+            "tps": (self.predicted_tps, self.measured_tps),
+            "ttft": (self.predicted_ttft_s, self.measured_ttft_s),
+            "site_tps": (self.predicted_site_tps, self.measured_site_tps),
+        }[metric]
+        return abs(predicted - actual) / actual * 100 if predicted and actual else None
+
+
+@frozen(kw_only=True)
+class PredictionSetup:
+    """What a prediction is for: a model, a hardware profile (its run-time figures measured) and
+    the backend whose scheduling is simulated, with the stored calibration of that hardware and
+    engine when there is one."""
+
+    model: ModelSpec
+    hardware: HardwareProfile
+    backend: BackendSpec
+    calibration: Calibration | None = None
+
+
+#: Fits a predictor made of sets of stored runs, kept by the store between commands: a key
+#: that names the runs a fit saw, and the fit's parameters.
+FitCache = MutableMapping[str, Mapping[str, float]]
+
+
+class Predictor(Protocol):
+    """What a predictor's factory returns."""
+
+    def coverage(self, setup: PredictionSetup) -> str | None:
+        """Why ``setup`` cannot be predicted (a backend that declares no scheduling, a model
+        with no size); ``None`` when it can."""
+        ...
+
+    def basis(self, setup: PredictionSetup) -> str:
+        """One line saying what the figures rest on (tier 0: specs and priors; tier 1: a calibration)."""
+        ...
+
+    def predict(self, workload: WorkloadSpec, setup: PredictionSetup) -> WorkloadPrediction:
+        """``workload``'s figures with their interval; ``ValueError`` when it cannot be served."""
+        ...
+
+    def serve(self, workload: WorkloadSpec, setup: PredictionSetup) -> tuple[RequestRecord, ...]:
+        """``workload``'s requests as the central prediction serves them, as request records (one
+        run of a closed-loop workload), so that the SLO rule that judges measured requests
+        judges predicted ones too."""
+        ...
+
+    def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec) -> CalibrationReport:
+        """A fit to the stored ``cards`` of ``hardware`` served by ``backend``'s engine;
+        :class:`~arena_core.errors.UsageError` when none can be fitted."""
+        ...
+
+    def ledger(self, cards: Sequence[ModelCard], *, only: str | None = None, fits: FitCache | None = None) -> list[LedgerLine]:
+        """Each result of ``cards`` (or of run ``only``) beside its prediction made without its
+        own run; ``fits`` keeps fits between calls, keyed by the runs each saw."""
+        ...
+
+
+@frozen(kw_only=True)
+class PredictorSpec:
+    """A predictor. ``create(registry)`` returns a :class:`Predictor` that reads the registered
+    workloads, models, hardware and backends. Cards, the leaderboard, the site and ``arena
+    predict`` use the last registered with ``default`` (so a third party's replaces the
+    built-in one), else the first registered."""
+
+    name: str = field(validator=valid_name)
+    description: str
+    create: Callable[[Registry], Predictor]
+    default: bool = False

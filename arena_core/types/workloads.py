@@ -1,0 +1,166 @@
+"""Workloads: a closed- or open-loop traffic shape and the runner that drives it."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from attrs import evolve, field, frozen
+from attrs.validators import deep_iterable, in_, instance_of, optional
+
+from arena_core import bounds
+from arena_core.types.names import LatencyMode, LoopKind, valid_name
+
+#: A scaled workload keeps at least this many tokens per length and one request.
+MIN_SCALED_TOKENS = 16
+
+
+def _tokens(value: int, factor: float) -> int:
+    return max(MIN_SCALED_TOKENS, round(value * factor))
+
+
+def _count(value: int, factor: float) -> int:
+    return max(1, round(value * factor))
+
+
+@frozen(kw_only=True)
+class ClosedLoopShape:
+    """A llama-benchy style test: runs of ``concurrency`` simultaneous requests.
+
+    ``depth`` is tokens of prior context in the same request; ``turns`` > 1 makes a conversation
+    in which every turn appends ``prompt_tokens`` of user text and the ``generated_tokens`` answer.
+    """
+
+    loop: ClassVar[LoopKind] = "closed"
+
+    prompt_tokens: int = field(validator=bounds.TOKENS)
+    generated_tokens: int = field(validator=bounds.TOKENS)
+    depth: int = field(default=0, validator=bounds.TOKENS_OR_NONE)
+    turns: int = field(default=1, validator=bounds.TURNS)
+    concurrency: int = field(default=10, validator=bounds.CONCURRENCY)
+    runs: int = field(default=3, validator=bounds.RUNS)
+    latency_mode: LatencyMode = field(default="generation", validator=in_(("api", "generation", "none")))
+    #: A stated duration (a capacity probe): no measured run starts once this many seconds have
+    #: passed since the first one started and ``min_runs`` are done; ``runs`` stays the most.
+    duration_s: float | None = field(default=None, validator=optional(bounds.TIMEOUT_S))
+    min_runs: int = field(default=1, validator=bounds.RUNS)
+
+    def __attrs_post_init__(self) -> None:
+        if self.min_runs > self.runs:
+            raise ValueError(f"min_runs {self.min_runs} is more than runs {self.runs}")
+
+    def scaled(self, factor: float) -> ClosedLoopShape:
+        """Token lengths and runs times ``factor`` (workloads.md, "Scaling for small machines");
+        concurrency, turns and the shape stay."""
+        if factor == 1:
+            return self
+        return evolve(
+            self,
+            prompt_tokens=_tokens(self.prompt_tokens, factor),
+            generated_tokens=_tokens(self.generated_tokens, factor),
+            depth=_tokens(self.depth, factor) if self.depth else 0,
+            runs=(runs := _count(self.runs, factor)),
+            min_runs=min(self.min_runs, runs),
+        )
+
+    def context_needed(self) -> int:
+        """The longest sequence (history, prompt and answer) one request can reach."""
+        return self.depth + self.turns * (self.prompt_tokens + self.generated_tokens)
+
+    def concurrency_needed(self) -> int:
+        return self.concurrency
+
+    def decode_shape(self) -> tuple[int, int]:
+        """(sequences decoding together, shortest context while they decode)."""
+        return self.concurrency, self.depth + self.prompt_tokens
+
+
+@frozen(kw_only=True)
+class OpenLoopShape:
+    """A ``vllm bench serve`` style test: requests arrive on a seeded gamma schedule.
+
+    ``input_tokens``/``output_tokens`` apply to the ``random`` dataset; ShareGPT lengths come
+    from the conversations. ``max_concurrency`` caps requests in flight (``None``: no cap).
+    """
+
+    loop: ClassVar[LoopKind] = "open"
+
+    dataset: Literal["random", "sharegpt"] = field(validator=in_(("random", "sharegpt")))
+    request_rate: float = field(validator=bounds.REQUEST_RATE)
+    num_prompts: int = field(validator=bounds.PROMPTS)
+    burstiness: float = field(default=1.0, validator=bounds.BURSTINESS)
+    input_tokens: int | None = field(default=None, validator=optional(bounds.TOKENS))
+    output_tokens: int | None = field(default=None, validator=optional(bounds.TOKENS))
+    range_ratio: float = field(default=0.0, validator=bounds.RATIO_BELOW_ONE)
+    max_concurrency: int | None = field(default=None, validator=optional(bounds.CONCURRENCY))
+
+    def __attrs_post_init__(self) -> None:
+        if self.dataset == "random" and (self.input_tokens is None or self.output_tokens is None):
+            raise ValueError("the random dataset needs input_tokens and output_tokens")
+
+    def scaled(self, factor: float) -> OpenLoopShape:
+        """Token lengths and the number of prompts times ``factor``; rate and burstiness stay."""
+        if factor == 1:
+            return self
+        return evolve(
+            self,
+            input_tokens=_tokens(self.input_tokens, factor) if self.input_tokens else None,
+            output_tokens=_tokens(self.output_tokens, factor) if self.output_tokens else None,
+            num_prompts=_count(self.num_prompts, factor),
+        )
+
+    def context_needed(self) -> int:
+        if self.dataset == "random":
+            assert self.input_tokens is not None and self.output_tokens is not None
+            return int((self.input_tokens + self.output_tokens) * (1 + self.range_ratio)) + 1
+        return 2048  # vLLM's ShareGPT rule: prompt plus reference completion at most 2048 tokens
+
+    def concurrency_needed(self) -> int:
+        return self.max_concurrency or 1
+
+    def decode_shape(self) -> tuple[int, int]:
+        """Open-loop requests are judged one at a time: batch 1 at the input length."""
+        return 1, self.input_tokens or 0
+
+
+WorkloadShape = ClosedLoopShape | OpenLoopShape
+
+#: The roles a workload plugin gives its workloads, so that the core reads a suite it does not
+#: name: the first workload registered with a role is the one the core uses for it.
+ROLES = {
+    "headline": "the card's headline (its decode total) and the per-user against total chart; capacity's users search and arena predict --capacity",
+    "rate-capacity": "capacity's request-rate search",
+    "short-context": "the prefill-wall finding: TTFT grows from this workload's context",
+    "long-context": "the prefill-wall finding: to this workload's context",
+    "compared": "findings compare models on the same hardware under these, open loop first",
+}
+
+
+@frozen(kw_only=True)
+class WorkloadSpec:
+    """One named workload: its traffic ``shape`` (closed- or open-loop) and the runner that drives it."""
+
+    name: str = field(validator=valid_name)
+    title: str
+    description: str
+    runner: str = field(validator=valid_name)
+    shape: WorkloadShape = field(validator=instance_of((ClosedLoopShape, OpenLoopShape)))
+    seed: int = field(default=42, validator=bounds.SEED)
+    #: Registered but left out of a run that names no workloads (the seed site's second suite).
+    optional: bool = False
+    #: How this workload differs from the one registered under its name ("concurrency=1, ..."),
+    #: when a config file or ``--set`` changed it; empty for the standard workload.
+    custom: str = ""
+    #: What it stands for where the core needs a workload without naming one (:data:`ROLES`).
+    roles: tuple[str, ...] = field(default=(), validator=deep_iterable(in_(tuple(ROLES))))
+    #: Its place in a card's "decode throughput, total" row (1 first; 0: not in the row) and the
+    #: row's label for it ("1k ctx"), as the seed site's cards show that row.
+    total_column: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    total_label: str = ""
+
+    @property
+    def loop(self) -> LoopKind:
+        return self.shape.loop
+
+    def scaled(self, factor: float) -> WorkloadSpec:
+        """This workload shrunk (or grown) by ``factor``; the factor is recorded with each result."""
+        return self if factor == 1 else evolve(self, shape=self.shape.scaled(factor))

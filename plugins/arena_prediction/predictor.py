@@ -1,0 +1,159 @@
+"""The step simulator as a predictor (:class:`arena_core.Predictor`): what the default predictor
+answers for ``arena predict``, ``arena calibrate``, the cards' "predicted vs measured" and the
+site's error ledger."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from arena_core import (
+    ANSWER,
+    CONVERTER,
+    BackendSpec,
+    Calibration,
+    CalibrationReport,
+    ClosedLoopShape,
+    FitCache,
+    LedgerLine,
+    ModelCard,
+    PredictionSetup,
+    Registry,
+    RequestRecord,
+    Scheduling,
+    UsageError,
+    WorkloadPrediction,
+    WorkloadSpec,
+)
+from arena_prediction.calibration import error_of, fit, ledger, samples_of, scheduling_of
+from arena_prediction.simulator import Efficiency, Machine, Served, physics, prior_of, simulate
+from arena_prediction.workloads import closed_rounds, open_requests, predict, prompt_breaks
+
+NAME = "step-simulator"
+
+
+class StepSimulator:
+    """Predicts by simulating the engine step by step at efficiencies fitted to stored runs."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    def coverage(self, setup: PredictionSetup) -> str | None:
+        if setup.backend.scheduling is None:
+            return f"backend {setup.backend.name!r} declares no scheduling: the step simulator does not cover it"
+        return None
+
+    def calibrated(self, setup: PredictionSetup) -> Efficiency | None:
+        """The stored calibration's efficiencies where it is this predictor's and holds efficiencies
+        (a tampered file, 5,000 % of the bandwidth say, is no fit), else None."""
+        stored = setup.calibration
+        if stored is None or stored.predictor != NAME:
+            return None
+        try:
+            return CONVERTER.structure(dict(stored.efficiency), Efficiency)
+        except Exception:  # cattrs' validation errors and the bounds' ValueError alike: no fit
+            return None
+
+    def efficiency(self, setup: PredictionSetup) -> Efficiency:
+        """The calibrated efficiencies, else the engine's priors."""
+        return self.calibrated(setup) or prior_of(self._scheduling(setup).engine)
+
+    def basis(self, setup: PredictionSetup) -> str:
+        settings = self.efficiency(setup).describe()
+        stored = setup.calibration
+        if stored is not None and self.calibrated(setup) is not None:
+            return (
+                f"tier 1: calibrated on {stored.results} results of {stored.runs} runs on {setup.hardware.name} "
+                f"({settings}; arena calibrate, {stored.fitted_at})"
+            )
+        return f"tier 0: the specs and {setup.backend.name}'s priors ({settings}); arena calibrate fits them to stored runs"
+
+    def predict(self, workload: WorkloadSpec, setup: PredictionSetup) -> WorkloadPrediction:
+        return predict(workload, setup.model, setup.hardware, scheduling=self._scheduling(setup), efficiency=self.efficiency(setup))
+
+    def serve(self, workload: WorkloadSpec, setup: PredictionSetup) -> tuple[RequestRecord, ...]:
+        scheduling, efficiency = self._scheduling(setup), self.efficiency(setup)
+        machine = Machine.of(setup.hardware, setup.model)
+        if isinstance(workload.shape, ClosedLoopShape):
+            rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling)
+            return tuple(record for turn, done in enumerate(rounds) for record in _records(workload.name, done.served, turn=turn, open_loop=False, gated=False))
+        requests, _ = open_requests(workload.shape, workload.seed)
+        slots = min(scheduling.slots or 64, workload.shape.max_concurrency or 10**9)
+        costs = physics(setup.model)
+        done = simulate(requests, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=prompt_breaks(scheduling, costs))
+        return _records(workload.name, done.served, turn=0, open_loop=True, gated=workload.shape.max_concurrency is not None)
+
+    def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec) -> CalibrationReport:
+        if backend.scheduling is None:
+            raise UsageError(f"backend {backend.name!r} declares no scheduling: the step simulator does not cover its runs, nothing to fit")
+        engine = backend.scheduling.engine
+        chosen = [c for c in cards if c.hardware == hardware and (s := scheduling_of(c.backend, self.registry)) is not None and s.engine == engine]
+        samples = samples_of(chosen, self.registry)
+        if not samples:
+            raise UsageError(
+                f"no stored closed-loop results on {hardware} with {backend.name} to fit (of {len(chosen)} runs there; "
+                "a run needs a model whose parameters and precision are known)"
+            )
+        fitted_to = [s for s in samples if not s.speculative]
+        if not fitted_to:
+            raise UsageError(
+                f"the stored results on {hardware} with {backend.name} all decoded speculatively (MTP), which the simulator does not cover: nothing to fit"
+            )
+        prior = prior_of(engine)
+        fitted = fit(fitted_to, prior, engine=engine)
+        calibration = Calibration(
+            predictor=NAME,
+            hardware=hardware,
+            backend=engine,
+            efficiency=CONVERTER.unstructure(fitted),
+            runs=len({s.run_id for s in fitted_to}),
+            results=len(fitted_to),
+            fitted_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            median_error_tps=error_of(fitted_to, fitted, 0),
+            median_error_ttft=error_of(fitted_to, fitted, 1),
+        )
+        lines = [f"fitted to {calibration.results} results of {calibration.runs} runs on {hardware} ({engine}):"]
+        if left_out := len(samples) - len(fitted_to):
+            lines.append(f"  left out: {left_out} results of speculative decoding (MTP), which the simulator does not cover")
+        lines.append(f"  {fitted.describe(prior)}")
+        for metric, index in (("tokens/s per user", 0), ("TTFT", 1)):
+            before, after = error_of(fitted_to, prior, index), error_of(fitted_to, fitted, index)
+            if before is not None and after is not None:
+                lines.append(f"  median error of {metric} on these results: {before:.1f} % with the priors, {after:.1f} % fitted (in-sample)")
+        return CalibrationReport(calibration=calibration, lines=tuple(lines))
+
+    def ledger(self, cards: Sequence[ModelCard], *, only: str | None = None, fits: FitCache | None = None) -> list[LedgerLine]:
+        return ledger(cards, self.registry, only, fits=fits)
+
+    def _scheduling(self, setup: PredictionSetup) -> Scheduling:
+        if (why := self.coverage(setup)) is not None:
+            raise ValueError(why)
+        return setup.backend.scheduling
+
+
+def _records(workload: str, served: Sequence[Served], *, turn: int, open_loop: bool, gated: bool) -> tuple[RequestRecord, ...]:
+    """Simulated requests as request records: sent when due (or, held back by the client, when
+    admitted), the first token and the end as simulated, every output token counted; an
+    open-loop request says when it was due, as the open-loop driver's records do."""
+
+    def ns(seconds: float) -> int:
+        return round(seconds * 1e9)
+
+    return tuple(
+        RequestRecord(
+            workload=workload,
+            run_index=0,
+            request_index=index,
+            turn_index=turn,
+            scheduled_ns=ns(s.request.arrival_s) if open_loop else None,
+            dispatched_ns=ns(s.admitted_s if gated else s.request.arrival_s) if open_loop else None,
+            sent_ns=ns(s.admitted_s if gated else s.request.arrival_s),
+            chunk_ns=(ns(s.first_token_s),),
+            chunk_kinds=ANSWER,
+            end_ns=ns(s.end_s),
+            prompt_tokens_server=s.request.prompt + s.request.cached,
+            completion_tokens_server=s.request.output,
+            http_status=200,
+        )
+        for index, s in enumerate(served)
+    )

@@ -1,0 +1,141 @@
+"""The rooms keep their walls: the core names no registered thing (the plugins declare what it
+needs), the measuring instrument imports only the contract, and no module of the core imports
+another that imports it back, at run time (``if TYPE_CHECKING:`` imports aside)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ROOT / "arena_core"
+#: What the measuring instrument (``loadgen/``) may import outside itself: the contract and the
+#: policy on outside data (types, errors, bounds, the one converter, files, redaction).
+CONTRACT = {"arena_core.types", "arena_core.errors", "arena_core.bounds", "arena_core.converter", "arena_core.files", "arena_core.redaction"}
+#: Strings of the core that equal a registered name and mean something else, with what they mean.
+NOT_NAMES = {
+    "reasoning": "the field of a thinking model's text in an OpenAI-compatible stream",
+    "sharegpt": "the dataset kind of an open-loop shape (vLLM's --dataset-name sharegpt)",
+}
+
+
+def core_files() -> list[Path]:
+    return sorted(p for p in CORE.rglob("*.py") if "testing" not in p.relative_to(CORE).parts)
+
+
+def module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def run_time_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, module) of every import that runs: at the top, in functions, not under TYPE_CHECKING."""
+    found, skipped = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            skipped |= {id(inner) for statement in node.body for inner in ast.walk(statement)}
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+    return found
+
+
+def core_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in core_files()}
+
+
+def imported_modules(path: Path, known: dict[str, Path]) -> set[str]:
+    """The core modules ``path`` imports at run time (``from a.b import c`` is ``a.b.c`` where that
+    is a module, else ``a.b``); the package itself is left out (every module is under it)."""
+    found = set()
+    for _, name in run_time_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        if name and name != "arena_core":
+            found.add(name)
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_core_module_imports_one_that_imports_it_back():
+    known = core_modules()
+    graph = {name: imported_modules(path, known) - {name} for name, path in known.items()}
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_instrument_imports_only_the_contract():
+    known = core_modules()
+    outside = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((CORE / "loadgen").rglob("*.py"))
+        for name in imported_modules(path, known)
+        if not name.startswith("arena_core.loadgen") and not any(name == allowed or name.startswith(allowed + ".") for allowed in CONTRACT)
+    }
+    assert outside == set()
+
+
+def registered_names(registry) -> dict[str, str]:
+    return {name: kind for kind in ("backends", "workloads", "runners", "hardware") for name in registry.names(kind)}
+
+
+def names_in(source: str, names: dict[str, str]) -> list[str]:
+    return [
+        f"line {node.lineno}: {node.value!r} ({names[node.value]})"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names and node.value not in NOT_NAMES
+    ]
+
+
+@pytest.mark.parametrize("path", core_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_core_names_no_registered_backend_workload_runner_or_hardware(path, registry):
+    assert names_in(path.read_text(encoding="utf-8"), registered_names(registry)) == []
+
+
+def test_the_name_check_catches_a_workload_named_in_the_core(registry):
+    assert names_in('HEADLINE = "chat"\nx = card.workload("chat")\n', registered_names(registry)) == [
+        "line 1: 'chat' (workloads)",
+        "line 2: 'chat' (workloads)",
+    ]
+    assert names_in('delta.get("reasoning")', registered_names(registry)) == []

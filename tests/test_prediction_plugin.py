@@ -1,0 +1,78 @@
+"""Prediction is a plugin like any other: without it Arena measures, shows cards, ranks and
+publishes, and says where prediction would be; with it, the ledger's fits are kept in the store
+and a card reads them instead of fitting again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from arena_core import make_plugin_manager
+from arena_core.predictions import NO_PREDICTOR, StoredFits
+from arena_core.testing import run_cli
+
+
+def arena(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_without_the_prediction_plugin_run_card_leaderboard_and_publish_work_and_say_so(rig_run, monkeypatch, tmp_path):
+    monkeypatch.setenv("ARENA_DISABLED_PLUGINS", "arena_prediction")
+    run_dir = rig_run()  # arena run, measured on the rig, with the plugin disabled
+    store = run_dir.parent
+    manager = make_plugin_manager(autoload=False, disabled=["arena_prediction"])
+    assert run_cli(manager, ["list", "predictors"]).output.strip() == "No predictors registered."
+    card = run_cli(manager, ["card", run_dir.name, "--output", str(store)])
+    assert card.exit_code == 0 and "Predicted vs measured" in card.output and NO_PREDICTOR in card.output
+    assert json.loads(run_cli(manager, ["card", run_dir.name, "--output", str(store), "--format", "json"]).output)["predictions"] == []
+    board = run_cli(manager, ["leaderboard", "--output", str(store), "--include-scaled", "--prediction-error"])
+    assert board.exit_code == 0 and NO_PREDICTOR in board.output
+    published = run_cli(manager, ["publish", str(tmp_path / "site"), "--output", str(store)])
+    assert published.exit_code == 0, published.output
+    page = (tmp_path / "site" / "cards" / f"{run_dir.name}.html").read_text(encoding="utf-8")
+    assert NO_PREDICTOR in page and NO_PREDICTOR in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10")
+    assert predicted.returncode == 2 and NO_PREDICTOR in predicted.stderr and "Traceback" not in predicted.stderr
+
+
+def test_a_backend_that_declares_no_scheduling_is_not_covered(tmp_path):
+    done = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--backend", "openai", "--workloads", "chat")
+    assert done.returncode == 2 and "declares no scheduling" in done.stderr and "Traceback" not in done.stderr
+    calibrated = arena("calibrate", "--hardware", "gb10", "--backend", "openai", "--output", str(tmp_path))
+    assert calibrated.returncode == 2 and "declares no scheduling" in calibrated.stderr
+
+
+def test_the_ledgers_fits_are_kept_in_the_store_and_read_again(tmp_path, monkeypatch):
+    """A card's ledger fits its fold once; the next view of any card in that fold reads the fit
+    from the store, with the same figures; a damaged fits file is fitted again, never a crash."""
+    import arena_prediction.calibration as calibration
+    from arena_core import ArenaHooks
+    from arena_core.cards import load_cards
+    from arena_core.predictions import ledger_of
+
+    manager = make_plugin_manager(autoload=False)
+    assert run_cli(manager, ["import", "--seeds", "--output", str(tmp_path)]).exit_code == 0
+    registry = ArenaHooks(manager).registry
+    cards = load_cards(tmp_path, registry)[0][:5]
+    fitted = []
+    fit = calibration.fit
+    monkeypatch.setattr(calibration, "fit", lambda samples, prior, **kw: fitted.append(len(samples)) or fit(samples, prior, **kw))
+    monkeypatch.setattr(calibration, "open_results_of", lambda cards, registry: [])
+    only = cards[0].run_id
+    first = ledger_of(tmp_path, cards, registry, only=only)
+    assert len(fitted) == 1 and first
+    stored = StoredFits.of(tmp_path, "step-simulator")
+    assert len(stored) == 1
+    again = ledger_of(tmp_path, cards, registry, only=only)
+    assert again == first and len(fitted) == 1  # read, not fitted
+    everything = ledger_of(tmp_path, cards, registry)
+    assert [line for line in everything if line.run_id == only] == first and len(fitted) == 5  # the other four folds
+    # fewer runs: another set of runs is another fit
+    ledger_of(tmp_path, cards[:4], registry, only=only)
+    assert len(fitted) == 6
+    stored.path.write_text("{not json", encoding="utf-8")
+    assert ledger_of(tmp_path, cards, registry, only=only) == first and len(fitted) == 7
+    key = next(iter(StoredFits.of(tmp_path, "step-simulator")))
+    stored.path.write_text(json.dumps({key: {"bandwidth": 50.0}}), encoding="utf-8")  # 5,000 % of the bandwidth: no fit
+    assert ledger_of(tmp_path, cards, registry, only=only) == first and len(fitted) == 8
