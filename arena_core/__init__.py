@@ -14,7 +14,6 @@ Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``p
 __version__ = "0.1.0"
 
 from arena_core import bounds
-from arena_core.cards import load_card, load_cards
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.converter import CONVERTER
@@ -22,16 +21,17 @@ from arena_core.errors import ArenaError, ConfigError, PluginError, ToolFailed, 
 from arena_core.files import write_json_atomic
 from arena_core.hooks import ArenaHooks
 from arena_core.hookspecs import hookimpl, hookspec
-from arena_core.integrity import verify as verify_run
 from arena_core.loadgen import *  # noqa: F403 -- the runner kit; its names are loadgen.__all__
 from arena_core.loadgen import __all__ as _RUNNER_KIT
-from arena_core.manifest import read_manifest
 from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, PluginProblem, make_plugin_manager
 from arena_core.registry import Registration, Registry
 from arena_core.report import render_table
-from arena_core.roofline import BYTES_PER_PARAM, GGUF_TYPES, KV_CACHE_BYTES, bytes_per_param
+from arena_core.results.cards import load_card, load_cards
+from arena_core.run.integrity import verify as verify_run
+from arena_core.run.manifest import read_manifest
+from arena_core.run.roofline import BYTES_PER_PARAM, GGUF_TYPES, KV_CACHE_BYTES, bytes_per_param
+from arena_core.run.store import adopt_run
 from arena_core.secrets import check_key, read_api_key
-from arena_core.store import adopt_run
 from arena_core.types import (
     Backend,
     BackendRequest,

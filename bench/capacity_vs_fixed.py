@@ -28,7 +28,7 @@ from pathlib import Path
 
 from arena_core import ArenaHooks, BackendRequest, make_plugin_manager
 from arena_core.loadgen import read_records
-from arena_core.store import load_result, workload_dir
+from arena_core.run.store import load_result, workload_dir
 
 SLO = "relaxed"
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import attrs
 
 from arena_core import ArenaHooks, make_plugin_manager
-from arena_core.cards import load_cards
+from arena_core.results.cards import load_cards
 from arena_prediction.calibration import fit, samples_of
 from arena_prediction.simulator import prior_of
 

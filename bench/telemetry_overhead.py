@@ -34,7 +34,7 @@ CONCURRENCY, TOKENS, RIG_TTFT_MS, ROUNDS = 10, 1500, 50.0, 2
 
 def child(url: str, hertz: float, workdir: Path) -> None:
     from arena_core.loadgen.loop import run
-    from arena_core.telemetry import TelemetrySampler, read_metrics
+    from arena_core.run.telemetry import TelemetrySampler, read_metrics
 
     read_metrics(f"{url}/metrics")  # every case pays the same imports and first connection
     sampler = None

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.config import ArenaConfig
-from arena_core.probes import probes_for, throttle_reason_names
-from arena_core.telemetry import TelemetrySampler, summarise
+from arena_core.run.probes import probes_for, throttle_reason_names
+from arena_core.run.telemetry import TelemetrySampler, summarise
 
 LOAD = """
 import time, torch

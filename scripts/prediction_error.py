@@ -28,8 +28,8 @@ from pathlib import Path
 import attrs
 
 from arena_core import ArenaHooks, make_plugin_manager
-from arena_core.cards import load_cards
-from arena_core.predictions import ledger_summary
+from arena_core.results.cards import load_cards
+from arena_core.results.predictions import ledger_summary
 from arena_prediction.calibration import ledger
 
 

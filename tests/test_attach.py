@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_core.attach import what_the_server_says
+from arena_core.run.attach import what_the_server_says
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_core.types.runners import server_is_here

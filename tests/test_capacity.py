@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_core.capacity import Probe, passes, search
+from arena_core.run.capacity import Probe, passes, search
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"

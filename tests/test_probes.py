@@ -7,8 +7,8 @@ import types
 
 import pytest
 
-from arena_core.probes import descendants, probes_for, server_rss_probe, throttle_reason_names
-from arena_core.telemetry import server_gauges, summarise
+from arena_core.run.probes import descendants, probes_for, server_rss_probe, throttle_reason_names
+from arena_core.run.telemetry import server_gauges, summarise
 
 
 class NVMLError(Exception):

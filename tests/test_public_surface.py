@@ -51,11 +51,11 @@ def test_plugins_import_only_public_names(path):
 
 def test_the_walk_catches_each_way_past_the_public_names():
     source = (
-        "from arena_core.store import write_json_atomic\nimport arena_core.loadgen.http\nfrom arena_core import RunContext, new_run_dir\n"
+        "from arena_core.run.store import write_json_atomic\nimport arena_core.loadgen.http\nfrom arena_core import RunContext, new_run_dir\n"
         "import arena_core as arena\narena.RunContext\narena.store.new_run_dir\n"
     )
     assert non_public_imports(source) == [
-        "line 1: from arena_core.store import write_json_atomic",
+        "line 1: from arena_core.run.store import write_json_atomic",
         "line 2: import arena_core.loadgen.http",
         "line 3: from arena_core import new_run_dir (not public)",
         "line 6: arena.store (not public)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arena_core import Verdict, WorkloadResult
-from arena_core.roofline import apply_ceiling, decode_ceiling, weight_bytes_per_token
+from arena_core.run.roofline import apply_ceiling, decode_ceiling, weight_bytes_per_token
 from arena_hardware.host import measure_host_bandwidth
 
 

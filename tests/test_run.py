@@ -209,7 +209,7 @@ def test_ctrl_c_keeps_finished_records_and_says_how_to_resume(tmp_path):
 
 
 def test_model_memory_prefers_the_servers_own_figure():
-    from arena_core.telemetry import model_memory
+    from arena_core.run.telemetry import model_memory
 
     from_log = model_memory({"model_memory_gib": 1.53}, 10 * 10**9, 12 * 10**9)
     assert from_log.gb == pytest.approx(1.53 * 2**30 / 1e9) and "server's log" in from_log.source

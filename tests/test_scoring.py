@@ -7,8 +7,8 @@ import attrs
 import pytest
 
 from arena_core import CardWorkload
-from arena_core.cards import load_cards, scores_for
-from arena_core.imports import import_file, seed_cards_path
+from arena_core.results.cards import load_cards, scores_for
+from arena_core.results.imports import import_file, seed_cards_path
 from arena_scoring import ArenaScorer, SiteScorer
 
 
@@ -101,7 +101,7 @@ def test_the_example_script_scores_stored_runs_without_the_cli(hooks, tmp_path):
 
 def test_leaderboard_ties_where_intervals_overlap(seed_cards):
     from arena_core import Score
-    from arena_core.leaderboard import choose, rank
+    from arena_core.results.leaderboard import choose, rank
 
     base = seed_cards["qwen3.5-0.8b"]
     cards = [attrs.evolve(base, run_id=name) for name in ("a", "b", "c", "scaled")]
@@ -252,7 +252,7 @@ def test_the_site_throughput_of_a_workload(seed_cards):
 
 def test_every_cards_scores_at_once_are_each_cards_own(seed_cards, hooks):
     """The site scores each shared cohort once; a scaled run still gets its own cohort."""
-    from arena_core.cards import scores_for_all
+    from arena_core.results.cards import scores_for_all
 
     cards = list(seed_cards.values())
     scaled = attrs.evolve(cards[0], run_id="scaled", workloads=tuple(attrs.evolve(w, scale=0.1) for w in cards[0].workloads))

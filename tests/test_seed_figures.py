@@ -14,9 +14,9 @@ import attrs
 import pytest
 
 from arena_core import ArenaHooks, WorkloadSpec, hookimpl
-from arena_core.cards import load_cards
-from arena_core.imports import import_file, seed_cards_path
 from arena_core.plugins import BUILTIN_PLUGINS
+from arena_core.results.cards import load_cards
+from arena_core.results.imports import import_file, seed_cards_path
 from arena_core.testing import plugin_manager_with, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_scoring import ArenaScorer, SiteScorer
@@ -34,7 +34,7 @@ def test_reasoning_is_what_the_seed_site_ran(registry):
 
 
 def test_the_second_suite_is_registered_but_measured_only_when_named(registry):
-    from arena_core.engine import default_workloads
+    from arena_core.run.engine import default_workloads
 
     stress = registry.get("workloads", "concurrency-stress")
     assert (stress.shape.prompt_tokens, stress.shape.generated_tokens, stress.shape.concurrency, stress.optional) == (25000, 256, 20, True)
@@ -188,7 +188,7 @@ def test_a_cards_command_names_the_tokenizer_and_dataset_the_run_used(registry, 
 def test_a_server_answering_garbage_stops_the_run_before_its_first_workload(tmp_path):
     """The sanity check before a suite: one question, and noise instead of text ends the run at
     once, saying what came back; nothing measured, no run left behind."""
-    from arena_core.sanity import QUESTION, garbage
+    from arena_core.run.sanity import QUESTION, garbage
     from arena_core.testing.fake_server import SANITY_QUESTION
 
     assert QUESTION == SANITY_QUESTION

@@ -13,7 +13,7 @@ import pytest
 from arena_backends import LLAMA_CPP_SCHEDULING, VLLM_SCHEDULING
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.loadgen.arrivals import arrival_offsets
-from arena_core.roofline import bytes_per_param
+from arena_core.run.roofline import bytes_per_param
 from arena_prediction.simulator import Efficiency, Machine, ModelPhysics, Request, expected_experts, physics, simulate
 from arena_prediction.workloads import predict
 
@@ -119,7 +119,7 @@ def test_the_ledger_fits_once_per_fold_and_a_run_keeps_its_fold():
 
 def test_the_ledger_fits_once_per_fold_never_on_the_run_it_predicts(monkeypatch, tmp_path):
     import arena_prediction.calibration as calibration
-    from arena_core.cards import load_cards
+    from arena_core.results.cards import load_cards
     from arena_core.testing import run_cli
 
     manager = make_plugin_manager()

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from arena_core import BUILTIN_PLUGINS, ArenaHooks, ModelSpec, QualityScore, hookimpl, make_plugin_manager
-from arena_core.cards import load_cards, scores_for
-from arena_core.findings import findings
-from arena_core.imports import import_cards
-from arena_core.site import publish
+from arena_core.report.site import publish
+from arena_core.results.cards import load_cards, scores_for
+from arena_core.results.findings import findings
+from arena_core.results.imports import import_cards
 from arena_core.testing import plugin_manager_with
 
 ROOT = Path(__file__).resolve().parent.parent

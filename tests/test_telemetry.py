@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from arena_core.probes import meminfo_probe
-from arena_core.telemetry import TelemetrySampler, parse_metrics, summarise
+from arena_core.run.probes import meminfo_probe
+from arena_core.run.telemetry import TelemetrySampler, parse_metrics, summarise
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
@@ -114,7 +114,7 @@ def test_a_metrics_page_that_trickles_is_given_up_on_in_time():
     import http.server
     import threading
 
-    from arena_core import telemetry
+    from arena_core.run import telemetry
 
     stop = threading.Event()
 
@@ -144,7 +144,7 @@ def test_a_metrics_page_that_trickles_is_given_up_on_in_time():
 def test_model_memory_falls_back_to_the_servers_own_memory_when_the_machine_freed_more():
     """On a busy machine another process may free more than the server takes while it loads:
     memory in use then falls, and the server's own resident memory is the figure (never 0)."""
-    from arena_core.telemetry import model_memory
+    from arena_core.run.telemetry import model_memory
 
     grew = model_memory({}, 1_000_000_000, 1_300_000_000, server_rss=320_000_000)
     assert grew.gb == pytest.approx(0.3) and grew.source.startswith("memory in use before and after")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from arena_core.cards import load_cards
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, results_dir
-from arena_core.predictions import require_predictor, save_calibration
+from arena_core.results.cards import load_cards
+from arena_core.results.predictions import require_predictor, save_calibration
 
 
 @click.command("calibrate")

@@ -13,16 +13,16 @@ import click
 from click.core import ParameterSource
 
 from arena_core import bounds
-from arena_core.capacity import Capacity, Probe, SearchSettings, judge, load_text, probe_workload, records_of, search
 from arena_core.cli.app import CliApp
 from arena_core.cli.cmd_run import stopped_like_ctrl_c
 from arena_core.cli.output import echo
 from arena_core.cli.params import Within, server_options
-from arena_core.engine import RunPlan, RunRequest, RunSession, plan_run
 from arena_core.errors import Interrupted, UsageError
 from arena_core.loadgen.goodput import parse_slo
-from arena_core.manifest import read_manifest
-from arena_core.store import find_run
+from arena_core.run.capacity import Capacity, Probe, SearchSettings, judge, load_text, probe_workload, records_of, search
+from arena_core.run.engine import RunPlan, RunRequest, RunSession, plan_run
+from arena_core.run.manifest import read_manifest
+from arena_core.run.store import find_run
 from arena_core.types import ClosedLoopShape
 
 #: The flags that say what a search measures; a resumed search keeps its own and refuses others.

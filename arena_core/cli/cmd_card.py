@@ -7,15 +7,15 @@ from pathlib import Path
 import attrs
 import click
 
-from arena_core.cards import card_json, load_card, load_cards, scores_for
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
-from arena_core.findings import findings
 from arena_core.loadgen.goodput import parse_slo
-from arena_core.predictions import ledger_of
 from arena_core.report import render_json
 from arena_core.report.model_card import render_model_card
+from arena_core.results.cards import card_json, load_card, load_cards, scores_for
+from arena_core.results.findings import findings
+from arena_core.results.predictions import ledger_of
 
 
 @click.command("card")

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from arena_core.cards import load_card, scores_for
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.report import render_table
 from arena_core.report.capacity_card import capacity_found, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.results.cards import load_card, scores_for
 
 
 @click.command("compare")

@@ -9,8 +9,8 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.errors import UsageError
-from arena_core.imports import import_file, seed_cards_path
-from arena_core.predictions import predicting_backend
+from arena_core.results.imports import import_file, seed_cards_path
+from arena_core.results.predictions import predicting_backend
 
 
 @click.command("import")

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import click
 
-from arena_core.cards import load_cards, profiles_of, score_cohort, scorer_specs
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
-from arena_core.leaderboard import choose, rank, row_dict
-from arena_core.predictions import NO_PREDICTOR, ledger_of, ledger_summary
 from arena_core.report import render_json, render_table
 from arena_core.report.capacity_card import capacity_column
+from arena_core.results.cards import load_cards, profiles_of, score_cohort, scorer_specs
+from arena_core.results.leaderboard import choose, rank, row_dict
+from arena_core.results.predictions import NO_PREDICTOR, ledger_of, ledger_summary
 
 
 @click.command("leaderboard")

@@ -9,17 +9,17 @@ from pathlib import Path
 import attrs
 import click
 
-from arena_core.capacity import Probe, search
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, results_dir
-from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
 from arena_core.loadgen.goodput import Slo, goodput, parse_slo
-from arena_core.predictions import load_calibration, predicting_backend, require_predictor
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
+from arena_core.run.capacity import Probe, search
+from arena_core.run.engine import default_workloads
 from arena_core.types import ClosedLoopShape, Figures, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
 
 

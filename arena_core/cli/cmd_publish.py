@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from arena_core.cards import load_cards, scores_for_all
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
-from arena_core.findings import findings
-from arena_core.integrity import integrity_label
-from arena_core.predictions import ledger_of
+from arena_core.results.cards import load_cards, scores_for_all
+from arena_core.results.findings import findings
+from arena_core.results.predictions import ledger_of
+from arena_core.run.integrity import integrity_label
 
 
 @click.command("publish")
@@ -23,7 +23,7 @@ from arena_core.predictions import ledger_of
 @click.pass_obj
 def publish_command(app: CliApp, directory: Path, output: Path | None, profile: str) -> None:
     """Write a self-contained site into DIRECTORY (open DIRECTORY/index.html; no network needed)."""
-    from arena_core.site import publish
+    from arena_core.report.site import publish
 
     cards, problems = load_cards(results_dir(app, output), app.hooks.registry, slo_figures=True)  # a capacity run's page draws its curve
     for problem in problems:

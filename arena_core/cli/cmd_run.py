@@ -15,18 +15,18 @@ from typing import Any
 import click
 
 from arena_core import bounds
-from arena_core.attach import UNNAMED_SERVER
-from arena_core.capacity import SearchSettings
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import Within, regular_file, server_options
 from arena_core.config import ArenaConfig, structure_config, with_settings
-from arena_core.engine import RunPlan, RunRequest, default_workloads, execute, plan_run
 from arena_core.errors import ConfigError, InvalidResults, UnknownNameError, UsageError
-from arena_core.manifest import read_manifest
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
-from arena_core.store import find_run
+from arena_core.run.attach import UNNAMED_SERVER
+from arena_core.run.capacity import SearchSettings
+from arena_core.run.engine import RunPlan, RunRequest, default_workloads, execute, plan_run
+from arena_core.run.manifest import read_manifest
+from arena_core.run.store import find_run
 from arena_core.types import WorkloadResult
 
 

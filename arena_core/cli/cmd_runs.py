@@ -9,7 +9,7 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.report import render_json, render_table
-from arena_core.store import list_runs
+from arena_core.run.store import list_runs
 
 
 @click.command("runs")

@@ -9,13 +9,13 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, KindType, registered_name, results_dir
-from arena_core.imports import PLACEHOLDER_URL
-from arena_core.manifest import manifest_data, read_manifest
 from arena_core.registry import Kind
 from arena_core.report import render_json, render_table
 from arena_core.report.card import render_card
 from arena_core.report.describe import describe, flatten
-from arena_core.store import find_run, load_result
+from arena_core.results.imports import PLACEHOLDER_URL
+from arena_core.run.manifest import manifest_data, read_manifest
+from arena_core.run.store import find_run, load_result
 
 RUNS = Kind(plural="runs", singular="run", hook="", item_type=object)
 

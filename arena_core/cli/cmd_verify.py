@@ -10,8 +10,8 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.errors import ArenaError
-from arena_core.integrity import verify
-from arena_core.store import find_run
+from arena_core.run.integrity import verify
+from arena_core.run.store import find_run
 
 
 class VerifyFailed(ArenaError):

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from attrs import frozen
 
-from arena_core.capacity import PROBE_LABEL, PROBE_NAME, load_text, passes
+from arena_core.run.capacity import PROBE_LABEL, PROBE_NAME, load_text, passes
 from arena_core.types import ModelCard
 
 
@@ -30,7 +30,7 @@ class ProbeLine:
 
 
 def capacity_probes(card: ModelCard) -> list[ProbeLine]:
-    """The card's probes by load, each judged by :func:`~arena_core.capacity.passes` from the
+    """The card's probes by load, each judged by :func:`~arena_core.run.capacity.passes` from the
     card's figures (recomputed under the card's SLO)."""
     target = float(card.facts.get("slo_target", 0.95))
     found = []

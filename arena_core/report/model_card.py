@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tabulate import tabulate
 
-from arena_core.predictions import NO_PREDICTOR
 from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.sweep import capacity_rows, sweep_steps
+from arena_core.results.predictions import NO_PREDICTOR
 from arena_core.types import CardWorkload, LedgerLine, ModelCard, Score
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from attrs import field, frozen
 
 COHERENCE_QUESTION = "capital of france"
-#: Arena's sanity question (``arena_core.sanity.QUESTION``; the rig imports nothing of Arena's,
+#: Arena's sanity question (``arena_core.run.sanity.QUESTION``; the rig imports nothing of Arena's,
 #: so it starts fast and measures only itself -- a test keeps the two equal).
 SANITY_QUESTION = "Reply with one word: hello"
 #: What ``fault`` does to every ``fail_every``-th chat request: ``http`` answers ``fail_status``

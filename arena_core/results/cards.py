@@ -13,16 +13,16 @@ from typing import Any
 
 import attrs
 
-from arena_core.capacity import SearchSettings
 from arena_core.converter import CONVERTER
-from arena_core.engine import default_workloads
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.loadgen.goodput import NAMED_SLOS, Slo, goodput, parse_slo
 from arena_core.loadgen.records_io import read_records
-from arena_core.manifest import MANIFEST, Manifest, read_manifest
 from arena_core.registry import Registry
-from arena_core.store import find_run, list_runs, load_result, workload_dir
+from arena_core.run.capacity import SearchSettings
+from arena_core.run.engine import default_workloads
+from arena_core.run.manifest import MANIFEST, Manifest, read_manifest
+from arena_core.run.store import find_run, list_runs, load_result, workload_dir
 from arena_core.types import CardLayout, CardWorkload, ClosedLoopShape, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult, WorkloadSpec
 
 

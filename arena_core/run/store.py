@@ -20,7 +20,7 @@ from typing import Any
 from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.files import write_json_atomic
-from arena_core.manifest import MANIFEST, Manifest
+from arena_core.run.manifest import MANIFEST, Manifest
 from arena_core.types import WorkloadResult
 
 RESULT = "result.json"
@@ -66,7 +66,7 @@ def adopt_run(output: Path, run_dir: Path) -> tuple[str, bool]:
     """Move a finished run folder made elsewhere (another box, a copy) into the store ``output``
     under its own name, and index it: (run id, whether it was new). A run of that id already in
     the store with the same manifest is the same run, kept once; a different one is refused."""
-    from arena_core.manifest import read_manifest
+    from arena_core.run.manifest import read_manifest
 
     run_id = run_dir.name
     if not RUN_ID.fullmatch(run_id) or ".." in run_id:
@@ -141,7 +141,7 @@ def index_run(output: Path, manifest: Manifest) -> bool:
 
 
 def _stored(output: Path) -> Iterator[Manifest]:
-    from arena_core.manifest import read_manifest
+    from arena_core.run.manifest import read_manifest
 
     for manifest_path in sorted(output.glob(f"*/{MANIFEST}")):
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from arena_core.capacity import PROBE_LABEL
+from arena_core.run.capacity import PROBE_LABEL
 from arena_core.types import ModelCard
 
 NOTABLE_RATIO = 1.2

@@ -3,7 +3,7 @@
 ``plan_run`` turns what the user asked (command line over config file over the defaults that
 plugins register) into a :class:`RunPlan` of registered objects; ``execute`` carries it out in
 three steps -- start the backend, run each workload, finish -- recording everything in the
-run's :class:`~arena_core.manifest.Manifest`. A run interrupted by Ctrl-C (or killed) resumes
+run's :class:`~arena_core.run.manifest.Manifest`. A run interrupted by Ctrl-C (or killed) resumes
 with ``--resume RUN_ID``: finished workloads are kept, the unfinished one starts again.
 """
 
@@ -18,22 +18,22 @@ import attrs
 from attrs import frozen
 
 from arena_core import __version__
-from arena_core.attach import UNNAMED_SERVER, ask_about_its_machine
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.converter import CONVERTER
 from arena_core.errors import ConfigError, Interrupted, ServerLost, UsageError
 from arena_core.hooks import ArenaHooks
-from arena_core.integrity import sealed
 from arena_core.loadgen.http import HttpError
-from arena_core.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
-from arena_core.probes import probes_for
 from arena_core.redaction import remember
 from arena_core.registry import Registry
 from arena_core.report.expected import expected_work
-from arena_core.roofline import apply_ceiling
-from arena_core.sanity import DEADLINE_S, check_the_server_answers
-from arena_core.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
-from arena_core.telemetry import TelemetrySampler, memory_in_use, memory_now, model_memory, sample_now, stop_like_ctrl_c, summarise, watchdog_margin_bytes
+from arena_core.run.attach import UNNAMED_SERVER, ask_about_its_machine
+from arena_core.run.integrity import sealed
+from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
+from arena_core.run.probes import probes_for
+from arena_core.run.roofline import apply_ceiling
+from arena_core.run.sanity import DEADLINE_S, check_the_server_answers
+from arena_core.run.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
+from arena_core.run.telemetry import TelemetrySampler, memory_in_use, memory_now, model_memory, sample_now, stop_like_ctrl_c, summarise, watchdog_margin_bytes
 from arena_core.types import (
     Backend,
     BackendRequest,
@@ -350,7 +350,7 @@ class RunSession:
 
     def preflight(self, endpoint: Endpoint) -> None:
         """Before the first measured request: ask an unnamed server what it says of its machine,
-        check that the server answers a question with text (:mod:`arena_core.sanity`), and ask
+        check that the server answers a question with text (:mod:`arena_core.run.sanity`), and ask
         each runner whether its workloads can run here."""
         if self.plan.hardware.name == UNNAMED_SERVER.name:
             self.progress(ask_about_its_machine(endpoint, self.hooks.registry.hardware_elsewhere()))

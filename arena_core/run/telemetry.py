@@ -1,7 +1,7 @@
 """Telemetry beside the measurement: a background thread samples the hardware probes and the
 server's own Prometheus counters about once a second while a workload runs (measurement.md).
 
-Which probes run is the hardware profile's choice (:mod:`arena_core.probes`): memory in use is
+Which probes run is the hardware profile's choice (:mod:`arena_core.run.probes`): memory in use is
 ``MemTotal - MemAvailable`` on unified memory and a CPU host, NVML's device memory on a discrete
 GPU; NVML adds power, energy, clocks and throttle reasons. The server's ``/metrics`` samples of
 llama.cpp (``llamacpp:``) and vLLM (``vllm:``) are kept as they are, summed over label sets; the
@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena_core.manifest import ModelMemory
-from arena_core.probes import Probe, meminfo_probe, throttle_reason_names
+from arena_core.run.manifest import ModelMemory
+from arena_core.run.probes import Probe, meminfo_probe, throttle_reason_names
 
 PREFIXES = ("llamacpp:", "vllm:")
 

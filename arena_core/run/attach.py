@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from arena_core.loadgen import ChatClient, run_measurement
-from arena_core.telemetry import read_metrics_page
+from arena_core.run.telemetry import read_metrics_page
 from arena_core.types import Endpoint, HardwareProfile
 
 UNNAMED_SERVER = HardwareProfile(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import attrs
 
-from arena_core.manifest import MANIFEST, Manifest, content_seal, read_manifest
-from arena_core.store import WRITER_LOCK
+from arena_core.run.manifest import MANIFEST, Manifest, content_seal, read_manifest
+from arena_core.run.store import WRITER_LOCK
 
 
 #: Not sealed: the manifest itself (it holds the hashes, and seals itself), the writer's lock,

@@ -26,7 +26,7 @@ from attrs.validators import in_
 
 from arena_core.loadgen.goodput import Slo, goodput
 from arena_core.loadgen.records_io import read_records
-from arena_core.store import workload_dir
+from arena_core.run.store import workload_dir
 from arena_core.types import ClosedLoopShape, OpenLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
 
 #: How a probe's workload says what it is (its ``custom`` label), so a card can find the probes.

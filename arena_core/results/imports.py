@@ -22,11 +22,11 @@ import attrs
 from arena_core import __version__
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.files import unreadable
-from arena_core.integrity import sealed
-from arena_core.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.registry import KINDS, Registry
-from arena_core.roofline import KV_CACHE_BYTES, apply_ceiling
-from arena_core.store import index_run, new_run_dir, store_result
+from arena_core.run.integrity import sealed
+from arena_core.run.manifest import Manifest, ModelMemory, write_manifest
+from arena_core.run.roofline import KV_CACHE_BYTES, apply_ceiling
+from arena_core.run.store import index_run, new_run_dir, store_result
 from arena_core.types import ClosedLoopShape, QualityScore, ReportReader, Verdict, WorkloadResult
 
 SEEDS = "seed-cards.json"

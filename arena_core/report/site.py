@@ -16,8 +16,6 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from arena_core import __version__
-from arena_core.leaderboard import Row, rank, row_dict
-from arena_core.predictions import NO_PREDICTOR, ledger_summary
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
 from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
@@ -38,6 +36,8 @@ from arena_core.report.model_card import (
     workload_rows,
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
+from arena_core.results.leaderboard import Row, rank, row_dict
+from arena_core.results.predictions import NO_PREDICTOR, ledger_summary
 from arena_core.types import LedgerLine, ModelCard, Score
 
 
@@ -136,7 +136,7 @@ def publish(
     """Write the site into ``directory``: a leaderboard page per profile of the default scorer
     (``profile``'s is index.html) and a page per card; ``all_scores[run_id][profile]``;
     ``integrity[run_id]`` is what ``arena verify`` said of the run (absent: not checked);
-    ``predictions``: the default predictor's error ledger (:func:`arena_core.predictions.ledger_of`;
+    ``predictions``: the default predictor's error ledger (:func:`arena_core.results.predictions.ledger_of`;
     ``None``: no predictor, and the pages say so)."""
     verified = integrity or {}
     env = environment()
