@@ -209,7 +209,7 @@ def test_golden_the_site_score_of_the_cohort_is_the_published_one(seed_cards):
     for preset in SITE_PRESETS:
         scores = SiteScorer(preset=preset).score_cohort(cohort)
         for card in cohort:
-            published = card.facts["model_facts"].get("published_scores", {}).get(preset)
+            published = card.model_facts.published_scores.get(preset)
             if published is not None:
                 assert scores[card.run_id].value == pytest.approx(published, abs=0.15), (card.model, preset)
                 compared += 1

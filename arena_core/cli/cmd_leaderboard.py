@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -10,11 +12,13 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
+from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.capacity_card import capacity_column
 from arena_core.results.cards import load_cards, profiles_of, score_cohort, scorer_specs
 from arena_core.results.leaderboard import choose, rank, row_dict
 from arena_core.results.predictions import NO_PREDICTOR, ledger_of, ledger_summary
+from arena_core.types import ScorerSpec
 
 
 @click.command("leaderboard")
@@ -25,7 +29,7 @@ from arena_core.results.predictions import NO_PREDICTOR, ledger_of, ledger_summa
 @click.option("--include-scaled", is_flag=True, help="Also rank scaled runs and runs of changed workload shapes (labelled).")
 @click.option("--include-invalid", is_flag=True, help="Also rank runs with invalid results (labelled).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--prediction-error", is_flag=True, help="Also the error ledger: each result beside the step simulator's prediction made without its run.")
+@click.option("--prediction-error", is_flag=True, help="Also the error ledger: each result beside the default predictor's prediction made without its run.")
 @click.pass_obj
 def leaderboard_command(
     app: CliApp,
@@ -43,15 +47,8 @@ def leaderboard_command(
     registry = app.hooks.registry
     if hardware and hardware not in registry.hardware:
         raise UnknownNameError("hardware", hardware, registry.names("hardware"), source="--hardware")
-    specs = {spec.name: spec for spec in scorer_specs(registry)}
-    spec = specs.get(scorer) if scorer else next(iter(specs.values()))
-    if spec is None:
-        raise UnknownNameError("scorer", str(scorer), specs, source="--scorer")
     custom = custom_profiles(app)
-    if profile not in profiles_of(spec, custom):
-        owners = [name for name, other in specs.items() if profile in profiles_of(other, custom)]
-        hint = f"; it is a profile of {owners[0]}: add --scorer {owners[0]}" if owners else ""
-        raise UsageError(f"--profile: {spec.name} has no profile {profile!r} (its profiles: {', '.join(profiles_of(spec, custom))}){hint}")
+    spec = _scorer_of(registry, scorer, profile, custom)
     cards, problems = load_cards(results_dir(app, output), registry)
     for problem in problems:
         echo(f"warning: skipped {problem}", err=True)
@@ -82,12 +79,31 @@ def leaderboard_command(
     echo(render_table(["rank", "model", "hardware", "backend", f"score ({version}, {profile})", "benches", "capacity", "run", "labels"], table))
     if spec.relative:
         echo(f"cohort: the {len(cohort)} runs above; each score is relative to the best of them")
-    if prediction_error and ledger_lines is None:
+    if prediction_error:
+        _print_ledger(ledger_rows, absent=ledger_lines is None)
+    if problems:  # the table above is whole for what could be read; say plainly what could not
+        raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
+
+
+def _scorer_of(registry: Registry, scorer: str | None, profile: str, custom: Mapping[str, Any]) -> ScorerSpec:
+    """The scorer named (default: the first), checked to have ``profile``; a one-line error
+    names the scorer that has it otherwise."""
+    specs = {spec.name: spec for spec in scorer_specs(registry)}
+    spec = specs.get(scorer) if scorer else next(iter(specs.values()))
+    if spec is None:
+        raise UnknownNameError("scorer", str(scorer), specs, source="--scorer")
+    if profile not in profiles_of(spec, custom):
+        owners = [name for name, other in specs.items() if profile in profiles_of(other, custom)]
+        hint = f"; it is a profile of {owners[0]}: add --scorer {owners[0]}" if owners else ""
+        raise UsageError(f"--profile: {spec.name} has no profile {profile!r} (its profiles: {', '.join(profiles_of(spec, custom))}){hint}")
+    return spec
+
+
+def _print_ledger(rows: list[tuple[str, str, int, float, float]], *, absent: bool) -> None:
+    if absent:
         echo(f"\nPrediction error: {NO_PREDICTOR}")
-    if ledger_rows:
+    elif rows:
         echo(
             "\nPrediction error (each result predicted without its own run; absolute %; output_tps: an open-loop workload's output throughput; site_tps: the seed's G):"
         )
-        echo(render_table(["workload", "metric", "results", "median", "p90"], [(w, m, str(n), f"{a:.1f} %", f"{b:.1f} %") for w, m, n, a, b in ledger_rows]))
-    if problems:  # the table above is whole for what could be read; say plainly what could not
-        raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
+        echo(render_table(["workload", "metric", "results", "median", "p90"], [(w, m, str(n), f"{a:.1f} %", f"{b:.1f} %") for w, m, n, a, b in rows]))

@@ -32,7 +32,7 @@ class ProbeLine:
 def capacity_probes(card: ModelCard) -> list[ProbeLine]:
     """The card's probes by load, each judged by :func:`~arena_core.run.capacity.passes` from the
     card's figures (recomputed under the card's SLO)."""
-    target = float(card.facts.get("slo_target", 0.95))
+    target = card.slo.target
     found = []
     for line in card.workloads:
         match = PROBE_NAME.fullmatch(line.name)
@@ -70,7 +70,7 @@ def capacity_found(probes: Sequence[ProbeLine]) -> tuple[ProbeLine | None, Probe
 def capacity_headline(card: ModelCard) -> str:
     """ "Capacity: 4 users (TTFT ≤ 2 s … for 95% of requests)", or why there is none."""
     probes = capacity_probes(card)
-    objective = card.facts.get("slo", "the SLO")
+    objective = card.slo.objective or "the SLO"
     best, failed = capacity_found(probes)
     if best is None:
         return f"Capacity: none ({objective}; not even {probes[0].label})" if probes else "Capacity: not searched"
@@ -93,7 +93,7 @@ def _capacity_cells(cards: Sequence[ModelCard]) -> tuple[Mapping[str, str], Mapp
         if not probes:
             continue
         best, _ = capacity_found(probes)
-        own[card.run_id] = cell = f"{best.label if best else 'none'} ({card.facts.get('slo_name') or 'SLO'})"
+        own[card.run_id] = cell = f"{best.label if best else 'none'} ({card.slo.name or 'SLO'})"
         key, when = (card.model, card.hardware, card.scale), (card.measured_at, card.run_id)  # run ids sort by start time
         if key not in newest or when > newest[key][0]:
             newest[key] = (when, cell)

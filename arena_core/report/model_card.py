@@ -66,12 +66,12 @@ def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
 def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
     """Hardware and backend: what ran, and how Arena knew which machine it was."""
     rows = [("hardware", f"{card.hardware_title} ({card.hardware})")]
-    if card.facts.get("hardware_memory"):
-        rows.append(("memory", str(card.facts["hardware_memory"])))
-    if card.facts.get("hardware_reason"):
-        rows.append(("why this profile", str(card.facts["hardware_reason"])))
+    if card.hardware_memory:
+        rows.append(("memory", card.hardware_memory))
+    if card.hardware_reason:
+        rows.append(("why this profile", card.hardware_reason))
     rows.append(("backend", f"{card.backend}, {card.engine}"))
-    backend = card.facts.get("backend_facts") or {}
+    backend = card.backend_facts
     for key in ("llama_cpp_bin", "served_model", "gpu_memory_utilization", "parallel", "ctx_size"):
         if backend.get(key) is not None:
             rows.append((key.replace("_", " "), str(backend[key])))
@@ -134,13 +134,13 @@ MODEL_FACTS = (("vendor", "vendor"), ("architecture", "architecture"), ("precisi
 
 def model_rows(card: ModelCard) -> list[tuple[str, str]]:
     """What the model is: vendor, parameters (total / active), architecture, precision, weights."""
-    facts = card.facts.get("model_facts") or {}
-    rows = [(label, str(facts[key])) for label, key in MODEL_FACTS if facts.get(key) is not None]
-    total, active = facts.get("params_total_b"), facts.get("params_active_b")
+    facts = card.model_facts
+    rows = [(label, str(getattr(facts, key))) for label, key in MODEL_FACTS if getattr(facts, key)]
+    total, active = facts.params_total_b, facts.params_active_b
     if total is not None:
         rows.insert(1, ("parameters", f"{total:g}B total" + (f", {active:g}B active" if active is not None and active != total else "")))
-    if facts.get("hf_model"):
-        rows.append(("weights", f"https://huggingface.co/{facts['hf_model']}"))
+    if facts.hf_model:
+        rows.append(("weights", f"https://huggingface.co/{facts.hf_model}"))
     return rows
 
 
@@ -156,8 +156,7 @@ def score_lines(scores: Mapping[str, Score]) -> list[str]:
 
 def legend_rows(card: ModelCard) -> list[tuple[str, str, str]]:
     """Each measured or expected workload: its title and description, and its parameters."""
-    legend = card.facts.get("workloads") or {}
-    return [(name, f"{legend[name]['title']}: {legend[name]['description']}", legend[name]["parameters"]) for name in legend]
+    return [(name, f"{legend.title}: {legend.description}", legend.parameters) for name, legend in card.legend.items()]
 
 
 def seed_literal(command: str) -> str | None:
@@ -205,7 +204,7 @@ def slo_section(card: ModelCard, h2: str, table_of: Callable[[Sequence[Sequence[
     rows = slo_rows(card)
     if not rows:
         return []
-    objective = card.facts.get("slo", "")
+    objective = card.slo.objective
     headers = ["workload", "attainment", "goodput", "TTFT p95, failures as ∞", "TTFT p50 from the scheduled time", "first answer token p50"]
     return [f"{h2}Within the SLO ({objective})", table_of(rows, headers), ""]
 
@@ -354,8 +353,15 @@ def render_model_card(
         *score_lines(scores),
         "",
         f"{h2}Commands",
+        *command_lines(card, markdown=markdown),
     ]
+    return "\n".join(out) + "\n"
+
+
+def command_lines(card: ModelCard, *, markdown: bool) -> list[str]:
+    """Each workload's reference command under its label, indented (text) or fenced (markdown)."""
+    out = []
     for line in card.workloads:
         for label, command in commands_of(line):
             out += [f"{label}:", f"    {command}" if not markdown else f"```\n{command}\n```"]
-    return "\n".join(out) + "\n"
+    return out

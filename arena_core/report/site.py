@@ -83,11 +83,11 @@ SIZE_BUCKETS = (("small", 10.0), ("medium", 50.0), ("large", math.inf))
 
 def size_bucket(card: ModelCard) -> str:
     """The card's size bucket: the publisher's own, else from its total parameters ("—" unknown)."""
-    facts = card.facts.get("model_facts") or {}
-    if facts.get("size_bucket"):
-        return str(facts["size_bucket"])
-    total = facts.get("params_total_b")
-    return next(name for name, below in SIZE_BUCKETS if total < below) if isinstance(total, (int, float)) else "—"
+    facts = card.model_facts
+    if facts.size_bucket:
+        return facts.size_bucket
+    total = facts.params_total_b
+    return next(name for name, below in SIZE_BUCKETS if total < below) if total is not None else "—"
 
 
 def _band(value: float | None, low: float, high: float) -> str:

@@ -23,7 +23,23 @@ from arena_core.run.capacity import SearchSettings
 from arena_core.run.engine import default_workloads
 from arena_core.run.manifest import MANIFEST, Manifest, read_manifest
 from arena_core.run.store import find_run, list_runs, load_result, workload_dir
-from arena_core.types import CardLayout, CardWorkload, ClosedLoopShape, HardwareProfile, ModelCard, Score, ScorerSpec, WorkloadResult, WorkloadSpec
+from arena_core.types import (
+    CardLayout,
+    CardSlo,
+    CardWorkload,
+    ClosedLoopShape,
+    HardwareProfile,
+    HardwareRoofs,
+    ModelCard,
+    ModelFacts,
+    ModelSpec,
+    Score,
+    ScorerSpec,
+    ServerSettings,
+    WorkloadLegend,
+    WorkloadResult,
+    WorkloadSpec,
+)
 
 
 def card_line(result: WorkloadResult, command: str | None) -> CardWorkload:
@@ -105,25 +121,19 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         quality=manifest.quality or (model.item.quality if model else ()),
         model_memory_gb=memory.gb if memory else None,
         model_memory_source=memory.source if memory else None,
-        facts={
-            "status": manifest.status,
-            "backend_facts": dict(manifest.backend_facts),
-            "hardware_reason": manifest.hardware_reason,
-            # an imported card's workloads that ran another shape than Arena's of that name
-            "measured_shapes": dict(manifest.config.get("measured_shapes") or {}),
-            "server_settings": dict(manifest.config.get("server_settings") or {}),
-            "model_facts": dict(manifest.model_facts) or ({"hf_model": model.item.hf_id, "precision": model.item.precision} if model else {}),
-            "hardware_memory": _memory(profile),
-            # the roofs as the run measured them (a CPU host's are measured at run time)
-            "hardware_roofs": {"memory_bandwidth_gbs": profile.memory_bandwidth_gbs, "dense_tflops": dict(profile.dense_tflops)} if profile else {},
-            "slo": objective.describe(),
-            "slo_name": recorded[0] if recorded else "",
-            "slo_target": objective.target,
-            "workloads": {
-                name: _legend(registry.workloads[name].item)
-                for name in (*(expected if set(expected) & set(manifest.workloads) else ()), *manifest.workloads)
-                if name in registry.workloads
-            },
+        status=manifest.status,
+        backend_facts=dict(manifest.backend_facts),
+        hardware_reason=manifest.hardware_reason or "",
+        hardware_memory=_memory(profile),
+        hardware_roofs=HardwareRoofs(memory_bandwidth_gbs=profile.memory_bandwidth_gbs, dense_tflops=dict(profile.dense_tflops)) if profile else None,
+        model_facts=ModelFacts.of(manifest.model_facts) if manifest.model_facts else _catalog_facts(model.item if model else None),
+        measured_shapes=dict(manifest.config.get("measured_shapes") or {}),
+        server_settings=_server_settings(manifest),
+        slo=CardSlo(objective=objective.describe(), name=recorded[0] if recorded else "", target=objective.target),
+        legend={
+            name: _legend(registry.workloads[name].item)
+            for name in (*(expected if set(expected) & set(manifest.workloads) else ()), *manifest.workloads)
+            if name in registry.workloads
         },
     )
 
@@ -142,7 +152,19 @@ def card_layout(registry: Registry) -> CardLayout:
     )
 
 
-def _legend(workload: WorkloadSpec) -> dict[str, str]:
+def _catalog_facts(model: ModelSpec | None) -> ModelFacts:
+    """A measured run's model facts: what the catalog says (nothing for a model it lacks)."""
+    return ModelFacts(hf_model=model.hf_id, precision=model.precision) if model else ModelFacts()
+
+
+def _server_settings(manifest: Manifest) -> ServerSettings:
+    """The KV cache type an imported cards file states, else the one the backend recorded."""
+    stated = manifest.config.get("server_settings") or {}
+    kv = stated.get("kv_cache_dtype") if stated else manifest.backend_facts.get("kv_cache_dtype")
+    return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) else "")
+
+
+def _legend(workload: WorkloadSpec) -> WorkloadLegend:
     """A workload as a card explains it: title, what it measures, its parameters (standard size)."""
     shape = workload.shape
     if isinstance(shape, ClosedLoopShape):
@@ -152,7 +174,7 @@ def _legend(workload: WorkloadSpec) -> dict[str, str]:
         tokens = f"{shape.input_tokens} in / {shape.output_tokens} out" if shape.dataset == "random" else "natural lengths"
         parameters = f"{shape.dataset} ({tokens}), {shape.num_prompts} prompts at {shape.request_rate:g} req/s, burstiness {shape.burstiness:g}"
         parameters += f", at most {shape.max_concurrency} in flight" if shape.max_concurrency else ""
-    return {"title": workload.title, "description": workload.description, "parameters": f"{parameters}, seed {workload.seed}"}
+    return WorkloadLegend(title=workload.title, description=workload.description, parameters=f"{parameters}, seed {workload.seed}")
 
 
 def _memory(profile: HardwareProfile | None) -> str | None:

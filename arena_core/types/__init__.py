@@ -6,7 +6,7 @@ One module per hook kind; every name is importable from here.
 """
 
 from arena_core.types.backends import Backend, BackendRequest, BackendSpec, EmbeddedRun, EndpointSettings, Scheduling
-from arena_core.types.cards import CardLayout, CardWorkload, ModelCard
+from arena_core.types.cards import CardLayout, CardSlo, CardWorkload, HardwareRoofs, ModelCard, ModelFacts, ServerSettings, WorkloadLegend
 from arena_core.types.hardware import HardwareDetection, HardwareProfile
 from arena_core.types.models import ModelArchitecture, ModelSpec, QualityScore
 from arena_core.types.names import NAME_PATTERN, LatencyMode, LoopKind
@@ -36,6 +36,7 @@ __all__ = [
     "Calibration",
     "CalibrationReport",
     "CardLayout",
+    "CardSlo",
     "CardWorkload",
     "ClosedLoopShape",
     "CohortScorer",
@@ -46,11 +47,13 @@ __all__ = [
     "FitCache",
     "HardwareDetection",
     "HardwareProfile",
+    "HardwareRoofs",
     "LatencyMode",
     "LedgerLine",
     "LoopKind",
     "ModelArchitecture",
     "ModelCard",
+    "ModelFacts",
     "ModelSpec",
     "OpenLoopShape",
     "PredictionSetup",
@@ -69,8 +72,10 @@ __all__ = [
     "Score",
     "Scorer",
     "ScorerSpec",
+    "ServerSettings",
     "ToolAvailability",
     "Verdict",
+    "WorkloadLegend",
     "WorkloadPrediction",
     "WorkloadResult",
     "WorkloadShape",

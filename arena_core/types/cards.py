@@ -49,6 +49,88 @@ class CardWorkload:
 
 
 @frozen(kw_only=True)
+class ModelFacts:
+    """What a run's manifest or an imported card says of its model beyond the catalog entry:
+    what the model is (for a card and for a predictor of a model the catalog lacks) and the
+    scores the seed site published for it."""
+
+    hf_model: str = ""
+    served_name: str = ""
+    vendor: str = ""
+    architecture: str = ""
+    precision: str = ""
+    size_bucket: str = ""
+    params_total_b: float | None = None
+    params_active_b: float | None = None
+    context_k: float | None = None
+    cohort_confidence: str = ""
+    published_scores: Mapping[str, float] = field(factory=dict)
+
+    @classmethod
+    def of(cls, facts: Mapping[str, Any]) -> ModelFacts:
+        """The facts a stored dict holds, each of its type (checked where the dict was written:
+        a run's manifest, an import); anything else in it is left out, never guessed."""
+        known: dict[str, Any] = {}
+        for name, kind in _FACT_KINDS.items():
+            value = facts.get(name)
+            if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+                known[name] = float(value)
+            elif kind is str and isinstance(value, str):
+                known[name] = value
+        scores = facts.get("published_scores")
+        if isinstance(scores, Mapping):
+            known["published_scores"] = {str(k): float(v) for k, v in scores.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return cls(**known)
+
+
+_FACT_KINDS = {
+    "hf_model": str,
+    "served_name": str,
+    "vendor": str,
+    "architecture": str,
+    "precision": str,
+    "size_bucket": str,
+    "params_total_b": float,
+    "params_active_b": float,
+    "context_k": float,
+    "cohort_confidence": str,
+}
+
+
+@frozen(kw_only=True)
+class HardwareRoofs:
+    """The roofs a run ran under, as it measured them (a CPU host's are measured at run time)."""
+
+    memory_bandwidth_gbs: float | None = None
+    dense_tflops: Mapping[str, float] = field(factory=dict)
+
+
+@frozen(kw_only=True)
+class ServerSettings:
+    """What a cards file or a backend says of the server's settings a prediction reads."""
+
+    kv_cache_dtype: str = ""
+
+
+@frozen(kw_only=True)
+class CardSlo:
+    """The SLO a card's goodput and capacity are judged by: described, its name, its target share."""
+
+    objective: str = ""
+    name: str = ""
+    target: float = 0.95
+
+
+@frozen(kw_only=True)
+class WorkloadLegend:
+    """A workload as a card explains it: title, what it measures, its parameters (standard size)."""
+
+    title: str
+    description: str
+    parameters: str
+
+
+@frozen(kw_only=True)
 class CardLayout:
     """Which workloads a card's headline, rows and findings read: the roles and labels the
     workload plugins declare (:data:`~arena_core.types.workloads.ROLES`), fixed when the card is
@@ -90,7 +172,20 @@ class ModelCard:
     quality: tuple[QualityScore, ...] = ()
     model_memory_gb: float | None = None
     model_memory_source: str | None = None
-    facts: Mapping[str, Any] = field(factory=dict)
+    #: the run's status in its manifest (complete, interrupted, ...)
+    status: str = ""
+    #: what the backend said of the server it ran (version, command, settings): its own words
+    backend_facts: Mapping[str, Any] = field(factory=dict)
+    hardware_reason: str = ""
+    hardware_memory: str | None = None
+    hardware_roofs: HardwareRoofs | None = None
+    model_facts: ModelFacts = ModelFacts()
+    #: an imported card's workloads that ran another shape than Arena's of that name
+    measured_shapes: Mapping[str, Mapping[str, int]] = field(factory=dict)
+    server_settings: ServerSettings = ServerSettings()
+    slo: CardSlo = CardSlo()
+    #: each workload of the card explained, by name
+    legend: Mapping[str, WorkloadLegend] = field(factory=dict)
     layout: CardLayout = CardLayout()
 
     def workload(self, name: str) -> CardWorkload | None:

@@ -105,18 +105,20 @@ def model_of(card: ModelCard, registry: Registry) -> ModelSpec | None:
     """The card's model: the catalog's entry, else one built from the card's published facts."""
     if card.model in registry.models:
         return registry.models[card.model].item
-    facts = card.facts.get("model_facts") or {}
+    facts = card.model_facts
+    if not facts.precision or facts.params_total_b is None:
+        return None
     try:
         return ModelSpec(
             name=card.model,
             title=card.model_title,
             description="from the card's facts",
-            hf_id=str(facts.get("hf_model") or ""),
-            precision=str(facts["precision"]),
-            params_total_b=float(facts["params_total_b"]),
-            params_active_b=float(facts.get("params_active_b") or facts["params_total_b"]),
+            hf_id=facts.hf_model,
+            precision=facts.precision,
+            params_total_b=facts.params_total_b,
+            params_active_b=facts.params_active_b or facts.params_total_b,
         )
-    except (KeyError, TypeError, ValueError):
+    except (TypeError, ValueError):
         return None
 
 
@@ -162,14 +164,13 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
     scheduling = scheduling_of(card.backend, registry)
     if model is None or registration is None or scheduling is None:
         return None
-    roofs = card.facts.get("hardware_roofs") or {}
+    roofs = attrs.asdict(card.hardware_roofs) if card.hardware_roofs else {}
     try:  # a manifest's figures are checked like any file's
         hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if k in ROOFS and v}, measure=None)
         machine = Machine.of(hardware, model)
     except (TypeError, ValueError):
         return None
-    settings = card.facts.get("server_settings") or card.facts.get("backend_facts") or {}  # an import's, else the backend's
-    kv_dtype = str(settings.get("kv_cache_dtype", "")).lower()
+    kv_dtype = card.server_settings.kv_cache_dtype.lower()  # an import's, else the backend's
     # 16 bits when the run says nothing
     return Served(model=model, machine=machine, kv_bytes_per_element=KV_CACHE_BYTES.get(kv_dtype, 2.0), scheduling=scheduling)
 
@@ -184,7 +185,7 @@ def _ran(card: ModelCard, registry: Registry, kind: type) -> list[tuple[CardWork
             continue
         workload = spec.item.scaled(line.scale)
         try:
-            if measured := (card.facts.get("measured_shapes") or {}).get(line.name):  # what really ran
+            if measured := card.measured_shapes.get(line.name):  # what really ran
                 workload = attrs.evolve(workload, shape=attrs.evolve(workload.shape, **measured))
         except (TypeError, ValueError):
             continue

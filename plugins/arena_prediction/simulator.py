@@ -384,6 +384,56 @@ class Simulation:
         return "bandwidth" if self.memory_bound.mean() >= 0.5 else "compute"
 
 
+class _Steps:
+    """Each simulated step's end, bytes, FLOPs and whether memory bound it, as the loop appends them."""
+
+    def __init__(self) -> None:
+        self.ends: list[float] = []
+        self.read: list[float] = []
+        self.flops: list[float] = []
+        self.memory: list[bool] = []
+        self.ramp: list[float] = []
+        self.scan: list[float] = []
+        self.attention: list[float] = []
+
+    def add(self, end: float, read: float, flops: float, memory: bool, ramp: float, scan: float, attention: float) -> int:
+        """Record a step; its index."""
+        self.ends.append(end)
+        self.read.append(read)
+        self.flops.append(flops)
+        self.memory.append(memory)
+        self.ramp.append(ramp)
+        self.scan.append(scan)
+        self.attention.append(attention)
+        return len(self.ends) - 1
+
+    def simulation(self, served: Sequence[Served], layers: int) -> Simulation:
+        return Simulation(
+            served=tuple(served),
+            read=np.array(self.read),
+            flops=np.array(self.flops),
+            memory_bound=np.array(self.memory, dtype=bool),
+            layers=layers,
+            ramp_flops=np.array(self.ramp),
+            scan_flops=np.array(self.scan),
+            decode_attention_flops=np.array(self.attention),
+        )
+
+
+def _prefill_chunks(running: Sequence[list[Any]], budget: int, breaks: Sequence[int]) -> list[tuple[list[Any], int]]:
+    """(entry, tokens) each waiting prompt prefills this step, in admission order, from what is
+    left of the budget; a prompt's share stops at the largest break it has not passed."""
+    chunks = []
+    for entry in running:
+        if entry[3] is None and budget > 0:
+            left = entry[0].prompt - entry[1]
+            stop = next((offset for offset in breaks if left > offset), 0)
+            take = min(left - stop, budget)
+            chunks.append((entry, take))
+            budget -= take
+    return chunks
+
+
 def simulate(
     requests: Sequence[Request],
     physics_: ModelPhysics,
@@ -404,13 +454,7 @@ def simulate(
     waiting = sorted(requests, key=lambda r: r.arrival_s)
     running: list[list[Any]] = []  # [request, prompt tokens done, tokens generated, first token step, admitted at]
     served: list[Served] = []
-    ends: list[float] = []
-    read_steps: list[float] = []
-    flop_steps: list[float] = []
-    memory_steps: list[bool] = []
-    ramp_steps: list[float] = []
-    scan_steps: list[float] = []
-    attention_steps: list[float] = []
+    steps = _Steps()
     breaks = sorted(prompt_breaks, reverse=True)
     clock, index = 0.0, 0
     while index < len(waiting) or running:
@@ -421,29 +465,14 @@ def simulate(
             clock = waiting[index].arrival_s
             continue
         decoding = [entry for entry in running if entry[3] is not None]
-        budget = token_budget - len(decoding)
-        chunks = []
-        for entry in running:
-            if entry[3] is None and budget > 0:
-                left = entry[0].prompt - entry[1]
-                stop = next((offset for offset in breaks if left > offset), 0)
-                take = min(left - stop, budget)
-                chunks.append((entry, take))
-                budget -= take
+        chunks = _prefill_chunks(running, token_budget - len(decoding), breaks)
         read, flops, scan, attention = step_cost(
             physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
         )
         ramp = physics_.flops_per_token if chunks else 0.0
         seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, ramp, scan, attention)  # floats: no arrays of one
         clock += float(seconds)
-        step = len(ends)
-        ends.append(clock)
-        read_steps.append(read)
-        flop_steps.append(flops)
-        memory_steps.append(bool(memory))
-        ramp_steps.append(ramp)
-        scan_steps.append(scan)
-        attention_steps.append(attention)
+        step = steps.add(clock, read, flops, bool(memory), ramp, scan, attention)
         for entry in decoding:
             entry[2] += 1
         for entry, take in chunks:
@@ -452,17 +481,8 @@ def simulate(
                 entry[2], entry[3] = 1, step  # the step that ends the prompt samples the first token
         for entry in [e for e in running if e[3] is not None and e[2] >= e[0].output]:
             request, first = entry[0], entry[3]
-            served.append(Served(request=request, admitted_s=entry[4], first_token_s=ends[first], end_s=clock, first_step=first, last_step=step))
+            served.append(Served(request=request, admitted_s=entry[4], first_token_s=steps.ends[first], end_s=clock, first_step=first, last_step=step))
             running.remove(entry)
-        if len(ends) > MAX_STEPS:
+        if len(steps.ends) > MAX_STEPS:
             raise ValueError(f"the simulation ran past {MAX_STEPS:,} steps")
-    return Simulation(
-        served=tuple(served),
-        read=np.array(read_steps),
-        flops=np.array(flop_steps),
-        memory_bound=np.array(memory_steps, dtype=bool),
-        layers=physics_.layers,
-        ramp_flops=np.array(ramp_steps),
-        scan_flops=np.array(scan_steps),
-        decode_attention_flops=np.array(attention_steps),
-    )
+    return steps.simulation(served, physics_.layers)
