@@ -9,7 +9,7 @@ and the mean time to first response, as the seed prints them, and reports the ab
 the median and p90 per workload and metric, then over everything (the goals of prediction.md are
 for these). The open-loop workloads follow, apart: their output throughput and TTFT p50; then
 the seed's G of every workload. It is the error ledger of
-:mod:`arena_prediction.calibration` over the seed's cards (each model is one run, so leaving its run out
+:mod:`arena_prediction.ledger` over the seed's cards (each model is one run, so leaving its run out
 leaves the model out). A model whose layout the catalog does not hold is predicted from its
 parameter counts alone.
 """
@@ -30,7 +30,7 @@ import attrs
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.results.cards import load_cards
 from arena_core.results.predictions import ledger_summary
-from arena_prediction.calibration import ledger
+from arena_prediction.ledger import ledger
 
 
 def main() -> None:

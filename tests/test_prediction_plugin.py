@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from arena_core import make_plugin_manager
 from arena_core.results.predictions import NO_PREDICTOR, StoredFits
 from arena_core.testing import run_cli
@@ -36,17 +38,25 @@ def test_without_the_prediction_plugin_run_card_leaderboard_and_publish_work_and
     assert predicted.returncode == 2 and NO_PREDICTOR in predicted.stderr and "Traceback" not in predicted.stderr
 
 
-def test_a_backend_that_declares_no_scheduling_is_not_covered(tmp_path):
+def test_a_backend_that_declares_no_scheduling_is_not_covered(rig_run, tmp_path):
+    """The attaching backend does not know which engine answers: predict, calibrate and the card
+    of its run say so, instead of simulating it as another engine."""
+    run_dir = rig_run()
+    card = arena("card", run_dir.name, "--output", str(run_dir.parent))
+    assert card.returncode == 0 and "backend 'openai' declares no scheduling" in card.stdout and "(not covered)" in card.stdout
+    shown = json.loads(arena("card", run_dir.name, "--output", str(run_dir.parent), "--format", "json").stdout)
+    assert shown["predictions"] == [] and "declares no scheduling" in shown["not_predicted"]
     done = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--backend", "openai", "--workloads", "chat")
     assert done.returncode == 2 and "declares no scheduling" in done.stderr and "Traceback" not in done.stderr
     calibrated = arena("calibrate", "--hardware", "gb10", "--backend", "openai", "--output", str(tmp_path))
     assert calibrated.returncode == 2 and "declares no scheduling" in calibrated.stderr
 
 
-def test_the_ledgers_fits_are_kept_in_the_store_and_read_again(tmp_path, monkeypatch):
-    """A card's ledger fits its fold once; the next view of any card in that fold reads the fit
-    from the store, with the same figures; a damaged fits file is fitted again, never a crash."""
-    import arena_prediction.calibration as calibration
+def test_the_ledgers_fits_and_lines_are_kept_in_the_store_and_read_again(tmp_path, monkeypatch):
+    """A card's ledger fits its fold once; the next view reads its lines from the store, with the
+    same figures; other runs' lines fit only the folds not fitted yet; a damaged or tampered
+    cache is made again, never a crash and never read as a fit."""
+    import arena_prediction.ledger as ledger_module
     from arena_core import ArenaHooks
     from arena_core.results.cards import load_cards
     from arena_core.results.predictions import ledger_of
@@ -56,23 +66,28 @@ def test_the_ledgers_fits_are_kept_in_the_store_and_read_again(tmp_path, monkeyp
     registry = ArenaHooks(manager).registry
     cards = load_cards(tmp_path, registry)[0][:5]
     fitted = []
-    fit = calibration.fit
-    monkeypatch.setattr(calibration, "fit", lambda samples, prior, **kw: fitted.append(len(samples)) or fit(samples, prior, **kw))
-    monkeypatch.setattr(calibration, "open_results_of", lambda cards, registry: [])
+    fit = ledger_module.fit
+    monkeypatch.setattr(ledger_module, "fit", lambda samples, prior, **kw: fitted.append(len(samples)) or fit(samples, prior, **kw))
+    monkeypatch.setattr(ledger_module, "open_results_of", lambda cards, registry: [])
     only = cards[0].run_id
     first = ledger_of(tmp_path, cards, registry, only=only)
-    assert len(fitted) == 1 and first
+    assert len(fitted) == 1 and first and all(line.run_id == only and line.tier == 1 for line in first)
     stored = StoredFits.of(tmp_path, "step-simulator")
-    assert len(stored) == 1
-    again = ledger_of(tmp_path, cards, registry, only=only)
-    assert again == first and len(fitted) == 1  # read, not fitted
+    assert sorted(key.split("--")[0] for key in stored) == ["fit", "lines"]
+    monkeypatch.setattr(ledger_module, "samples_of", lambda cards, registry: pytest.fail("simulated again"))
+    assert ledger_of(tmp_path, cards, registry, only=only) == first and len(fitted) == 1  # read, not simulated nor fitted
+    monkeypatch.undo()
+    monkeypatch.setattr(ledger_module, "fit", lambda samples, prior, **kw: fitted.append(len(samples)) or fit(samples, prior, **kw))
+    monkeypatch.setattr(ledger_module, "open_results_of", lambda cards, registry: [])
     everything = ledger_of(tmp_path, cards, registry)
-    assert [line for line in everything if line.run_id == only] == first and len(fitted) == 5  # the other four folds
-    # fewer runs: another set of runs is another fit
-    ledger_of(tmp_path, cards[:4], registry, only=only)
+    assert [line for line in everything if line.run_id == only] == first and len(fitted) == 5  # the four other folds
+    ledger_of(tmp_path, cards[:4], registry, only=only)  # other runs beside it: another fit
     assert len(fitted) == 6
     stored.path.write_text("{not json", encoding="utf-8")
     assert ledger_of(tmp_path, cards, registry, only=only) == first and len(fitted) == 7
-    key = next(iter(StoredFits.of(tmp_path, "step-simulator")))
-    stored.path.write_text(json.dumps({key: {"bandwidth": 50.0}}), encoding="utf-8")  # 5,000 % of the bandwidth: no fit
+    kept = json.loads(stored.path.read_text(encoding="utf-8"))
+    fit_key = next(key for key in kept if key.startswith("fit--"))
+    lines_key = next(key for key in kept if key.startswith("lines--"))
+    # 5,000 % of the bandwidth is no fit, and lines of the wrong shape are no lines: both made again
+    stored.path.write_text(json.dumps({fit_key: {**kept[fit_key], "bandwidth": 50.0}, lines_key: {"lines": [{"run_id": 5}]}}), encoding="utf-8")
     assert ledger_of(tmp_path, cards, registry, only=only) == first and len(fitted) == 8

@@ -107,7 +107,7 @@ def test_rounds_of_different_lengths_re_time_side_by_side_to_the_bit(registry):
 
 
 def test_the_ledger_fits_once_per_fold_and_a_run_keeps_its_fold():
-    from arena_prediction.calibration import ledger_folds
+    from arena_prediction.ledger import ledger_folds
 
     few = [f"run-{i:02d}" for i in range(17)]
     assert sorted(ledger_folds(few).values()) == list(range(17))  # up to 20 runs: each left out alone
@@ -118,7 +118,7 @@ def test_the_ledger_fits_once_per_fold_and_a_run_keeps_its_fold():
 
 
 def test_the_ledger_fits_once_per_fold_never_on_the_run_it_predicts(monkeypatch, tmp_path):
-    import arena_prediction.calibration as calibration
+    import arena_prediction.ledger as ledger_module
     from arena_core.results.cards import load_cards
     from arena_core.testing import run_cli
 
@@ -127,17 +127,17 @@ def test_the_ledger_fits_once_per_fold_never_on_the_run_it_predicts(monkeypatch,
     hooks = ArenaHooks(manager)
     cards = load_cards(tmp_path, hooks.registry)[0][:6]
     fitted: list[set[str]] = []
-    fit = calibration.fit
-    monkeypatch.setattr(calibration, "fit", lambda samples, prior, **kw: fitted.append({s.run_id for s in samples}) or fit(samples, prior, **kw))
-    monkeypatch.setattr(calibration, "open_results_of", lambda cards, registry: [])  # the fits are the point here
-    monkeypatch.setattr(calibration, "LEDGER_FOLDS", 2)
-    lines = calibration.ledger(cards, hooks.registry)
+    fit = ledger_module.fit
+    monkeypatch.setattr(ledger_module, "fit", lambda samples, prior, **kw: fitted.append({s.run_id for s in samples}) or fit(samples, prior, **kw))
+    monkeypatch.setattr(ledger_module, "open_results_of", lambda cards, registry: [])  # the fits are the point here
+    monkeypatch.setattr(ledger_module, "LEDGER_FOLDS", 2)
+    lines = ledger_module.ledger(cards, hooks.registry)
     runs = {c.run_id for c in cards}
     assert len(fitted) == 2 and fitted[0] | fitted[1] == runs and not fitted[0] & fitted[1]  # each fit: the other fold
     assert {line.run_id for line in lines} == runs and all(line.tier == 1 for line in lines)
     only = cards[0].run_id
     fitted.clear()
-    assert calibration.ledger(cards, hooks.registry, only=only) == [line for line in lines if line.run_id == only]  # a card: its fold, as on the site
+    assert ledger_module.ledger(cards, hooks.registry, only=only) == [line for line in lines if line.run_id == only]  # a card: its fold, as on the site
     assert len(fitted) == 1 and only not in fitted[0]
 
 

@@ -19,8 +19,8 @@ from arena_core.cli.output import echo
 from arena_core.cli.params import Within, server_options
 from arena_core.errors import Interrupted, UsageError
 from arena_core.loadgen.goodput import parse_slo
-from arena_core.run.capacity import Capacity, Probe, SearchSettings, judge, load_text, probe_workload, records_of, search
-from arena_core.run.engine import RunPlan, RunRequest, RunSession, plan_run
+from arena_core.run.capacity import Capacity, SearchSettings, load_text, probe_workload, run_search
+from arena_core.run.engine import RunRequest, RunSession, plan_run
 from arena_core.run.manifest import read_manifest
 from arena_core.run.store import find_run
 from arena_core.types import ClosedLoopShape
@@ -95,29 +95,11 @@ def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> No
     reach = f"{load_text(settings.load, settings.start)} to {load_text(settings.load, settings.limit)}"
     progress(f"capacity search: {base.name} {settings.load} within {objective.describe()}, {reach}, within {settings.precision:.0%}")
     session = RunSession(plan, app.hooks, progress, resume=resume, live=None, resume_command="arena capacity")
-    status, found = "failed", None
     with stopped_like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
         try:
-            endpoint = session.start_backend()
-            if resume is None:
-                session.record_search(settings.slo, attrs.asdict(settings))
-            progress(_slots_line(session.manifest.backend_facts, plan, settings.slots))
-            session.preflight(endpoint)
-
-            def probe(load: float) -> Probe:
-                probed = probe_workload(shape, settings, load)
-                result = session.run_probe(probed, endpoint)
-                verdict = judge(result, records_of(session.run_dir, probed.name), objective, load)
-                progress(f"probe {load_text(settings.load, load)}: {_verdict_text(verdict)}")
-                return verdict
-
-            found = search(probe, start=settings.start, limit=settings.limit, precision=settings.precision, whole=settings.whole)
-            status = "completed"
+            found = run_search(session, shape, settings, objective, fresh=resume is None, progress=progress)
         except KeyboardInterrupt:
-            status = "interrupted"
             raise Interrupted(f"interrupted: {len(session.results)} probes kept in run {session.run_id}; {session.resume_hint()}") from None
-        finally:
-            session.finish(status)
     echo(_headline(found, settings, objective.describe()))
     echo(f"results: {session.run_dir}  (arena card {session.run_id})")
 
@@ -178,21 +160,6 @@ def _resumed(ctx: click.Context, run_id: str, flags: dict[str, Any]) -> tuple[Se
 
 def _as_recorded(name: str, value: Any) -> Any:
     return (value or None) if name == "probe_seconds" else value  # 0: no stated duration
-
-
-def _slots_line(facts: Any, plan: RunPlan, settings_slots: int | None) -> str:
-    """How many requests the server takes at once, as far as Arena knows it."""
-    slots = facts.get("parallel") or facts.get("max_num_seqs")
-    if not slots:
-        return "server slots: the server's own (Arena attached to it; its -np or --max-num-seqs decides how many requests it serves at once)"
-    why = "fixed by --slots" if settings_slots else ("a rate search's default; --slots sets them" if plan.slots else "sized for the largest probe")
-    return f"server slots: {slots} ({why})"
-
-
-def _verdict_text(verdict: Probe) -> str:
-    attained = f"{verdict.attainment:.0%}" if verdict.attainment is not None else "—"
-    served = f", kept up with {verdict.served:.0%} of the rate" if verdict.served is not None else ""
-    return f"{attained} within the SLO, {verdict.failed} failed{served}: {'pass' if verdict.passed else 'fail'}"
 
 
 def _headline(found: Capacity | None, settings: SearchSettings, objective: str) -> str:

@@ -15,7 +15,7 @@ from arena_core.report import render_json
 from arena_core.report.model_card import render_model_card
 from arena_core.results.cards import card_json, load_card, load_cards, scores_for
 from arena_core.results.findings import findings
-from arena_core.results.predictions import ledger_of
+from arena_core.results.predictions import ledger_of, why_not_predicted
 
 
 @click.command("card")
@@ -35,7 +35,8 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, slo: s
     scores = scores_for(card, app.hooks, custom_profiles(app), others)
     found = findings(card, others)
     predictions = ledger_of(store, others, app.hooks.registry, only=card.run_id)  # predicted without this run; None: no predictor
+    uncovered = why_not_predicted(card, app.hooks.registry) if predictions == [] else ""
     if fmt == "json":
-        echo(render_json({**card_json(card, scores, found), "predictions": [attrs.asdict(line) for line in predictions or []]}))
+        echo(render_json({**card_json(card, scores, found), "predictions": [attrs.asdict(line) for line in predictions or []], "not_predicted": uncovered}))
     else:
-        echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions), nl=False)
+        echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions, uncovered=uncovered), nl=False)

@@ -287,9 +287,12 @@ PREDICTION_NOTE = "tok/s: one user's decode speed for a closed-loop workload, th
 G_NOTE = "G: the seed site's throughput (closed loop: a round's total decode tok/s; open loop: total tok/s ÷ peak concurrent requests)"
 
 
-def prediction_section(predictions: Sequence[LedgerLine] | None, h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
-    if predictions is None:
-        return [f"{h2}Predicted vs measured", NO_PREDICTOR, ""]
+def prediction_section(
+    predictions: Sequence[LedgerLine] | None, h2: str, table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str], uncovered: str = ""
+) -> list[str]:
+    """Predicted against measured; where there is nothing, why (no predictor, a run not covered)."""
+    if predictions is None or (not predictions and uncovered):
+        return [f"{h2}Predicted vs measured", uncovered or NO_PREDICTOR, ""]
     if not predictions:
         return []
     title = f"{h2}Predicted vs measured (the step simulator, fitted without this run: arena predict)"
@@ -298,7 +301,13 @@ def prediction_section(predictions: Sequence[LedgerLine] | None, h2: str, table_
 
 
 def render_model_card(
-    card: ModelCard, scores: Mapping[str, Score], findings: Sequence[str], *, markdown: bool = False, predictions: Sequence[LedgerLine] | None = ()
+    card: ModelCard,
+    scores: Mapping[str, Score],
+    findings: Sequence[str],
+    *,
+    markdown: bool = False,
+    predictions: Sequence[LedgerLine] | None = (),
+    uncovered: str = "",
 ) -> str:
     table = "github" if markdown else "simple"
 
@@ -333,7 +342,7 @@ def render_model_card(
         *slo_section(card, h2, table_of),
         *sweep_section(card, h2, table_of),
         *capacity_section(card, h2, table_of),
-        *prediction_section(predictions, h2, table_of),
+        *prediction_section(predictions, h2, table_of, uncovered),
         f"{h2}As the seed site counts it",
         table_of(
             seed_rows(card) or [("—", "", "", "", "", "")],

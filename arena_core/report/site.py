@@ -16,6 +16,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from arena_core import __version__
+from arena_core.registry import Registry
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
 from arena_core.report.charts import bar_chart, bubble_chart
 from arena_core.report.formats import fmt_score, fmt_tps
@@ -37,7 +38,7 @@ from arena_core.report.model_card import (
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.results.leaderboard import Row, rank, row_dict
-from arena_core.results.predictions import NO_PREDICTOR, ledger_summary
+from arena_core.results.predictions import NO_PREDICTOR, ledger_summary, why_not_predicted
 from arena_core.types import LedgerLine, ModelCard, Score
 
 
@@ -132,12 +133,14 @@ def publish(
     profile: str = "aggregate",
     integrity: Mapping[str, str] | None = None,
     predictions: Sequence[LedgerLine] | None = (),
+    registry: Registry | None = None,
 ) -> Path:
     """Write the site into ``directory``: a leaderboard page per profile of the default scorer
     (``profile``'s is index.html) and a page per card; ``all_scores[run_id][profile]``;
     ``integrity[run_id]`` is what ``arena verify`` said of the run (absent: not checked);
     ``predictions``: the default predictor's error ledger (:func:`arena_core.results.predictions.ledger_of`;
-    ``None``: no predictor, and the pages say so)."""
+    ``None``: no predictor, and the pages say so); ``registry``: to say why a card has no
+    prediction (a run the predictor does not cover)."""
     verified = integrity or {}
     env = environment()
     versions = sorted({score.version for scores in all_scores.values() for score in scores.values()})
@@ -167,7 +170,8 @@ def publish(
         )
     for card in cards:
         mine = None if predictions is None else [line for line in predictions if line.run_id == card.run_id]
-        page = _card_page(env, common, card, all_scores[card.run_id], found, verified, mine)
+        uncovered = why_not_predicted(card, registry) if mine == [] and registry is not None else ""
+        page = _card_page(env, common, card, all_scores[card.run_id], found, verified, mine, uncovered)
         (directory / "cards" / f"{card.run_id}.html").write_text(page, encoding="utf-8")
     return directory / "index.html"
 
@@ -210,6 +214,7 @@ def _card_page(
     found: Mapping[str, list[str]],
     verified: Mapping[str, str],
     predictions: Sequence[LedgerLine] | None = (),
+    uncovered: str = "",
 ) -> str:
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     lines = [(name, card.workload(name)) for name in card.expected]
@@ -241,7 +246,7 @@ def _card_page(
         prediction_rows=prediction_rows(predictions or []),
         prediction_headers=PREDICTION_HEADERS,
         prediction_note="; ".join([*([PREDICTION_NOTE] if any(line.open_loop for line in predictions or []) else []), G_NOTE]),
-        prediction_absent=NO_PREDICTOR if predictions is None else "",
+        prediction_absent=NO_PREDICTOR if predictions is None else uncovered,
         tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
         ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
     )

@@ -17,7 +17,7 @@ from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.files import write_json_atomic
 from arena_core.registry import Registry
-from arena_core.types import BackendSpec, Calibration, LedgerLine, ModelCard, Predictor, PredictorSpec
+from arena_core.types import BackendSpec, Calibration, LedgerLine, ModelCard, ModelSpec, PredictionSetup, Predictor, PredictorSpec
 
 #: What every surface says where prediction would be and no predictor is registered.
 NO_PREDICTOR = "no predictor is registered (the arena_prediction plugin is disabled?): predictions not shown"
@@ -142,6 +142,27 @@ class StoredFits(MutableMapping[str, dict]):
             self._changed = False
         except OSError:  # a read-only store: the fits are made again next time
             pass
+
+
+def why_not_predicted(card: ModelCard, registry: Registry) -> str:
+    """Why the default predictor makes no prediction for ``card``'s run (its backend declares no
+    scheduling, say), as the predictor says it; empty when it covers the run or none is registered."""
+    chosen = default_predictor(registry)
+    backend = registry.backends.get(card.backend)
+    if chosen is None:
+        return ""
+    if backend is None:
+        return f"backend {card.backend!r} is not registered here: not predicted"
+    model = registry.models.get(card.model)
+    try:
+        spec = model.item if model else ModelSpec(name=card.model, title=card.model_title, description="", hf_id="", precision=card.model_facts.precision)
+        profile = registry.hardware.get(card.hardware)
+        if profile is None:
+            return f"hardware {card.hardware!r} is not registered here: not predicted"
+        why = chosen.predictor.coverage(PredictionSetup(model=spec, hardware=profile.item, backend=backend.item))
+    except (TypeError, ValueError):  # a name the catalog's rules refuse: nothing to predict it as
+        return "the run's model cannot be described to the predictor: not predicted"
+    return f"{why} (not covered)" if why else ""
 
 
 def ledger_of(store: Path, cards: Sequence[ModelCard], registry: Registry, only: str | None = None) -> list[LedgerLine] | None:

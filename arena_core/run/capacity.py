@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 from attrs import field, frozen
@@ -28,6 +28,9 @@ from arena_core.loadgen.goodput import Slo, goodput
 from arena_core.loadgen.records_io import read_records
 from arena_core.run.store import workload_dir
 from arena_core.types import ClosedLoopShape, OpenLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
+
+if TYPE_CHECKING:
+    from arena_core.run.engine import RunSession
 
 #: How a probe's workload says what it is (its ``custom`` label), so a card can find the probes.
 PROBE_LABEL = "capacity probe"
@@ -178,3 +181,48 @@ def judge(result: WorkloadResult, records: Sequence[RequestRecord], slo: Slo, lo
 def records_of(run_dir: Path, workload: str) -> list[RequestRecord]:
     path = workload_dir(run_dir, workload) / "records.jsonl"
     return read_records(path) if path.is_file() else []
+
+
+def run_search(session: RunSession, shape: WorkloadSpec, settings: SearchSettings, objective: Slo, *, fresh: bool, progress: Callable[[str], None]) -> Capacity:
+    """The search of ``arena capacity`` on ``session``'s server: start it (or attach), record the
+    search's settings on a fresh run, then probe, doubling and bisecting, each probe stored as a
+    result of the run and judged by ``objective``, one progress line each. The session is finished
+    whatever happens (completed, interrupted, failed); an interruption is raised again."""
+    status = "failed"
+    try:
+        endpoint = session.start_backend()
+        if fresh:
+            session.record_search(settings.slo, attrs.asdict(settings))
+        progress(slots_line(session.manifest.backend_facts, session.plan.slots, settings.slots))
+        session.preflight(endpoint)
+
+        def probe(load: float) -> Probe:
+            probed = probe_workload(shape, settings, load)
+            result = session.run_probe(probed, endpoint)
+            verdict = judge(result, records_of(session.run_dir, probed.name), objective, load)
+            progress(f"probe {load_text(settings.load, load)}: {verdict_text(verdict)}")
+            return verdict
+
+        found = search(probe, start=settings.start, limit=settings.limit, precision=settings.precision, whole=settings.whole)
+        status = "completed"
+        return found
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        session.finish(status)
+
+
+def slots_line(facts: Mapping[str, object], plan_slots: int | None, settings_slots: int | None) -> str:
+    """How many requests the server takes at once, as far as Arena knows it."""
+    slots = facts.get("parallel") or facts.get("max_num_seqs")
+    if not slots:
+        return "server slots: the server's own (Arena attached to it; its -np or --max-num-seqs decides how many requests it serves at once)"
+    why = "fixed by --slots" if settings_slots else ("a rate search's default; --slots sets them" if plan_slots else "sized for the largest probe")
+    return f"server slots: {slots} ({why})"
+
+
+def verdict_text(verdict: Probe) -> str:
+    attained = f"{verdict.attainment:.0%}" if verdict.attainment is not None else "—"
+    served = f", kept up with {verdict.served:.0%} of the rate" if verdict.served is not None else ""
+    return f"{attained} within the SLO, {verdict.failed} failed{served}: {'pass' if verdict.passed else 'fail'}"

@@ -10,7 +10,7 @@ leaderboard, the site and ``arena predict`` call the default predictor and show 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import field, frozen
 
@@ -117,9 +117,11 @@ class PredictionSetup:
     calibration: Calibration | None = None
 
 
-#: Fits a predictor made of sets of stored runs, kept by the store between commands: a key
-#: that names the runs a fit saw, and the fit's parameters.
-FitCache = MutableMapping[str, Mapping[str, float]]
+#: What a predictor keeps in the store between commands (fits of sets of stored runs, the ledger
+#: lines made with them): a key that names what a value was made from, and the value as JSON
+#: (objects, lists, numbers, strings). The store may hand back anything: a predictor checks each
+#: value it reads.
+FitCache = MutableMapping[str, Any]
 
 
 class Predictor(Protocol):

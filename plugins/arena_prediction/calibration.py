@@ -15,31 +15,15 @@ simulated again at those efficiencies on its own arrivals.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import statistics
 from collections.abc import Sequence
 
 import attrs
-import numpy as np
 from attrs import frozen
 
-from arena_core import (
-    CONVERTER,
-    KV_CACHE_BYTES,
-    CardWorkload,
-    ClosedLoopShape,
-    Figures,
-    FitCache,
-    LedgerLine,
-    ModelCard,
-    ModelSpec,
-    OpenLoopShape,
-    Registry,
-    Scheduling,
-    WorkloadSpec,
-)
+from arena_core import KV_CACHE_BYTES, CardWorkload, ClosedLoopShape, Figures, ModelCard, ModelSpec, OpenLoopShape, Registry, Scheduling, WorkloadSpec
 from arena_prediction.simulator import Efficiency, Machine, Simulation, prior_of
 from arena_prediction.workloads import RetimedRounds, closed_rounds, open_run, speculative
 
@@ -64,9 +48,6 @@ PREFILL = {
 DECODE_ATTENTION = {"llama-cpp": (0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0)}
 #: The figures of a hardware profile a run's card may carry as it measured them.
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
-#: Part of every stored fit's key: a change to the fit or the simulator that moves its answer
-#: raises it, so fits stored before are fitted again.
-FIT_VERSION = 1
 
 
 def scheduling_of(backend: str, registry: Registry) -> Scheduling | None:
@@ -318,103 +299,6 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
             break
         found = both
     return found
-
-
-#: The most fits the ledger makes per hardware and backend. Up to this many runs, each run's
-#: results are predicted by a fit to all the others; with more, runs are dealt into this many
-#: folds and predicted by a fit to the other folds, so a store of hundreds of runs costs as many
-#: fits as one of twenty (each fit searches thousands of efficiencies).
-LEDGER_FOLDS = 20
-
-
-def ledger_folds(run_ids: Sequence[str], most: int = LEDGER_FOLDS) -> dict[str, int]:
-    """Each run's fold: run ids dealt round-robin in sorted order into ``most`` folds at most,
-    so a card and the site put a run in the same fold."""
-    ordered = sorted(set(run_ids))
-    count = max(1, min(len(ordered), most))
-    return {run_id: index % count for index, run_id in enumerate(ordered)}
-
-
-def fit_key(samples: Sequence[Sample], hardware: str, engine: str) -> str:
-    """A name for the fit of ``samples``: what each measured and what the simulator makes of its
-    run (its machine, the bytes and FLOPs of its steps), so a stored fit is found again for the
-    same runs and never for runs, a catalog or a simulator that changed since."""
-    digest = hashlib.sha256(f"{FIT_VERSION}|{hardware}|{engine}".encode())
-    for sample in sorted(samples, key=lambda s: (s.run_id, s.workload)):
-        work = sum(float(np.sum(done.read)) + float(np.sum(done.flops)) for done in sample.rounds)
-        digest.update(f"|{sample.run_id}|{sample.workload}|{sample.tps!r}|{sample.ttft_s!r}|{sample.machine!r}|{work!r}|{sample.speculative}".encode())
-    return f"{hardware}--{engine}--{digest.hexdigest()[:32]}"
-
-
-def cached_fit(samples: Sequence[Sample], prior: Efficiency, engine: str, hardware: str, fits: FitCache | None) -> Efficiency:
-    """:func:`fit`, or the fit ``fits`` holds for the same samples (a damaged one is fitted again)."""
-    if fits is None:
-        return fit(samples, prior, engine=engine)
-    key = fit_key(samples, hardware, engine)
-    try:
-        return CONVERTER.structure(fits[key], Efficiency)
-    except Exception:  # not stored, or a stored value that is no efficiency: fitted again  # noqa: BLE001
-        found = fit(samples, prior, engine=engine)
-        fits[key] = CONVERTER.unstructure(found)
-        return found
-
-
-def ledger(
-    cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, calibrated: bool = True, fits: FitCache | None = None
-) -> list[LedgerLine]:
-    """Each result of ``cards`` (or of run ``only``) predicted without its own run: fitted to the
-    closed-loop results of the runs outside its fold (:func:`ledger_folds`: up to
-    :data:`LEDGER_FOLDS` runs, every other run) of its hardware and engine (tier 1), or, not
-    ``calibrated``, at the engine's priors (tier 0). An open-loop result's tokens/s is its output
-    throughput. Runs of a backend that declares no scheduling are not covered. ``fits`` keeps
-    each fit, keyed by the results it saw."""
-    groups: dict[tuple[str, str], list[ModelCard]] = {}
-    for card in cards:
-        if (scheduling := scheduling_of(card.backend, registry)) is not None:
-            groups.setdefault((card.hardware, scheduling.engine), []).append(card)
-    lines = []
-    for (hardware, engine), members in groups.items():
-        if only is not None and only not in {c.run_id for c in members}:
-            continue
-        found = samples_of(members, registry)
-        fold_of = ledger_folds([c.run_id for c in members], LEDGER_FOLDS)
-        fitted: dict[int, Efficiency] = {}  # by fold
-        opened = open_results_of([c for c in members if only is None or c.run_id == only], registry)
-        for run_id in sorted({s.run_id for s in found} | {r.run_id for r in opened}):
-            if only is not None and run_id != only:
-                continue
-            others = [s for s in found if fold_of[s.run_id] != fold_of[run_id]] if calibrated else []
-            if fold_of[run_id] not in fitted:
-                fitted[fold_of[run_id]] = cached_fit(others, prior_of(engine), engine, hardware, fits) if others else prior_of(engine)
-            efficiency = fitted[fold_of[run_id]]
-            lines += _ledger_lines(
-                run_id, [*(s for s in found if s.run_id == run_id), *(r for r in opened if r.run_id == run_id)], efficiency, tier=1 if others else 0
-            )
-    return lines
-
-
-def _ledger_lines(run_id: str, results: Sequence[Sample | OpenResult], efficiency: Efficiency, *, tier: int) -> list[LedgerLine]:
-    lines = []
-    for sample in results:
-        try:
-            figures = sample.figures(efficiency)
-        except ValueError:  # an open-loop run the simulator cannot finish: no prediction, never a crash
-            continue
-        lines.append(
-            LedgerLine(
-                run_id=run_id,
-                workload=sample.workload if isinstance(sample, Sample) else sample.workload.name,
-                tier=tier,
-                predicted_tps=figures.total_tps if isinstance(sample, OpenResult) else figures.per_user_tps,
-                measured_tps=sample.tps,
-                predicted_ttft_s=figures.ttft_p50_s,
-                measured_ttft_s=sample.ttft_s,
-                open_loop=isinstance(sample, OpenResult),
-                predicted_site_tps=figures.site_tps,
-                measured_site_tps=sample.site_tps,
-            )
-        )
-    return lines
 
 
 def error_of(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> float | None:

@@ -25,7 +25,8 @@ from arena_core import (
     WorkloadPrediction,
     WorkloadSpec,
 )
-from arena_prediction.calibration import error_of, fit, ledger, samples_of, scheduling_of
+from arena_prediction.calibration import error_of, fit, samples_of, scheduling_of
+from arena_prediction.ledger import ledger
 from arena_prediction.simulator import Efficiency, Machine, Served, physics, prior_of, simulate
 from arena_prediction.workloads import closed_rounds, open_requests, predict, prompt_breaks
 

@@ -1,0 +1,190 @@
+"""The error ledger (``shared/spec/prediction.md`` section 3): every stored result beside the
+prediction made *without its run* (fitted to the other runs of its hardware and engine; the
+priors when there are none), so the running error of the prediction is always the error on data
+it did not see. An open-loop result is simulated again at those efficiencies on its own arrivals.
+
+Fits and the lines made with them are kept (``fits``, the store's cache) under keys that name
+what they were made from: each run's card as the simulator reads it and the source of this
+plugin. A card view then reads its lines instead of simulating and fitting again; a new run, a
+changed catalog entry or a changed simulator is a new key, so nothing stale is ever read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import attrs
+
+from arena_core import CONVERTER, FitCache, LedgerLine, ModelCard, Registry
+from arena_prediction.calibration import OpenResult, Sample, fit, model_of, open_results_of, samples_of, scheduling_of
+from arena_prediction.simulator import Efficiency, prior_of
+
+#: The most fits the ledger makes per hardware and engine. Up to this many runs, each run's
+#: results are predicted by a fit to all the others; with more, runs are dealt into this many
+#: folds and predicted by a fit to the other folds, so a store of hundreds of runs costs as many
+#: fits as one of twenty (each fit searches thousands of efficiencies).
+LEDGER_FOLDS = 20
+#: What a card's results carry that the ledger reads (the rest, goodput under an SLO say, does not
+#: change a prediction and stays out of the keys).
+READ_METRICS = ("ttfr_mean_s", "output_tps", "decode_tps_total", "site_tps", "total_tps", "peak_concurrency", "requested_rate")
+
+
+def ledger_folds(run_ids: Sequence[str], most: int = LEDGER_FOLDS) -> dict[str, int]:
+    """Each run's fold: run ids dealt round-robin in sorted order into ``most`` folds at most,
+    so a card and the site put a run in the same fold."""
+    ordered = sorted(set(run_ids))
+    count = max(1, min(len(ordered), most))
+    return {run_id: index % count for index, run_id in enumerate(ordered)}
+
+
+@cache
+def source_digest() -> str:
+    """The digest of this plugin's source: a change to the simulator or the fit is a new key."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def card_print(card: ModelCard, registry: Registry) -> str:
+    """What the ledger reads of ``card``, as one string: its run, model, machine, server and the
+    figures and shapes of its results."""
+    profile = registry.hardware.get(card.hardware)
+    lines = [
+        (line.name, line.scale, line.custom, line.valid, line.tokens_per_second, line.ttft_p50_s, [line.metrics.get(k) for k in READ_METRICS])
+        for line in card.workloads
+    ]
+    shapes = {line.name: repr(registry.workloads[line.name].item) for line in card.workloads if line.name in registry.workloads}
+    return json.dumps(
+        [
+            card.run_id,
+            card.backend,
+            card.hardware,
+            repr(model_of(card, registry)),
+            repr(attrs.evolve(profile.item, measure=None)) if profile else None,
+            repr(scheduling_of(card.backend, registry)),
+            repr(card.hardware_roofs),
+            repr(card.server_settings),
+            CONVERTER.unstructure(dict(card.measured_shapes)),
+            lines,
+            shapes,
+        ],
+        default=repr,
+    )
+
+
+def _key(kind: str, *parts: str) -> str:
+    digest = hashlib.sha256(source_digest().encode())
+    for part in parts:
+        digest.update(b"\0" + part.encode())
+    return f"{kind}--{digest.hexdigest()[:40]}"
+
+
+class _Kept:
+    """The cache's fits and lines, each checked as it is read: a value of the wrong shape or out
+    of bounds (a tampered file) is no value, and is made again."""
+
+    def __init__(self, fits: FitCache | None) -> None:
+        self.fits = fits
+
+    def efficiency(self, key: str) -> Efficiency | None:
+        try:
+            return CONVERTER.structure(self.fits[key], Efficiency) if self.fits is not None else None
+        except Exception:  # missing, or no efficiency: cattrs' errors and the bounds' ValueError alike
+            return None
+
+    def lines(self, key: str) -> list[LedgerLine] | None:
+        try:
+            return CONVERTER.structure(self.fits[key]["lines"], list[LedgerLine]) if self.fits is not None else None
+        except Exception:  # missing, or not lines
+            return None
+
+    def keep(self, key: str, value: dict) -> None:
+        if self.fits is not None:
+            self.fits[key] = value
+
+
+def ledger(
+    cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, calibrated: bool = True, fits: FitCache | None = None
+) -> list[LedgerLine]:
+    """Each result of ``cards`` (or of run ``only``) predicted without its own run: fitted to the
+    closed-loop results of the runs outside its fold (:func:`ledger_folds`: up to
+    :data:`LEDGER_FOLDS` runs, every other run) of its hardware and engine (tier 1), or, not
+    ``calibrated``, at the engine's priors (tier 0). An open-loop result's tokens/s is its output
+    throughput. Runs of a backend that declares no scheduling are not covered. ``fits`` keeps the
+    fits and the lines made with them, keyed by what they were made from."""
+    groups: dict[tuple[str, str], list[ModelCard]] = {}
+    for card in cards:
+        if (scheduling := scheduling_of(card.backend, registry)) is not None:
+            groups.setdefault((card.hardware, scheduling.engine), []).append(card)
+    lines: list[LedgerLine] = []
+    for (hardware, engine), members in groups.items():
+        if only is None or only in {c.run_id for c in members}:
+            lines += _group_ledger(members, registry, only, (hardware, engine), calibrated, _Kept(fits))
+    return lines
+
+
+def _group_ledger(
+    members: Sequence[ModelCard], registry: Registry, only: str | None, group: tuple[str, str], calibrated: bool, kept: _Kept
+) -> list[LedgerLine]:
+    """The ledger of one hardware and engine's runs, run by run in run-id order; each run's lines
+    read from ``kept`` where they are, else predicted (simulating every run's results once, when
+    first needed, in the order given: a fit sums its errors in that order)."""
+    fold_of = ledger_folds([c.run_id for c in members], LEDGER_FOLDS)
+    prints = {c.run_id: card_print(c, registry) for c in members}
+    found: list[Sample] | None = None
+    fitted: dict[int, Efficiency] = {}  # by fold
+    lines = []
+    for card in sorted(members, key=lambda c: c.run_id):
+        if only is not None and card.run_id != only:
+            continue
+        fold = fold_of[card.run_id]
+        others = [c.run_id for c in members if fold_of[c.run_id] != fold] if calibrated else []
+        fit_key = _key("fit", *group, *(prints[run_id] for run_id in others))
+        lines_key = _key("lines", fit_key, prints[card.run_id])
+        if (mine := kept.lines(lines_key)) is None:
+            found = samples_of(members, registry) if found is None else found
+            trained = [s for s in found if s.run_id in set(others)]
+            if fold not in fitted:
+                fitted[fold] = _fitted(trained, group[1], fit_key, kept) if trained else prior_of(group[1])
+            own = [*(s for s in found if s.run_id == card.run_id), *open_results_of([card], registry)]
+            mine = _ledger_lines(card.run_id, own, fitted[fold], tier=1 if trained else 0)
+            kept.keep(lines_key, {"lines": CONVERTER.unstructure(mine)})
+        lines += mine
+    return lines
+
+
+def _fitted(samples: Sequence[Sample], engine: str, key: str, kept: _Kept) -> Efficiency:
+    """:func:`fit` of ``samples``, or the fit kept under ``key``."""
+    if (found := kept.efficiency(key)) is None:
+        found = fit(samples, prior_of(engine), engine=engine)
+        kept.keep(key, CONVERTER.unstructure(found))
+    return found
+
+
+def _ledger_lines(run_id: str, results: Sequence[Sample | OpenResult], efficiency: Efficiency, *, tier: int) -> list[LedgerLine]:
+    lines = []
+    for sample in results:
+        try:
+            figures = sample.figures(efficiency)
+        except ValueError:  # an open-loop run the simulator cannot finish: no prediction, never a crash
+            continue
+        lines.append(
+            LedgerLine(
+                run_id=run_id,
+                workload=sample.workload if isinstance(sample, Sample) else sample.workload.name,
+                tier=tier,
+                predicted_tps=figures.total_tps if isinstance(sample, OpenResult) else figures.per_user_tps,
+                measured_tps=sample.tps,
+                predicted_ttft_s=figures.ttft_p50_s,
+                measured_ttft_s=sample.ttft_s,
+                open_loop=isinstance(sample, OpenResult),
+                predicted_site_tps=figures.site_tps,
+                measured_site_tps=sample.site_tps,
+            )
+        )
+    return lines
