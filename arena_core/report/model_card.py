@@ -72,7 +72,7 @@ def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
         rows.append(("why this profile", card.hardware_reason))
     rows.append(("backend", f"{card.backend}, {card.engine}"))
     backend = card.backend_facts
-    for key in ("llama_cpp_bin", "served_model", "gpu_memory_utilization", "parallel", "ctx_size"):
+    for key in card.layout.backend_facts:
         if backend.get(key) is not None:
             rows.append((key.replace("_", " "), str(backend[key])))
     if isinstance(backend.get("command"), list):

@@ -106,7 +106,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
     memory = manifest.model_memory
     expected = suite(registry)
     return ModelCard(
-        layout=card_layout(registry),
+        layout=card_layout(registry, manifest.backend),
         run_id=manifest.run_id,
         model=manifest.model,
         model_title=model.item.title if model else (manifest.model_title or manifest.model),  # the catalog's, as on a measured run
@@ -138,9 +138,9 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
     )
 
 
-def card_layout(registry: Registry) -> CardLayout:
+def card_layout(registry: Registry, backend: str = "") -> CardLayout:
     """Which workloads a card's headline, totals row and findings read, from the roles and labels
-    the workload plugins declared."""
+    the workload plugins declared, and which server facts it shows, as ``backend`` declares them."""
     workloads = [r.item for r in registry.workloads.values()]
     short, long = registry.with_role("short-context"), registry.with_role("long-context")
     compared = [w for w in workloads if "compared" in w.roles]
@@ -149,6 +149,7 @@ def card_layout(registry: Registry) -> CardLayout:
         totals=tuple((w.total_label, w.name) for w in sorted((w for w in workloads if w.total_column), key=lambda w: w.total_column)),
         prefill_wall=(short, long) if short and long else None,
         compared=tuple(w.name for w in sorted(compared, key=lambda w: w.loop != "open")),  # open loop first
+        backend_facts=registry.backends[backend].item.card_facts if backend in registry.backends else (),
     )
 
 

@@ -25,8 +25,8 @@ NO_PREDICTOR = "no predictor is registered (the arena_prediction plugin is disab
 CALIBRATIONS = "calibrations"
 #: A fits file larger than this is not read (a store is outside data too), and the fits kept
 #: at most: each new set of runs adds a fit per fold, and the oldest go first.
-MAX_FITS_BYTES = 4 * 1024 * 1024
-MAX_FITS = 400
+MAX_FITS_BYTES = 64 * 1024 * 1024
+MAX_FITS = 10_000
 
 
 @frozen(kw_only=True)

@@ -193,7 +193,7 @@ def run_search(session: RunSession, shape: WorkloadSpec, settings: SearchSetting
         endpoint = session.start_backend()
         if fresh:
             session.record_search(settings.slo, attrs.asdict(settings))
-        progress(slots_line(session.manifest.backend_facts, session.plan.slots, settings.slots))
+        progress(slots_line(session.manifest.backend_facts.get(session.plan.backend.slots_fact), session.plan.slots, settings.slots))
         session.preflight(endpoint)
 
         def probe(load: float) -> Probe:
@@ -213,11 +213,11 @@ def run_search(session: RunSession, shape: WorkloadSpec, settings: SearchSetting
         session.finish(status)
 
 
-def slots_line(facts: Mapping[str, object], plan_slots: int | None, settings_slots: int | None) -> str:
-    """How many requests the server takes at once, as far as Arena knows it."""
-    slots = facts.get("parallel") or facts.get("max_num_seqs")
+def slots_line(slots: object, plan_slots: int | None, settings_slots: int | None) -> str:
+    """How many requests the server takes at once, as far as Arena knows it (``slots``: what the
+    backend's facts say, None for a server Arena attached to or left at its own default)."""
     if not slots:
-        return "server slots: the server's own (Arena attached to it; its -np or --max-num-seqs decides how many requests it serves at once)"
+        return "server slots: the server's own (Arena attached to it, or its engine's default: its own setting decides how many requests it serves at once)"
     why = "fixed by --slots" if settings_slots else ("a rate search's default; --slots sets them" if plan_slots else "sized for the largest probe")
     return f"server slots: {slots} ({why})"
 

@@ -111,3 +111,7 @@ class BackendSpec:
     #: How the server batches at its defaults, for a predictor to simulate; ``None``: not declared,
     #: and a predictor says its runs are not covered rather than simulate another engine.
     scheduling: Scheduling | None = None
+    #: The server's facts (:attr:`Backend.facts`) a card shows beside the backend's name, in order.
+    card_facts: tuple[str, ...] = ()
+    #: The fact that says how many requests the server it started serves at once.
+    slots_fact: str = ""

