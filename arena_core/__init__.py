@@ -18,7 +18,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.converter import CONVERTER
 from arena_core.errors import ArenaError, ConfigError, PluginError, ToolFailed, UnknownNameError, UsageError
-from arena_core.files import write_json_atomic
+from arena_core.files import parse_json, read_json_file, write_json_atomic
 from arena_core.hooks import ArenaHooks
 from arena_core.hookspecs import hookimpl, hookspec
 from arena_core.loadgen import *  # noqa: F403 -- the runner kit; its names are loadgen.__all__
@@ -65,6 +65,8 @@ __all__ = [
     "load_card",
     "load_cards",
     "make_plugin_manager",
+    "parse_json",
+    "read_json_file",
     "read_api_key",
     "read_manifest",
     "render_table",

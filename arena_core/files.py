@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +38,58 @@ def unreadable(path: Path, max_bytes: int) -> str | None:
     except OSError as exc:
         return exc.strerror or str(exc)
     return None
+
+
+#: Outside JSON nested deeper than this is refused: nothing Arena reads is nested past a dozen
+#: levels, and Python's parser would raise RecursionError (not a ValueError) far deeper down.
+MAX_JSON_DEPTH = 64
+
+
+def parse_json(text: str | bytes, *, max_bytes: int, **options: Any) -> Any:
+    """JSON from outside (a server's answer, a file's text): at most ``max_bytes`` and nested at
+    most :data:`MAX_JSON_DEPTH` deep, else a :class:`ValueError` saying which; never the
+    parser's ``RecursionError``. ``options`` go to :func:`json.loads` (``parse_float`` ...)."""
+    if len(text) > max_bytes:
+        raise ValueError(f"larger than {_size(max_bytes)}")
+    try:
+        data = json.loads(text, **options)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
+
+
+def _depth(data: Any) -> int:
+    """How deep ``data`` nests (a scalar: 0), walked without recursion."""
+    deepest, pending = 0, [(data, 1)]
+    while pending:
+        value, level = pending.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_JSON_DEPTH:  # past the limit, how much deeper does not matter
+                pending += [(child, level + 1) for child in (value.values() if isinstance(value, dict) else value)]
+    return deepest
+
+
+def read_json_file(path: Path, *, max_bytes: int) -> Any:
+    """A JSON file, read as outside data whoever wrote it (Arena's own files too: a store is
+    copied between boxes): a regular file, no link, at most ``max_bytes``, nested at most
+    :data:`MAX_JSON_DEPTH` deep. :class:`OSError` when it cannot be read, :class:`ValueError`
+    when it must not be or is not JSON; the caller names the file in its one line."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        facts = os.fstat(descriptor)
+        if not stat.S_ISREG(facts.st_mode):
+            raise ValueError("not a regular file")
+        if facts.st_size > max_bytes:
+            raise ValueError(f"larger than {_size(max_bytes)}")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+    finally:
+        os.close(descriptor)
+    return parse_json(data.decode("utf-8"), max_bytes=max_bytes)
+
+
+def _size(count: int) -> str:
+    return f"{count // 2**20} MiB" if count >= 2**20 else f"{count // 2**10 or 1} KiB"

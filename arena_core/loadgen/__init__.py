@@ -14,6 +14,7 @@ and :func:`run_measurement` to drive a coroutine on the measuring event loop;
 """
 
 from arena_core.loadgen.arrivals import arrival_offsets
+from arena_core.loadgen.bounded import read_bounded
 from arena_core.loadgen.chat import ChatClient, ServerRefused, record_from
 from arena_core.loadgen.closed_loop import ClosedLoopDriver, ClosedLoopPlan, SessionFacts
 from arena_core.loadgen.closed_metrics import llama_benchy_entry, request_metrics, token_timeline
@@ -70,6 +71,7 @@ __all__ = [
     "percentile_interval",
     "population_std",
     "random_lengths",
+    "read_bounded",
     "read_records",
     "record_from",
     "request_metrics",

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from arena_core.errors import ArenaError
+from arena_core.files import parse_json
 from arena_core.loadgen.http import BufferSink, Exchange, HttpClient, HttpError
 from arena_core.loadgen.plausible import checked_usage
 from arena_core.loadgen.stream import ChatStreamSink
@@ -13,6 +14,12 @@ from arena_core.redaction import redact
 from arena_core.types import Endpoint, RequestRecord
 
 CHAT_PATH = "/v1/chat/completions"
+#: A small JSON call answers in kilobytes (a long prompt's /tokenize in hundreds): past this a
+#: server floods, and its answer is no answer.
+MAX_CALL_BYTES = 16 * 2**20
+#: A set-up read (the model list, /tokenize, /tokenizer_info, /props) answers in seconds; past
+#: this a server trickles. Generation calls (a sanity request) keep the request timeout.
+SETUP_DEADLINE_S = 60.0
 
 
 class ServerRefused(ArenaError):
@@ -48,20 +55,21 @@ class ChatClient:
         exchange = await self.http.exchange(request, sink, timeout=self.request_timeout)
         return exchange, sink
 
-    async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any, Exchange]:
-        """A small JSON call (probe, tokenize, models); ``(status, parsed body or None, exchange)``."""
-        sink = BufferSink()
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None, *, deadline_s: float | None = None) -> tuple[int, Any, Exchange]:
+        """A small JSON call (probe, tokenize, models); ``(status, parsed body or None, exchange)``.
+        It ends within ``deadline_s`` (default: the request timeout) and :data:`MAX_CALL_BYTES`."""
+        sink = BufferSink(max_bytes=MAX_CALL_BYTES)
         request = self.http.build_request(method, path, None if body is None else encode_json(body))
-        exchange = await self.http.exchange(request, sink, timeout=self.request_timeout)
+        exchange = await self.http.exchange(request, sink, timeout=deadline_s or self.request_timeout)
         try:
-            parsed = json.loads(sink.body) if sink.body else None
-        except ValueError:
+            parsed = parse_json(sink.body, max_bytes=MAX_CALL_BYTES) if sink.body else None
+        except ValueError:  # not JSON, too large or too deep: no answer (each caller says what it lacked)
             parsed = None
         return exchange.status, parsed, exchange
 
-    async def call_ok(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    async def call_ok(self, method: str, path: str, body: dict[str, Any] | None = None, *, deadline_s: float | None = None) -> Any:
         """Like :meth:`call`, but a failure is a one-line :class:`ServerRefused`."""
-        status, parsed, exchange = await self.call(method, path, body)
+        status, parsed, exchange = await self.call(method, path, body, deadline_s=deadline_s)
         if exchange.error:  # the server is gone or broken, which is not the user's input
             raise HttpError(f"{method} {self.endpoint.base_url}{path}: {exchange.error}")
         if status == 401:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from arena_core.errors import UsageError
-from arena_core.loadgen.chat import ChatClient, ServerRefused
+from arena_core.loadgen.chat import SETUP_DEADLINE_S, ChatClient, ServerRefused
 from arena_core.loadgen.hub_cache import find_tokenizer
 from arena_core.loadgen.plausible import prompt_fits, vocabulary_problem
 
@@ -94,11 +94,12 @@ class ServerCodec:
             "/tokenize",
             # llama.cpp reads "content", vLLM "prompt" and "model"; each ignores the other keys.
             {"content": text, "prompt": text, "model": self._client.endpoint.model, "add_special": False, "add_special_tokens": False},
+            deadline_s=SETUP_DEADLINE_S,
         )
         return _token_list(answer)
 
     async def decode(self, ids: Sequence[int]) -> str:
-        answer = await self._client.call_ok("POST", "/detokenize", {"tokens": list(ids), "model": self._client.endpoint.model})
+        answer = await self._client.call_ok("POST", "/detokenize", {"tokens": list(ids), "model": self._client.endpoint.model}, deadline_s=SETUP_DEADLINE_S)
         text = answer.get("content", answer.get("prompt")) if isinstance(answer, dict) else None
         if not isinstance(text, str):
             raise UsageError(f"{self._client.endpoint.base_url}/detokenize answered without text")
@@ -106,7 +107,10 @@ class ServerCodec:
 
     async def encode_with_special(self, text: str) -> list[int]:
         answer = await self._client.call_ok(
-            "POST", "/tokenize", {"content": text, "prompt": text, "model": self._client.endpoint.model, "add_special": True, "add_special_tokens": True}
+            "POST",
+            "/tokenize",
+            {"content": text, "prompt": text, "model": self._client.endpoint.model, "add_special": True, "add_special_tokens": True},
+            deadline_s=SETUP_DEADLINE_S,
         )
         return _token_list(answer)
 
@@ -115,15 +119,17 @@ class ServerCodec:
         ``/tokenizer_info`` (the tokenizer's configuration, without a size), but both name the
         model: its ``tokenizer.json`` is then looked for on this machine (:mod:`hub_cache`)."""
         base = self._client.endpoint.base_url
-        models = await self._client.call_ok("GET", "/v1/models")
-        entries = [e for e in (models or {}).get("data", []) if isinstance(e, dict)] if isinstance(models, dict) else []
+        models = await self._client.call_ok("GET", "/v1/models", deadline_s=SETUP_DEADLINE_S)
+        listed = models.get("data") if isinstance(models, dict) else None
+        entries = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []  # whatever shape a server sends
         for entry in entries:
-            size = (entry.get("meta") or {}).get("n_vocab")
+            meta = entry.get("meta")
+            size = meta.get("n_vocab") if isinstance(meta, dict) else None
             if isinstance(size, int) and size > 0:
                 if problem := vocabulary_problem(size):  # it sizes the ids the random dataset draws from
                     raise ServerRefused(f"{base}/v1/models: {problem}")
                 return size, frozenset(), await self._special_added()
-        status, info, exchange = await self._client.call("GET", "/tokenizer_info")
+        status, info, exchange = await self._client.call("GET", "/tokenizer_info", deadline_s=SETUP_DEADLINE_S)
         named = info.get("name_or_path") if status == 200 and not exchange.error and isinstance(info, dict) else None
         names = [n for n in (named, *(e.get("root") for e in entries), *(e.get("id") for e in entries)) if isinstance(n, str) and n]
         found = find_tokenizer(names, server_here=self._client.endpoint.on_this_machine)
@@ -144,7 +150,9 @@ class ServerCodec:
     @staticmethod
     async def probe(client: ChatClient) -> bool:
         """Whether the server tokenizes (one small call)."""
-        status, parsed, exchange = await client.call("POST", "/tokenize", {"content": "probe", "prompt": "probe", "model": client.endpoint.model})
+        status, parsed, exchange = await client.call(
+            "POST", "/tokenize", {"content": "probe", "prompt": "probe", "model": client.endpoint.model}, deadline_s=SETUP_DEADLINE_S
+        )
         return not exchange.error and status == 200 and _token_list(parsed, strict=False) is not None
 
 

@@ -33,14 +33,19 @@ class BodySink(Protocol):
     def on_body(self, t_ns: int, data: bytes) -> None: ...
 
 
+MAX_RESPONSE_BYTES = 256 * 2**20
+
+
 class BufferSink:
     """Keeps the whole body: for small JSON calls (probes, /tokenize, /v1/models)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_bytes: int = MAX_RESPONSE_BYTES) -> None:
         self.status = 0
         self.headers: Mapping[str, str] = {}
         self.parts: list[bytes] = []
         self.first_body_ns: int | None = None
+        #: a response past this many bytes fails the exchange (a small call's answer is small)
+        self.max_bytes = max_bytes
 
     def on_head(self, t_ns: int, status: int, headers: Mapping[str, str]) -> None:
         self.status, self.headers = status, headers
@@ -74,7 +79,6 @@ class HttpError(ServerLost):
 _HEAD, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(7)
 #: What one response may be, or it is a failed request: a server that sends without end must not
 #: fill the client's memory (a streamed answer of 100,000 tokens is about 30 MB of events).
-MAX_RESPONSE_BYTES = 256 * 2**20
 MAX_HEAD_BYTES = 64 * 2**10
 MAX_CHUNK_SIZE_LINE = 64  # a hexadecimal size and an extension, in chunked transfer encoding
 
@@ -135,6 +139,7 @@ class _Connection(asyncio.Protocol):
         self._status = 0
         self._keep_alive = True
         self._received = 0
+        self._limit = MAX_RESPONSE_BYTES
 
     # --- asyncio.Protocol ----------------------------------------------------------------
 
@@ -168,8 +173,8 @@ class _Connection(asyncio.Protocol):
         if self._state == _DONE:
             return  # bytes after a finished response on a connection we no longer trust
         self._received += len(data)
-        if self._received > MAX_RESPONSE_BYTES:
-            self._fail(t, f"response larger than {MAX_RESPONSE_BYTES // 2**20} MiB")
+        if self._received > self._limit:
+            self._fail(t, f"response larger than {self._limit // 2**20 or 1} MiB")
             return
         if self._buffer:
             data = self._buffer + data
@@ -194,6 +199,7 @@ class _Connection(asyncio.Protocol):
     def send(self, request: bytes, sink: BodySink) -> asyncio.Future[Exchange]:
         assert self.transport is not None and self._state == _DONE
         self._sink = sink
+        self._limit = getattr(sink, "max_bytes", MAX_RESPONSE_BYTES)  # a small call's sink says its own
         self._done = asyncio.get_running_loop().create_future()
         self._state, self._buffer, self._head_ns, self._status, self._received = _HEAD, b"", None, 0, 0
         self._sent_ns = time.perf_counter_ns()

@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 
 from arena_core.converter import CONVERTER
+from arena_core.files import parse_json
 from arena_core.redaction import redact
 from arena_core.types import RequestRecord
 
@@ -38,6 +39,10 @@ class RecordWriter:
         self.write_lines(self.lines(records))
 
 
+#: One request's record is its timings and its text: a line past this is not one.
+MAX_RECORD_BYTES = 16 * 2**20
+
+
 def read_records(path: Path) -> list[RequestRecord]:
     """All records of a file, in order; a last line cut off by a crash is ignored."""
     records = []
@@ -45,5 +50,5 @@ def read_records(path: Path) -> list[RequestRecord]:
         for line in handle:
             if not line.endswith("\n"):
                 break  # a partial last line from an interrupted write
-            records.append(CONVERTER.structure(json.loads(line), RequestRecord))
+            records.append(CONVERTER.structure(parse_json(line, max_bytes=MAX_RECORD_BYTES), RequestRecord))
     return records

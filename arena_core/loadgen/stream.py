@@ -103,7 +103,7 @@ class ChatStreamSink:
                     continue
             try:
                 event = _decode_at(line, 6 if line[5:6] == " " else 5)[0]
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
                 if "[DONE]" not in line:
                     self.malformed_events += 1
                 continue
@@ -124,20 +124,26 @@ class ChatStreamSink:
         choices = event.get("choices")
         if not choices or type(choices) is not list:
             return
+        choice = choices[0]
+        delta = (choice.get("delta") or {}) if type(choice) is dict else None
+        if type(delta) is not dict:
+            self.malformed_events += 1  # a choice or delta of the wrong shape: counted, never a crash
+            return
         if self.first_response_ns is None:
             self.first_response_ns = t_ns
-        choice = choices[0]
-        delta = choice.get("delta") or {}
         content = delta.get("content")
         if content:
+            if type(content) is not str:
+                self.malformed_events += 1  # text of the wrong type is never taken as text
+                return
             kind = ANSWER
             self.content.append(content)
-        elif delta.get("reasoning"):
-            kind = REASONING
-            self.reasoning.append(delta["reasoning"])
-        elif delta.get("reasoning_content"):
-            kind = REASONING_CONTENT
-            self.reasoning.append(delta["reasoning_content"])
+        elif thought := delta.get("reasoning") or delta.get("reasoning_content"):
+            if type(thought) is not str:
+                self.malformed_events += 1
+                return
+            kind = REASONING if delta.get("reasoning") else REASONING_CONTENT
+            self.reasoning.append(thought)
         elif delta.get("tool_calls") or delta.get("function_call"):
             kind = TOOL_CALL
         elif content == "" and "role" not in delta:

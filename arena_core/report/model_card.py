@@ -8,6 +8,7 @@ validity, scale), findings, hardware and backend, memory and energy, and each wo
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 
 from tabulate import tabulate
@@ -76,7 +77,7 @@ def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
         if backend.get(key) is not None:
             rows.append((key.replace("_", " "), str(backend[key])))
     if isinstance(backend.get("command"), list):
-        rows.append(("server command", " ".join(str(part) for part in backend["command"])))
+        rows.append(("server command", shlex.join(str(part) for part in backend["command"])))
     return rows
 
 

@@ -9,7 +9,6 @@ where it came from, so it is ranked and rendered beside native runs.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
@@ -21,7 +20,7 @@ import attrs
 
 from arena_core import __version__
 from arena_core.errors import UnknownNameError, UsageError
-from arena_core.files import unreadable
+from arena_core.files import parse_json, unreadable
 from arena_core.registry import KINDS, Registry
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, ModelMemory, write_manifest
@@ -59,7 +58,7 @@ def read_json(path: Path) -> Any:
     if problem := unreadable(path, MAX_IMPORT_BYTES):
         raise UsageError(f"{path}: {problem}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"), parse_float=_finite, parse_constant=_no_constant)
+        return parse_json(path.read_text(encoding="utf-8"), max_bytes=MAX_IMPORT_BYTES, parse_float=_finite, parse_constant=_no_constant)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -4,7 +4,6 @@ store keeps for it: each hardware and engine's calibration, and the fits of the 
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Iterator, MutableMapping, Sequence
@@ -15,7 +14,7 @@ from cattrs.errors import BaseValidationError
 
 from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
-from arena_core.files import write_json_atomic
+from arena_core.files import read_json_file, write_json_atomic
 from arena_core.registry import Registry
 from arena_core.types import BackendSpec, Calibration, LedgerLine, ModelCard, ModelSpec, PredictionSetup, Predictor, PredictorSpec
 
@@ -27,6 +26,8 @@ CALIBRATIONS = "calibrations"
 #: at most: each new set of runs adds a fit per fold, and the oldest go first.
 MAX_FITS_BYTES = 64 * 1024 * 1024
 MAX_FITS = 10_000
+#: A calibration is a dozen figures: a file larger than this is not one.
+MAX_CALIBRATION_BYTES = 64 * 1024
 
 
 @frozen(kw_only=True)
@@ -86,7 +87,7 @@ def load_calibration(store: Path, hardware: str, backend: BackendSpec) -> Calibr
     """The stored fit of ``hardware`` and ``backend``'s engine, or None (none stored, or not readable)."""
     path = calibration_path(store, hardware, engine_name(backend))
     try:
-        return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), Calibration)
+        return CONVERTER.structure(read_json_file(path, max_bytes=MAX_CALIBRATION_BYTES), Calibration)
     except (OSError, ValueError, TypeError, KeyError, BaseValidationError):  # a damaged file is no calibration, never a crash
         return None
 
@@ -102,11 +103,10 @@ class StoredFits(MutableMapping[str, dict]):
         self._fits: dict[str, dict] = {}
         self._changed = False
         try:
-            if path.stat().st_size <= MAX_FITS_BYTES:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(data, dict):
-                    self._fits = {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
-        except (OSError, ValueError, RecursionError):
+            data = read_json_file(path, max_bytes=MAX_FITS_BYTES)
+            if isinstance(data, dict):
+                self._fits = {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
+        except (OSError, ValueError):
             self._fits = {}
 
     @classmethod

@@ -5,12 +5,12 @@ disappeared or appeared since."""
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import attrs
 
-from arena_core.run.manifest import MANIFEST, Manifest, content_seal, read_manifest
+from arena_core.files import read_json_file
+from arena_core.run.manifest import MANIFEST, MAX_MANIFEST_BYTES, Manifest, content_seal, read_manifest
 from arena_core.run.store import WRITER_LOCK
 
 
@@ -43,7 +43,7 @@ def verify(run_dir: Path) -> tuple[int, list[str]]:
     if recorded is None:
         return 0, [f"{run_dir / MANIFEST}: no file hashes recorded (a run stored before Arena sealed runs, or still running)"]
     current = file_hashes(run_dir)
-    stored = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    stored = read_json_file(run_dir / MANIFEST, max_bytes=MAX_MANIFEST_BYTES)  # read_manifest above read it whole
     problems = [] if stored.get("seal") in (None, content_seal(stored)) else [f"{MANIFEST}: changed (its content no longer matches its seal)"]
     problems += [f"{name}: changed (SHA-256 differs)" for name, digest in recorded.items() if name in current and current[name] != digest]
     problems += [f"{name}: missing" for name in recorded if name not in current]

@@ -20,11 +20,13 @@ from attrs import field, frozen
 from arena_core import bounds
 from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
-from arena_core.files import write_json_atomic
+from arena_core.files import read_json_file, write_json_atomic
 from arena_core.redaction import redact
 from arena_core.types import HardwareProfile, QualityScore
 
 MANIFEST = "manifest.json"
+#: A manifest is tens of kilobytes (its commands, facts and file hashes); a file past this is not one.
+MAX_MANIFEST_BYTES = 16 * 2**20
 MEASURED_BY_ARENA = "measured by Arena"
 
 RunStatus = Literal["running", "completed", "interrupted", "failed"]
@@ -118,7 +120,7 @@ def read_manifest(run_dir: Path) -> Manifest:
     """The manifest of the run in ``run_dir``; an unreadable one is a one-line error naming it."""
     path = run_dir / MANIFEST
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, max_bytes=MAX_MANIFEST_BYTES)
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: unreadable manifest ({exc})") from None
     if not isinstance(data, dict):

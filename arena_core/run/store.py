@@ -8,7 +8,6 @@ name and renamed, so a crash never leaves half a file.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -19,11 +18,13 @@ from typing import Any
 
 from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
-from arena_core.files import write_json_atomic
+from arena_core.files import read_json_file, write_json_atomic
 from arena_core.run.manifest import MANIFEST, Manifest
 from arena_core.types import WorkloadResult
 
 RESULT = "result.json"
+#: A workload result is a few kilobytes of figures; a file past this is not one.
+MAX_RESULT_BYTES = 4 * 2**20
 #: The lock file of a run's one writer (:class:`RunLock`): not a result, not sealed.
 WRITER_LOCK = ".writer"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -108,7 +109,7 @@ def load_result(run_dir: Path, name: str) -> WorkloadResult | None:
     if not path.is_file():
         return None
     try:
-        return CONVERTER.structure(json.loads(path.read_text(encoding="utf-8")), WorkloadResult)
+        return CONVERTER.structure(read_json_file(path, max_bytes=MAX_RESULT_BYTES), WorkloadResult)
     except Exception as exc:  # not JSON, or not a result (cattrs raises its own validation group)
         raise UsageError(f"{path}: not a readable workload result ({type(exc).__name__}: {str(exc)[:120]})") from None
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arena_core.loadgen.bounded import read_bounded
 from arena_core.run.manifest import ModelMemory
 from arena_core.run.probes import Probe, meminfo_probe, throttle_reason_names
 
@@ -99,16 +100,9 @@ def read_metrics(url: str) -> dict[str, float] | None:
 
 def read_metrics_page(url: str) -> str | None:
     """The Prometheus page at ``url`` as text, or None (absent, too slow, too large)."""
-    started = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=METRICS_DEADLINE_S) as answer:
-            chunks, size = [], 0
-            while chunk := answer.read1(1 << 16):
-                size += len(chunk)
-                if size > METRICS_MAX_BYTES or time.monotonic() - started > METRICS_DEADLINE_S:
-                    return None
-                chunks.append(chunk)
-            return b"".join(chunks).decode("utf-8", "replace")
+            return read_bounded(answer, max_bytes=METRICS_MAX_BYTES, deadline_s=METRICS_DEADLINE_S).decode("utf-8", "replace")
     except (urllib.error.URLError, OSError, ValueError):
         return None
 

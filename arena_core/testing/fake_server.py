@@ -43,6 +43,19 @@ SANITY_QUESTION = "Reply with one word: hello"
 #: and replacement characters instead of text (a broken model file, a wrong template). The sanity
 #: question is not counted among the ``fail_every`` requests: faults land on the measured traffic.
 FAULTS = ("none", "reset", "malformed", "stall", "http", "slow-start", "content-type", "no-usage", "exit", "echo-auth", "garbage")
+#: Faults of the model list, a set-up read: JSON nested 100,000 deep, a body that never ends,
+#: one byte a second (each answers the first GET /v1/models, then behaves).
+FAULTS += ("deep-models", "flood-models", "trickle-models")
+#: Events of every wrong shape before the first content of each stream: a choice that is a
+#: number, a delta that is a list, content that is a number, JSON nested 100,000 deep.
+FAULTS += ("hostile-events",)
+HOSTILE_EVENTS = (
+    b'data: {"choices": [7]}\n\n',
+    b'data: {"choices": [{"delta": [1, 2]}]}\n\n',
+    b'data: {"choices": [{"delta": {"content": 5}}]}\n\n',
+    b'data: {"choices": [{"delta": {"reasoning": {"x": 1}}}]}\n\n',
+    b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n",
+)
 
 
 @frozen(kw_only=True)
@@ -161,6 +174,7 @@ class FakeOpenAIServer:
         self._frame_cache: dict[tuple[int, bool, str | None], bytes] = {}
         self._slots = asyncio.Semaphore(config.slots) if config.slots > 0 else None
         self._decoding = 0  # streams writing tokens now (for ``shared_tps``)
+        self._models_fault_done = False
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -194,6 +208,23 @@ class FakeOpenAIServer:
         completion = config.claim_completion_tokens if config.claim_completion_tokens is not None else completion
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
+    async def _hostile_models(self, conn: _Connection) -> None:
+        """The model list as an attacker serves it (the ``*-models`` faults)."""
+        if self.config.fault == "deep-models":
+            conn.respond(200, b"[" * 100_000 + b"]" * 100_000, "application/json")
+            return
+        conn.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.write_chunk(b'{"data": [')
+        for _ in range(600):  # bounded: ten minutes of trickle, or 600 MiB of flood, then it stops
+            if conn.transport is None or conn.transport.is_closing():
+                return
+            if self.config.fault == "flood-models":
+                conn.write_chunk(b" " * 2**20)
+                await conn.drain()
+            else:
+                conn.write_chunk(b" ")
+                await asyncio.sleep(1.0)
+
     def prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
         # A chat template of 1 token, 3 per message and 2 at the end, like a small real one.
         return 1 + sum(3 + len(self.tokens.encode(_message_text(m.get("content")))) for m in messages) + 2
@@ -209,6 +240,9 @@ class FakeOpenAIServer:
             return
         if method == "GET" and path in ("/health", "/v1/health"):
             conn.respond_json(200, {"status": "ok"})
+        elif method == "GET" and path == "/v1/models" and self.config.fault.endswith("-models") and not self._models_fault_done:
+            self._models_fault_done = True
+            await self._hostile_models(conn)
         elif method == "GET" and path == "/v1/models":
             model: dict[str, Any] = {"id": self.config.model, "object": "model", "root": self.config.model}
             if (self.tokens.exact and self.config.vocabulary) or self.config.claim_n_vocab is not None:  # as llama.cpp reports it
@@ -413,6 +447,8 @@ class FakeOpenAIServer:
                 frame = self._chat_frame(n, with_ids, "length" if last else None)
             if fault == "malformed" and sent == 0:
                 pending.append(b'data: {"choices": [{"delta": {"content": "br\n\n')
+            if fault == "hostile-events" and sent == 0:
+                pending += HOSTILE_EVENTS
             pending.append(frame)
             sent += n
             if fault == "reset" and sent >= count // 2:

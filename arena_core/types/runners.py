@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import shlex
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -178,4 +179,6 @@ class RunnerSpec:
         if self.command is None:
             return None
         extra = self.command_options(workload, options) if options is not None and self.command_options is not None else []
-        return " ".join([*self.command(workload, base_url, model), *extra])
+        # quoted for a shell, whatever a server or a file named the model (a ";" or "$(...)" in it
+        # is text, never a second command)
+        return shlex.join([*self.command(workload, base_url, model), *extra])

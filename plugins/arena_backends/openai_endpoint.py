@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from arena_core import BackendRequest, Endpoint, UsageError, read_api_key
+from arena_core import BackendRequest, Endpoint, UsageError, parse_json, read_api_key, read_bounded
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -19,6 +18,11 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirects)
+#: A set-up read answers in seconds and kilobytes: past these the server trickles or floods.
+SETUP_DEADLINE_S = 15.0
+SETUP_MAX_BYTES = 4 * 2**20
+#: The longest model id Arena takes from a server's list.
+MAX_MODEL_ID = 512
 
 
 class ExistingEndpoint:
@@ -33,7 +37,9 @@ class ExistingEndpoint:
 
     def start(self) -> Endpoint:
         listing = self._get("/v1/models")
-        ids = [entry.get("id") for entry in listing.get("data", []) if isinstance(entry, dict)]
+        entries = listing.get("data") if isinstance(listing.get("data"), list) else []
+        # an id is text of a sane length, whatever else a server lists
+        ids = [entry["id"] for entry in entries if isinstance(entry, dict) and isinstance(entry.get("id"), str) and 0 < len(entry["id"]) <= MAX_MODEL_ID]
         if self.model is None:
             if not ids:
                 raise UsageError(f"{self.base_url}/v1/models lists no model; name one with --served-model")
@@ -45,8 +51,11 @@ class ExistingEndpoint:
         if self.key:
             request.add_header("Authorization", f"Bearer {self.key}")
         try:
-            with _OPENER.open(request, timeout=10) as answer:
-                return json.loads(answer.read() or b"{}")
+            with _OPENER.open(request, timeout=SETUP_DEADLINE_S) as answer:
+                found = parse_json(read_bounded(answer, max_bytes=SETUP_MAX_BYTES, deadline_s=SETUP_DEADLINE_S) or b"{}", max_bytes=SETUP_MAX_BYTES)
+            if not isinstance(found, dict):
+                raise ValueError("not a JSON object")
+            return found
         except urllib.error.HTTPError as exc:
             if exc.code == 401:
                 raise UsageError(f"{self.base_url} rejected the API key (HTTP 401)") from None
@@ -56,7 +65,9 @@ class ExistingEndpoint:
                     "give the final address as --base-url"
                 ) from None
             raise UsageError(f"{self.base_url}{path}: HTTP {exc.code}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except ValueError as exc:  # too slow, too large, too deep, not JSON: a broken server, said in one line
+            raise UsageError(f"{self.base_url}{path}: {exc}") from None
+        except (urllib.error.URLError, OSError) as exc:
             raise UsageError(f"--base-url {self.base_url} does not answer: {getattr(exc, 'reason', exc)}") from None
 
     def stop(self) -> None:

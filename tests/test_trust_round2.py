@@ -1,0 +1,105 @@
+"""Trust, round 2 (issue 29): outside bytes on the surfaces added since the first trust pass,
+played as an attacker would, through the console script. One mechanism per class; each test
+fails without its mechanism."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arena_core.testing import rig_run_argv
+from arena_core.testing.fake_server import FakeServerProcess
+
+
+def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout)
+
+
+HOSTILE_MODEL = "evil; touch pwned $(id) `id` 'quoted'"
+
+
+def test_commands_shown_for_a_shell_are_quoted_whatever_the_server_named_its_model(rig_run):
+    """Class 7: a model id with a ';', a '$(...)' and quotes is one argument of every reference
+    command on the card (shlex.join), never a second command."""
+    run_dir = rig_run("--model", HOSTILE_MODEL)
+    card = json.loads(arena("card", run_dir.name, "--output", str(run_dir.parent), "--format", "json").stdout)
+    commands = [line["command"] for line in card["card"]["workloads"] if line["command"]]
+    assert commands
+    for command in commands:
+        words = shlex.split(command)
+        assert words[words.index("--model") + 1] == HOSTILE_MODEL, command
+    text = arena("card", run_dir.name, "--output", str(run_dir.parent)).stdout
+    assert shlex.quote(HOSTILE_MODEL) in text
+
+
+TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+
+
+def run_against(tmp_path: Path, *rig_args: str, workloads: str = "chat") -> subprocess.CompletedProcess:
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), *rig_args]) as rig:
+        argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads=workloads, scale="0.02")
+        return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ("deep-models", "/v1/models: nested deeper than 64 levels"),
+        ("flood-models", "/v1/models: the answer is larger than"),
+        ("trickle-models", "/v1/models: the answer took longer than 15 s"),
+    ],
+)
+def test_a_hostile_model_list_is_one_line_with_a_deadline_and_a_cap(tmp_path, fault, said):
+    """Classes 1 and 2: the attach path's first read, the model list, nested 100,000 deep,
+    flooded with 600 MiB, or trickled a byte a second: one line naming the read and what was
+    wrong, exit 2, no traceback, within the set-up deadline (15 s) and its size cap."""
+    started = time.monotonic()
+    done = run_against(tmp_path, "--fault", fault)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert said in done.stderr and "Traceback" not in done.stderr
+    assert time.monotonic() - started < 120  # the trickle would take ten minutes
+
+
+def test_stream_events_of_every_wrong_shape_are_counted_never_a_crash(tmp_path):
+    """Class 1 on the measured path: a choice that is a number, a delta that is a list, content
+    that is a number, reasoning that is an object, an event nested 100,000 deep, before each
+    stream's content: each is a counted malformed event of its request; the run completes."""
+    done = run_against(tmp_path, "--fault", "hostile-events", "--fail-every", "1")
+    assert "Traceback" not in done.stderr and done.returncode in (0, 4), done.stderr[-2000:]
+    (run_dir,) = [p for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file()]
+    records = [json.loads(line) for line in (run_dir / "workloads" / "chat" / "records.jsonl").read_text().splitlines()]
+    measured = [r for r in records if not r["warmup"]]
+    assert measured and all(r["malformed_events"] == 5 for r in measured)
+    assert all(r["content"] and r["http_status"] == 200 for r in measured)  # the real content after them was read
+
+
+def test_arenas_own_files_are_read_as_outside_files(tmp_path):
+    """Class 9: a calibration that is a FIFO (which would block a plain read for ever) or JSON
+    nested 100,000 deep is no calibration (tier 0); a ledger-fits file that is a FIFO is no cache;
+    a manifest nested 100,000 deep is one line naming it. Nothing hangs, nothing crashes."""
+    store = tmp_path / "store"
+    assert arena("import", "--seeds", "--output", str(store)).returncode == 0
+    calibrations = store / "calibrations"
+    calibrations.mkdir()
+    os.mkfifo(calibrations / "gb10--vllm.json")
+    predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--workloads", "chat", "--output", str(store), timeout=120)
+    assert predicted.returncode == 0 and "tier 0" in predicted.stdout
+    (calibrations / "gb10--vllm.json").unlink()
+    (calibrations / "gb10--vllm.json").write_text("[" * 100_000 + "]" * 100_000)
+    predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--workloads", "chat", "--output", str(store), timeout=120)
+    assert predicted.returncode == 0 and "tier 0" in predicted.stdout and "Traceback" not in predicted.stderr
+    os.mkfifo(calibrations / "ledger-fits--step-simulator.json")
+    run_ids = sorted(p.name for p in store.iterdir() if (p / "manifest.json").is_file())
+    card = arena("card", run_ids[0], "--output", str(store), timeout=300)
+    assert card.returncode == 0 and "Predicted vs measured" in card.stdout
+    (store / run_ids[1] / "manifest.json").write_text("{" + '"a":{' * 100_000 + "}" * 100_001)
+    broken = arena("card", run_ids[1], "--output", str(store), timeout=120)
+    assert broken.returncode == 2 and "manifest.json: unreadable manifest (nested deeper than 64 levels)" in broken.stderr
+    assert "Traceback" not in broken.stderr
