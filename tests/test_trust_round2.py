@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_core.testing import rig_run_argv
+from arena_core.testing import arena_argv, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
 
@@ -103,3 +103,24 @@ def test_arenas_own_files_are_read_as_outside_files(tmp_path):
     broken = arena("card", run_ids[1], "--output", str(store), timeout=120)
     assert broken.returncode == 2 and "manifest.json: unreadable manifest (nested deeper than 64 levels)" in broken.stderr
     assert "Traceback" not in broken.stderr
+
+
+def test_a_server_lost_between_workloads_is_a_lost_server_with_the_resume_line(tmp_path):
+    """Class 3: the server goes away after the first workload; the second workload's first
+    request (its /tokenize probe) finds nobody. That is exit 5 with the finished workload kept and
+    the resume line, never "has no /tokenize" (bad input, exit 2)."""
+    tokenizer = str(TOKENIZER / "tokenizer.json")
+
+    def run(rig: FakeServerProcess, output: str) -> subprocess.CompletedProcess:
+        argv = arena_argv("run", "--base-url", rig.url, "--workloads", "chat,monday-peak", "--scale", "0.02", "--output", str(tmp_path / output))
+        return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+
+    with FakeServerProcess(["--tokenizer", tokenizer]) as rig:
+        healthy = run(rig, "healthy")
+        probes = sum(1 for entry in rig.stop() if entry.get("probe"))  # the last: the second workload's, as it starts
+    assert healthy.returncode == 0 and probes >= 2, healthy.stderr[-2000:]
+    with FakeServerProcess(["--tokenizer", tokenizer, "--vanish-at-probe", str(probes)]) as rig:
+        done = run(rig, "store")
+    assert done.returncode == 5, done.stderr[-2000:]
+    assert "monday-peak: the server stopped answering" in done.stderr and "1 finished workloads are kept" in done.stderr, done.stderr
+    assert "arena run --resume" in done.stderr and "has no /tokenize" not in done.stderr and "Traceback" not in done.stderr

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from arena_core.errors import UsageError
 from arena_core.loadgen.chat import SETUP_DEADLINE_S, ChatClient, ServerRefused
+from arena_core.loadgen.http import HttpError
 from arena_core.loadgen.hub_cache import find_tokenizer
 from arena_core.loadgen.plausible import prompt_fits, vocabulary_problem
 
@@ -130,6 +131,8 @@ class ServerCodec:
                     raise ServerRefused(f"{base}/v1/models: {problem}")
                 return size, frozenset(), await self._special_added()
         status, info, exchange = await self._client.call("GET", "/tokenizer_info", deadline_s=SETUP_DEADLINE_S)
+        if exchange.error:  # gone, not "without /tokenizer_info"
+            raise HttpError(f"GET {base}/tokenizer_info: {exchange.error}")
         named = info.get("name_or_path") if status == 200 and not exchange.error and isinstance(info, dict) else None
         names = [n for n in (named, *(e.get("root") for e in entries), *(e.get("id") for e in entries)) if isinstance(n, str) and n]
         found = find_tokenizer(names, server_here=self._client.endpoint.on_this_machine)
@@ -153,7 +156,9 @@ class ServerCodec:
         status, parsed, exchange = await client.call(
             "POST", "/tokenize", {"content": "probe", "prompt": "probe", "model": client.endpoint.model}, deadline_s=SETUP_DEADLINE_S
         )
-        return not exchange.error and status == 200 and _token_list(parsed, strict=False) is not None
+        if exchange.error:  # no answer at all is a server that went away, never one without /tokenize
+            raise HttpError(f"POST {client.endpoint.base_url}/tokenize: {exchange.error}")
+        return status == 200 and _token_list(parsed, strict=False) is not None
 
 
 def _token_list(answer: Any, strict: bool = True) -> list[int] | None:

@@ -96,6 +96,10 @@ class FakeServerConfig:
     #: server bound by its memory bandwidth: n streams get ``shared_tps / n`` each, never more
     #: than one ``decode_gap_s`` allows); 0: every stream decodes at its own pace.
     shared_tps: float = 0.0
+    #: Exit (as a server that was stopped) when the N-th tokenizer probe arrives (a ``/tokenize``
+    #: of the text "probe", which a runner sends as it starts a workload), unanswered: the server
+    #: is gone between two workloads; 0: never.
+    vanish_at_probe: int = 0
     #: Serve vLLM's opt-in ``GET /tokenizer_info`` (``--enable-tokenizer-info-endpoint``) naming
     #: the tokenizer this (vLLM's ``name_or_path``: a hub id or the directory it was loaded from).
     tokenizer_info: str | None = None
@@ -175,6 +179,7 @@ class FakeOpenAIServer:
         self._slots = asyncio.Semaphore(config.slots) if config.slots > 0 else None
         self._decoding = 0  # streams writing tokens now (for ``shared_tps``)
         self._models_fault_done = False
+        self._probes = 0
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -249,7 +254,13 @@ class FakeOpenAIServer:
                 model["meta"] = {"n_vocab": self.config.claim_n_vocab if self.config.claim_n_vocab is not None else self.tokens.vocab_size}
             conn.respond_json(200, {"object": "list", "data": [model]})
         elif method == "POST" and path in ("/tokenize", "/detokenize") and self.tokens.exact:
-            self._tokenize(conn, path, json.loads(body or b"{}"))
+            asked = json.loads(body or b"{}")
+            if path == "/tokenize" and asked.get("content") == "probe":
+                entry["probe"] = True
+                self._probes += 1
+                if self.config.vanish_at_probe and self._probes >= self.config.vanish_at_probe:
+                    os._exit(0)  # gone, the probe unanswered
+            self._tokenize(conn, path, asked)
         elif method == "POST" and path == "/v1/chat/completions":
             self._in_flight += 1
             try:
@@ -633,6 +644,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kv-cache-on", choices=("gpu", "cpu"), default="gpu", help="where /metrics says the KV cache lives")
     parser.add_argument("--tokenizer-info", metavar="NAME", help="serve vLLM's opt-in GET /tokenizer_info, naming the tokenizer NAME")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
+    parser.add_argument("--vanish-at-probe", type=int, default=0, help="exit when the N-th /tokenize of 'probe' arrives, unanswered (0: never)")
     parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
     return parser
 
@@ -664,6 +676,7 @@ def main(argv: list[str] | None = None) -> None:
         slots=args.slots,
         shared_tps=args.shared_tps,
         tokenizer_info=args.tokenizer_info,
+        vanish_at_probe=args.vanish_at_probe,
     )
 
     async def serve() -> None:
