@@ -5,6 +5,7 @@ fails without its mechanism."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from arena_core import OpenLoopShape, arrival_offsets
 from arena_core.testing import arena_argv, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
@@ -124,3 +126,31 @@ def test_a_server_lost_between_workloads_is_a_lost_server_with_the_resume_line(t
     assert done.returncode == 5, done.stderr[-2000:]
     assert "monday-peak: the server stopped answering" in done.stderr and "1 finished workloads are kept" in done.stderr, done.stderr
     assert "arena run --resume" in done.stderr and "has no /tokenize" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_rate_no_run_could_finish_is_refused_with_the_time_it_would_take(tmp_path):
+    """Class 8: within its bounds (above 0) a request rate can still be one whose schedule would
+    outlast a human life; it is refused in one line with that time, from the command line, the
+    config file and a capacity search's --start, before any server is asked anything."""
+    done = arena("run", "--workloads", "office-baseline", "--set", "request_rate=1e-300", "--output", str(tmp_path / "store"))
+    assert done.returncode == 2 and "200 prompts at 1e-300 req/s would take 6.34e+294 years to send" in done.stderr
+    (tmp_path / "arena.toml").write_text("[workloads.office-baseline]\nrequest_rate = 1e-9\n")
+    configured = subprocess.run(arena_argv("run", "--workloads", "office-baseline"), capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert configured.returncode == 2 and "arena.toml: $.workloads.office-baseline: 200 prompts at 1e-09 req/s would take 6,338 years" in configured.stderr
+    searched = arena("capacity", "--load", "rate", "--start", "0.000001", "--base-url", "http://127.0.0.1:9", "--output", str(tmp_path / "store"))
+    assert searched.returncode == 2 and "--start 1e-06" in searched.stderr and "would take 231 days to send" in searched.stderr
+    assert all("Traceback" not in p.stderr for p in (done, configured, searched))
+
+
+@pytest.mark.parametrize("rate", [1e-300, 1e-6, 0.5, 1e300, math.inf])
+@pytest.mark.parametrize("burstiness", [1e-9, 1.0, 1000.0])
+def test_no_bounded_rate_or_burstiness_overflows(rate, burstiness):
+    """Class 8: every bounded rate and burstiness is a schedule or a one-line refusal (a
+    ValueError naming the time), never an OverflowError or a schedule that never ends."""
+    try:
+        shape = OpenLoopShape(dataset="random", input_tokens=16, output_tokens=16, request_rate=rate, burstiness=burstiness, num_prompts=1000)
+    except ValueError as exc:
+        assert "would take" in str(exc)
+        return
+    offsets = arrival_offsets(shape.num_prompts, shape.request_rate, shape.burstiness, 42)
+    assert len(offsets) == 1000 and all(math.isfinite(t) and 0 <= t for t in offsets)

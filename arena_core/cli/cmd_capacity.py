@@ -84,7 +84,11 @@ def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> No
         raise UsageError(f"--workload {base.name} is open-loop: search it over request rate (--load rate), or name a closed-loop workload")
     if settings.load == "rate" and isinstance(shape.shape, ClosedLoopShape):
         raise UsageError(f"--workload {base.name} is closed-loop: search it over users (--load users), or name an open-loop workload")
-    plan = attrs.evolve(plan, workloads=(probe_workload(shape, settings, settings.limit),))  # the server is sized for the largest probe
+    try:  # each end of the search is a workload that must be able to run, before a server starts
+        probe_workload(shape, settings, settings.start)
+        plan = attrs.evolve(plan, workloads=(probe_workload(shape, settings, settings.limit),))  # the server is sized for the largest probe
+    except ValueError as exc:
+        raise UsageError(f"--start {settings.start:g} / --limit {settings.limit:g}: {exc}") from None
     if settings.load == "rate" and plan.slots is None and not plan.backend.attaches:
         plan = attrs.evolve(plan, slots=RATE_SLOTS)
     started = time.perf_counter()

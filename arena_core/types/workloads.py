@@ -12,6 +12,9 @@ from arena_core.types.names import LatencyMode, LoopKind, valid_name
 
 #: A scaled workload keeps at least this many tokens per length and one request.
 MIN_SCALED_TOKENS = 16
+#: The longest an open-loop schedule may take to send its prompts: a week, the longest a request
+#: may wait (``bounds.TIMEOUT_S``). A slower rate within its bounds is refused with the time.
+MAX_SCHEDULE_S = 7 * 86_400
 
 
 def _tokens(value: int, factor: float) -> int:
@@ -96,6 +99,12 @@ class OpenLoopShape:
     def __attrs_post_init__(self) -> None:
         if self.dataset == "random" and (self.input_tokens is None or self.output_tokens is None):
             raise ValueError("the random dataset needs input_tokens and output_tokens")
+        if (sending := self.num_prompts / self.request_rate) > MAX_SCHEDULE_S:
+            # within its bounds, a rate can still be one no run could finish (and no clock could wait for)
+            raise ValueError(
+                f"{self.num_prompts} prompts at {self.request_rate:g} req/s would take {_duration(sending)} to send; "
+                f"a schedule may take at most {_duration(MAX_SCHEDULE_S)} (raise request_rate or lower num_prompts)"
+            )
 
     def scaled(self, factor: float) -> OpenLoopShape:
         """Token lengths and the number of prompts times ``factor``; rate and burstiness stay."""
@@ -123,6 +132,15 @@ class OpenLoopShape:
 
 
 WorkloadShape = ClosedLoopShape | OpenLoopShape
+
+
+def _duration(seconds: float) -> str:
+    """A duration as a person says it: "3.2 days", "6,342 years"."""
+    for unit, size in (("years", 365.25 * 86_400), ("days", 86_400), ("hours", 3_600)):
+        if seconds >= size:
+            count = seconds / size
+            return f"{count:,.3g} {unit}" if count < 1000 else f"{count:,.0f} {unit}" if count < 1e9 else f"{count:.2e} {unit}"
+    return f"{seconds:,.0f} s"
 
 #: The roles a workload plugin gives its workloads, so that the core reads a suite it does not
 #: name: the first workload registered with a role is the one the core uses for it.
