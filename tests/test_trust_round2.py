@@ -154,3 +154,26 @@ def test_no_bounded_rate_or_burstiness_overflows(rate, burstiness):
         return
     offsets = arrival_offsets(shape.num_prompts, shape.request_rate, shape.burstiness, 42)
     assert len(offsets) == 1000 and all(math.isfinite(t) and 0 <= t for t in offsets)
+
+
+def test_an_imported_figure_meets_the_physical_ceiling_like_a_measured_one(tmp_path):
+    """Class 4: a cards file may carry a closed-loop tokens/s and nothing else; a catalog model at
+    10^5 times its decode ceiling, and a model outside the catalog described by its parameters,
+    are held to the ceiling (the KV cache at the file's stated type) and stored invalid, not ranked."""
+    import arena_core
+
+    seeds = json.loads((Path(arena_core.__file__).parent / "data" / "seed-cards.json").read_text())
+    card = next(c for c in seeds["cards"] if c["model"] == "qwen3.5-0.8b")
+    chat = card["workloads"]["chat"]
+    impossible = {**card, "workloads": {"chat": {**chat, "tokens_per_second": chat["tokens_per_second"] * 1e5}}}
+    unlisted = {**impossible, "model": "my-own-model", "model_title": "My own model"}
+    path = tmp_path / "cards.json"
+    path.write_text(json.dumps({**seeds, "cards": [impossible, unlisted]}))
+    store = tmp_path / "store"
+    assert arena("import", str(path), "--output", str(store)).returncode == 0
+    for run_dir in (p for p in store.iterdir() if (p / "manifest.json").is_file()):
+        shown = json.loads(arena("card", run_dir.name, "--output", str(store), "--format", "json").stdout)["card"]
+        (line,) = shown["workloads"]
+        assert not line["valid"] and any("exceeds the physical ceiling" in reason for reason in line["reasons"]), shown["model"]
+    board = json.loads(arena("leaderboard", "--output", str(store), "--json").stdout)
+    assert all(not row["rank"] for row in board)

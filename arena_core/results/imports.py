@@ -24,9 +24,9 @@ from arena_core.files import parse_json, unreadable
 from arena_core.registry import KINDS, Registry
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, ModelMemory, write_manifest
-from arena_core.run.roofline import KV_CACHE_BYTES, apply_ceiling
+from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.store import index_run, new_run_dir, store_result
-from arena_core.types import ClosedLoopShape, QualityScore, ReportReader, Verdict, WorkloadResult
+from arena_core.types import ClosedLoopShape, ModelSpec, QualityScore, ReportReader, Verdict, WorkloadResult
 
 SEEDS = "seed-cards.json"
 #: Reference commands of imported runs name a placeholder server: the real one is not known.
@@ -75,13 +75,15 @@ def _store(output: Path, results: list[WorkloadResult], registry: Registry, **or
     profile, model = registry.hardware.get(origin["hardware"]), registry.models.get(origin["model"])
     commands = {}
     facts = origin.get("model_facts") or {}
+    described = model.item if model is not None else _described(origin, facts)  # what physics is checked against
+    kv_bytes = KV_CACHE_BYTES.get(str((origin.get("config") or {}).get("server_settings", {}).get("kv_cache_dtype", "")), KV_BYTES_PER_ELEMENT)
     served = str(facts.get("served_name") or facts.get("hf_model") or origin["model"])  # the id the publisher's server answered to
     for result in results:
         runner, workload = registry.runners.get(result.runner), registry.workloads.get(result.workload)
         if runner is not None and workload is not None and (line := runner.item.command_for(workload.item, PLACEHOLDER_URL, served)):
             commands[result.workload] = line
-        if model is not None and profile is not None:  # an imported figure meets physics like a measured one
-            result = apply_ceiling(result, model.item, profile.item, workload.item if workload else None)
+        if described is not None and profile is not None:  # an imported figure meets physics like a measured one
+            result = apply_ceiling(result, described, profile.item, workload.item if workload else None, kv_bytes)
         store_result(run_dir, result)
     imported_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     manifest = Manifest(
@@ -100,6 +102,26 @@ def _store(output: Path, results: list[WorkloadResult], registry: Registry, **or
     write_manifest(run_dir, sealed(run_dir, manifest))
     index_run(output, manifest)
     return run_id
+
+
+def _described(origin: Mapping[str, Any], facts: Mapping[str, Any]) -> ModelSpec | None:
+    """A model outside the catalog as its card describes it (parameters and precision), for the
+    physical ceiling; None when the card does not say enough."""
+    total, active, precision = facts.get("params_total_b"), facts.get("params_active_b"), facts.get("precision")
+    if not isinstance(total, float | int) or not isinstance(precision, str):
+        return None
+    try:
+        return ModelSpec(
+            name=origin["model"],
+            title=str(origin.get("model_title") or origin["model"]),
+            description="as its imported card describes it",
+            hf_id="",
+            precision=precision,
+            params_total_b=float(total),
+            params_active_b=float(active) if isinstance(active, float | int) else None,
+        )
+    except (TypeError, ValueError):  # figures out of bounds: no ceiling to hold them to (they were checked as figures)
+        return None
 
 
 def _check_names(registry: Registry, source: str, **names: str) -> None:

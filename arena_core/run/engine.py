@@ -30,7 +30,7 @@ from arena_core.run.attach import UNNAMED_SERVER, ask_about_its_machine
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
 from arena_core.run.probes import probes_for
-from arena_core.run.roofline import apply_ceiling
+from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.sanity import DEADLINE_S, check_the_server_answers
 from arena_core.run.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
 from arena_core.run.telemetry import TelemetrySampler, memory_in_use, memory_now, model_memory, sample_now, stop_like_ctrl_c, summarise, watchdog_margin_bytes
@@ -410,7 +410,10 @@ class RunSession:
             ) from None
         finally:
             samples = self.sampler.stop()
-        result = apply_ceiling(result.scaled(plan.scale).customised(workload.custom), plan.model, plan.hardware, workload)
+        kv_bytes = KV_CACHE_BYTES.get(
+            str(self.manifest.backend_facts.get("kv_cache_dtype", "")), KV_BYTES_PER_ELEMENT
+        )  # the server's own, where its backend says
+        result = apply_ceiling(result.scaled(plan.scale).customised(workload.custom), plan.model, plan.hardware, workload, kv_bytes)
         telemetry = summarise(samples, unified=plan.hardware.unified_memory, output_tokens=result.metrics.get("output_tokens"))
         result = attrs.evolve(result, metrics={**result.metrics, **telemetry})
         store_result(self.run_dir, result)

@@ -65,23 +65,27 @@ def decode_shape(workload: WorkloadSpec | None) -> tuple[int, int]:
     return (1, 0) if workload is None else workload.shape.decode_shape()
 
 
-def bytes_per_step(model: ModelSpec, batch: int = 1, context_tokens: int = 0) -> float | None:
-    """The least bytes one decode step reads for ``batch`` sequences of ``context_tokens``."""
+def bytes_per_step(model: ModelSpec, batch: int = 1, context_tokens: int = 0, kv_bytes_per_element: float = KV_BYTES_PER_ELEMENT) -> float | None:
+    """The least bytes one decode step reads for ``batch`` sequences of ``context_tokens``, the
+    KV cache at ``kv_bytes_per_element`` (the server's KV cache type; 16 bits, both engines'
+    default, when the run does not say)."""
     weights = weight_bytes_per_token(model)
     if weights is None:
         return None
     architecture = model.architecture
     if architecture is None:
         return weights
-    per_sequence = architecture.kv_bytes(context_tokens, KV_BYTES_PER_ELEMENT) + 2 * architecture.linear_state_bytes()
+    per_sequence = architecture.kv_bytes(context_tokens, kv_bytes_per_element) + 2 * architecture.linear_state_bytes()
     return weights + batch * per_sequence
 
 
-def decode_ceiling(model: ModelSpec, hardware: HardwareProfile, workload: WorkloadSpec | None = None) -> float | None:
+def decode_ceiling(
+    model: ModelSpec, hardware: HardwareProfile, workload: WorkloadSpec | None = None, kv_bytes_per_element: float = KV_BYTES_PER_ELEMENT
+) -> float | None:
     """The most tokens/s one user can decode on ``hardware`` under ``workload``'s batch and
     context (weights only when no workload is given), or None when a figure is missing."""
     batch, context = decode_shape(workload)
-    step = bytes_per_step(model, batch, context)
+    step = bytes_per_step(model, batch, context, kv_bytes_per_element)
     if step is None or not hardware.memory_bandwidth_gbs:
         return None
     return hardware.memory_bandwidth_gbs * 1e9 / step
@@ -95,10 +99,19 @@ def per_user_decode(metrics: dict) -> float | None:
     return 1.0 / tpot if tpot else None
 
 
-def apply_ceiling(result: WorkloadResult, model: ModelSpec, hardware: HardwareProfile, workload: WorkloadSpec | None = None) -> WorkloadResult:
-    """``result`` with its bandwidth efficiency, and invalid when it decodes faster than physics allows."""
-    ceiling = decode_ceiling(model, hardware, workload)
+def apply_ceiling(
+    result: WorkloadResult,
+    model: ModelSpec,
+    hardware: HardwareProfile,
+    workload: WorkloadSpec | None = None,
+    kv_bytes_per_element: float = KV_BYTES_PER_ELEMENT,
+) -> WorkloadResult:
+    """``result`` with its bandwidth efficiency, and invalid when it decodes faster than physics
+    allows (the KV cache at the server's own type: an FP8 cache reads half the bytes)."""
+    ceiling = decode_ceiling(model, hardware, workload, kv_bytes_per_element)
     measured = per_user_decode(dict(result.metrics))
+    if measured is None and workload is not None and workload.loop == "closed":
+        measured = result.tokens_per_second  # a closed-loop result's tokens/s is one user's decode (an import may carry nothing else)
     if ceiling is None or measured is None:
         return result
     metrics = {**result.metrics, "decode_ceiling_tps": ceiling, "bandwidth_efficiency": measured / ceiling}

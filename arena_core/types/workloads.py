@@ -142,6 +142,7 @@ def _duration(seconds: float) -> str:
             return f"{count:,.3g} {unit}" if count < 1000 else f"{count:,.0f} {unit}" if count < 1e9 else f"{count:.2e} {unit}"
     return f"{seconds:,.0f} s"
 
+
 #: The roles a workload plugin gives its workloads, so that the core reads a suite it does not
 #: name: the first workload registered with a role is the one the core uses for it.
 ROLES = {
