@@ -121,7 +121,8 @@ def test_a_locked_index_neither_loses_a_run_nor_blames_the_index(tmp_path, monke
     is gone the run is listed."""
     import sqlite3
 
-    from arena_core import make_plugin_manager, store
+    from arena_core import make_plugin_manager
+    from arena_core.run import store
     from arena_core.testing import run_cli
 
     monkeypatch.setattr(store, "LOCK_WAIT_S", 0.2)
