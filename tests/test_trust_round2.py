@@ -177,3 +177,22 @@ def test_an_imported_figure_meets_the_physical_ceiling_like_a_measured_one(tmp_p
         assert not line["valid"] and any("exceeds the physical ceiling" in reason for reason in line["reasons"]), shown["model"]
     board = json.loads(arena("leaderboard", "--output", str(store), "--json").stdout)
     assert all(not row["rank"] for row in board)
+
+
+def test_a_matrix_names_both_places_of_a_duplicate_cell_and_refuses_to_expand_past_its_cap(tmp_path):
+    """Class 10: two places of a matrix file that give the same cell are refused at plan time,
+    both named; a matrix that would expand past 10,000 cells is refused before it is expanded."""
+    backend = '[[backends]]\nname = "llama-cpp"\nhardware = ["cpu-host"]\n'
+    twice = tmp_path / "twice.toml"
+    twice.write_text(f'models = ["gemma-3-270m", "qwen3.5-0.8b", "gemma-3-270m"]\nworkload_sets = [["chat"]]\n{backend}')
+    done = arena("matrix", "plan", str(twice), "--output", str(tmp_path / "store"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "$.models[0] on $.backends[0].hardware[0] with $.workload_sets[0] and $.models[2] on" in done.stderr
+    models = ", ".join(f'"{name}"' for name in ("gemma-3-270m", "qwen3.5-0.8b", "qwen3.6-27b", "qwen3.6-35b-a3b"))
+    sets = "[" + ", ".join(f'["{name}"]' for name in ("chat", "rag-8k", "long-output", "long-context-25k", "multi-turn", "sharegpt")) + "]"
+    hardware = ", ".join(f'"{name}"' for name in ("cpu-host", "gb10", "h100-sxm"))
+    backends = "".join(f'[[backends]]\nname = "{name}"\nhardware = [{hardware}]\n' for name in ("llama-cpp", "vllm"))
+    huge = tmp_path / "huge.toml"
+    huge.write_text(f"models = [{models}]\nworkload_sets = {sets}\nrepeats = 100\n{backends}")  # 4 x 6 x 6 x 100 cells
+    refused = arena("matrix", "plan", str(huge), "--output", str(tmp_path / "store"))
+    assert refused.returncode == 2 and "14,400 cells; a matrix may have at most 10,000" in refused.stderr and "Traceback" not in refused.stderr

@@ -25,7 +25,7 @@ def _planned(app: CliApp, matrix_file: Path, output: Path | None) -> tuple[Path,
     registry = app.hooks.registry
     spec = load_matrix(matrix_file, registry)
     store = output or Path(app.config.run.output)
-    return store, plan(store, cells_of(spec, registry)), spec.wait_for_hardware_s
+    return store, plan(store, cells_of(spec, registry, str(matrix_file))), spec.wait_for_hardware_s
 
 
 @click.group("matrix")

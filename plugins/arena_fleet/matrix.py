@@ -21,10 +21,14 @@ import attrs
 from attrs import field, frozen
 from cattrs.errors import BaseValidationError
 
-from arena_core import CONVERTER, ConfigError, Registry, UsageError, __version__, read_manifest, verify_run, write_json_atomic
+from arena_core import CONVERTER, ConfigError, Registry, UsageError, __version__, read_json_file, read_manifest, verify_run, write_json_atomic
 
 LEDGER = "matrix-cells.json"
 MAX_MATRIX_BYTES = 2**20
+#: The most cells a matrix may expand to (checked before it is expanded).
+MAX_CELLS = 10_000
+#: A ledger of every cell of the largest matrix is well under this.
+MAX_LEDGER_BYTES = 16 * 2**20
 #: How long a cell waits for a box with its hardware before it fails (fleet.md: 10 minutes).
 DEFAULT_WAIT_S = 600.0
 
@@ -185,23 +189,32 @@ def _first_problem(exc: BaseException) -> str:
     return text
 
 
-def cells_of(spec: MatrixSpec, registry: Registry) -> list[Cell]:
-    return [
-        Cell(
-            model=model,
-            precision=registry.models[model].item.precision,
-            backend=backend,
-            hardware=hardware,
-            workloads=tuple(workloads),
-            scale=spec.scale,
-            repeat=repeat,
-        )
-        for model in spec.models
-        for backend in spec.backends
-        for hardware in backend.hardware
-        for workloads in spec.workload_sets
-        for repeat in range(spec.repeats)
-    ]
+def cells_of(spec: MatrixSpec, registry: Registry, source: str = "the matrix") -> list[Cell]:
+    """Every cell of ``spec``; a matrix of more than :data:`MAX_CELLS` cells is refused before it is
+    expanded, and two places that give the same cell (the same natural key) are named together."""
+    count = len(spec.models) * sum(len(backend.hardware) for backend in spec.backends) * len(spec.workload_sets) * spec.repeats
+    if count > MAX_CELLS:
+        raise ConfigError(f"{count:,} cells; a matrix may have at most {MAX_CELLS:,} (split it, or fewer repeats)", source=source, path=None)
+    cells, seen = [], {}
+    for m, model in enumerate(spec.models):
+        for b, backend in enumerate(spec.backends):
+            for h, hardware in enumerate(backend.hardware):
+                for w, workloads in enumerate(spec.workload_sets):
+                    for repeat in range(spec.repeats):
+                        cell = Cell(
+                            model=model,
+                            precision=registry.models[model].item.precision,
+                            backend=backend,
+                            hardware=hardware,
+                            workloads=tuple(workloads),
+                            scale=spec.scale,
+                            repeat=repeat,
+                        )
+                        place = f"$.models[{m}] on $.backends[{b}].hardware[{h}] with $.workload_sets[{w}]"
+                        if (first := seen.setdefault(cell.natural_key(), place)) != place:
+                            raise ConfigError(f"{first} and {place} are the same cell ({cell.label()}): name it once", source=source, path=None)
+                        cells.append(cell)
+    return cells
 
 
 # --- the ledger of finished cells ------------------------------------------------------------
@@ -214,7 +227,7 @@ def read_ledger(store: Path) -> dict[str, dict[str, str]]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, max_bytes=MAX_LEDGER_BYTES)
         if not isinstance(data, dict) or not all(isinstance(v, dict) and isinstance(v.get("run_id"), str) for v in data.values()):
             raise ValueError("not a mapping of cell keys to runs")
     except (OSError, ValueError) as exc:
