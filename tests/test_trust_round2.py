@@ -196,3 +196,35 @@ def test_a_matrix_names_both_places_of_a_duplicate_cell_and_refuses_to_expand_pa
     huge.write_text(f"models = [{models}]\nworkload_sets = {sets}\nrepeats = 100\n{backends}")  # 4 x 6 x 6 x 100 cells
     refused = arena("matrix", "plan", str(huge), "--output", str(tmp_path / "store"))
     assert refused.returncode == 2 and "14,400 cells; a matrix may have at most 10,000" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"source": 7}, "$.cards[0].source: expected a text of 1 to 200 characters"),
+        ({"model_title": "x" * 2**20}, "$.cards[0].model_title: expected a text of 1 to 200 characters"),
+        ({"engine": ["vllm"]}, "$.cards[0].engine: expected a text of 1 to 200 characters"),
+        ({"hardware": {"name": "gb10"}}, "$.cards[0].hardware: expected a name"),
+        ({"workloads": {"chat": [1, 2]}}, "$.cards[0].workloads.chat: expected the workload's figures"),
+    ],
+)
+def test_free_text_of_an_imported_card_is_typed_and_bounded_before_anything_is_written(tmp_path, change, said):
+    """Class 5: a field of the wrong type or a megabyte of text is refused in one line naming it,
+    and nothing is stored (the leaderboard of the store still works)."""
+    import arena_core
+
+    seeds = json.loads((Path(arena_core.__file__).parent / "data" / "seed-cards.json").read_text())
+    path = tmp_path / "cards.json"
+    path.write_text(json.dumps({**seeds, "cards": [{**seeds["cards"][0], **change}, seeds["cards"][1]]}))
+    store = tmp_path / "store"
+    done = arena("import", str(path), "--output", str(store))
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not any((p / "manifest.json").is_file() for p in store.iterdir()) if store.is_dir() else True
+    assert arena("leaderboard", "--output", str(store)).returncode == 0
+
+
+def test_free_text_of_a_matrix_file_is_bounded(tmp_path):
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(f'models = ["gemma-3-270m"]\n[[backends]]\nname = "llama-cpp"\nhardware = ["cpu-host"]\nversion = "{"b" * 5000}"\n')
+    done = arena("matrix", "plan", str(matrix), "--output", str(tmp_path / "store"))
+    assert done.returncode == 2 and "version" in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -10,6 +10,7 @@ where it came from, so it is ranked and rendered beside native runs.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Mapping
 from importlib import resources
@@ -26,7 +27,7 @@ from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.store import index_run, new_run_dir, store_result
-from arena_core.types import ClosedLoopShape, ModelSpec, QualityScore, ReportReader, Verdict, WorkloadResult
+from arena_core.types import NAME_PATTERN, ClosedLoopShape, ModelSpec, QualityScore, ReportReader, Verdict, WorkloadResult
 
 SEEDS = "seed-cards.json"
 #: Reference commands of imported runs name a placeholder server: the real one is not known.
@@ -139,6 +140,15 @@ def _figure(value: Any, where: str) -> float:
 def _card(card: Any, where: str, registry: Registry) -> tuple[list[WorkloadResult], dict[str, Any]]:
     """One card of an ``arena-cards/1`` file as results and the manifest fields of its origin. A
     model outside the catalog is accepted when the card names its title."""
+    if not isinstance(card, dict) or not isinstance(card.get("workloads"), dict):
+        raise UsageError(f"{where}: expected a card (an object with its workloads)")
+    for key in ("model", "hardware", "backend"):  # names: text of the registered names' form
+        if not isinstance(card.get(key), str) or not re.fullmatch(NAME_PATTERN, card[key]) or len(card[key]) > MAX_TEXT:
+            raise UsageError(f"{where}.{key}: expected a name (lowercase words joined by dashes, at most {MAX_TEXT} characters)")
+    card = {**card, "source": _text(card.get("source"), f"{where}.source")}
+    for key in ("engine", "measured_at"):  # optional texts: a type and a length, or absent
+        if card.get(key) is not None:
+            _text(card[key], f"{where}.{key}")
     if card.get("model_title") is None or card["model"] in registry.models:
         _check_names(registry, where, models=card["model"])
     _check_names(registry, where, hardware=card["hardware"], backends=card["backend"])
@@ -147,6 +157,8 @@ def _card(card: Any, where: str, registry: Registry) -> tuple[list[WorkloadResul
         _check_names(registry, f"{where}.workloads", workloads=name)
         if figures is None:
             continue  # did not complete: shown "—"
+        if not isinstance(figures, dict):
+            raise UsageError(f"{where}.workloads.{name}: expected the workload's figures (an object) or null")
         metrics = {key: _figure(value, f"{where}.workloads.{name}.{key}") for key, value in figures.items()}
         result = WorkloadResult(
             workload=name,

@@ -19,11 +19,15 @@ from typing import Literal
 
 import attrs
 from attrs import field, frozen
+from attrs.validators import max_len, optional
 from cattrs.errors import BaseValidationError
 
 from arena_core import CONVERTER, ConfigError, Registry, UsageError, __version__, read_json_file, read_manifest, verify_run, write_json_atomic
 
 LEDGER = "matrix-cells.json"
+#: The longest text a matrix file may give (a URL, a path, a version): typed by the converter,
+#: bounded here, checked before anything is planned or written.
+MAX_TEXT = 1024
 MAX_MATRIX_BYTES = 2**20
 #: The most cells a matrix may expand to (checked before it is expanded).
 MAX_CELLS = 10_000
@@ -44,16 +48,16 @@ class BackendEntry:
     already running on every box of that hardware (the attach path); without, Arena starts the
     backend's own server on the box."""
 
-    name: str
+    name: str = field(validator=max_len(MAX_TEXT))
     hardware: tuple[str, ...] = field(validator=_at_least_one)
     #: What the natural key calls this backend's version ("vllm 0.33", "llama.cpp b7000"):
     #: bump it when the engine changes, and the cells on it run again.
-    version: str = ""
-    base_url: str | None = None
-    served_model: str | None = None
-    tokenizer: str | None = None
+    version: str = field(default="", validator=max_len(MAX_TEXT))
+    base_url: str | None = field(default=None, validator=optional(max_len(MAX_TEXT)))
+    served_model: str | None = field(default=None, validator=optional(max_len(MAX_TEXT)))
+    tokenizer: str | None = field(default=None, validator=optional(max_len(MAX_TEXT)))
     #: The name of the environment variable holding the key, on the box (never the key).
-    api_key_env: str | None = None
+    api_key_env: str | None = field(default=None, validator=optional(max_len(MAX_TEXT)))
     engine: Literal["native", "external"] = "native"
 
 
