@@ -228,3 +228,49 @@ def test_free_text_of_a_matrix_file_is_bounded(tmp_path):
     matrix.write_text(f'models = ["gemma-3-270m"]\n[[backends]]\nname = "llama-cpp"\nhardware = ["cpu-host"]\nversion = "{"b" * 5000}"\n')
     done = arena("matrix", "plan", str(matrix), "--output", str(tmp_path / "store"))
     assert done.returncode == 2 and "version" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def _packed_folder(folder: Path, name: str) -> bytes:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(folder, arcname=name)
+    return buffer.getvalue()
+
+
+def test_a_run_folder_from_another_box_is_checked_and_a_bad_one_fails_only_its_cell(tmp_path):
+    """Class 6: what a box sends back may be no archive at all, or a real run folder under another
+    run's name (its manifest says otherwise): each is one line and no run in the store; the cell
+    fails with that reason, and the matrix goes on (settle returns, it does not raise)."""
+    import shutil
+
+    from arena_core import UsageError
+    from arena_fleet.execute import CellReport, ingest, settle
+    from arena_fleet.matrix import BackendEntry, Cell
+
+    store = tmp_path / "store"
+    fixture = Path(__file__).resolve().parent / "fixtures" / "stored-runs" / "20261130-213147-9249"
+    copy = tmp_path / "copy"
+    shutil.copytree(fixture, copy)
+    for packed, said in (
+        (b"\x1f\x8b not really gzip", "cannot be unpacked into the store"),
+        (_packed_folder(copy, "20261130-213157-ae0e"), "its manifest says it is run '20261130-213147-9249'"),
+    ):
+        with pytest.raises(UsageError, match=said):
+            ingest(store, packed)
+        assert not [p for p in store.iterdir() if not p.name.startswith(".")]
+    cell = Cell(
+        model="gemma-3-270m",
+        precision="q4_k_m",
+        backend=BackendEntry(name="llama-cpp", hardware=("cpu-host",)),
+        hardware="cpu-host",
+        workloads=("chat",),
+        scale=0.02,
+        repeat=0,
+    )
+    report = CellReport(exit_code=0, packed_run=b"garbage", error="", node="box-2", seconds=1.0, started_at=time.time())
+    outcome = settle(store, cell, report, time.time())
+    assert outcome.status == "failed" and "cannot be unpacked" in outcome.reason
+    assert ingest(store, _packed_folder(copy, "20261130-213147-9249")) == ("20261130-213147-9249", True)  # the same folder, its own name: adopted

@@ -73,6 +73,8 @@ def adopt_run(output: Path, run_dir: Path) -> tuple[str, bool]:
     if not RUN_ID.fullmatch(run_id) or ".." in run_id:
         raise UsageError(f"{run_id!r} is not a run id (a name such as 20261130-120000-ab12)")
     manifest = read_manifest(run_dir)
+    if manifest.run_id != run_id:  # a folder renamed on the way: its index row would name another run
+        raise UsageError(f"run folder {run_id}: its manifest says it is run {manifest.run_id[:40]!r}; not adopted")
     (run_dir / WRITER_LOCK).unlink(missing_ok=True)  # the lock of the process that measured it elsewhere
     target = output / run_id
     if target.exists():

@@ -17,6 +17,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -99,17 +100,25 @@ def ingest(store: Path, packed: bytes) -> tuple[str, bool]:
     if len(packed) > MAX_RUN_BYTES:
         raise UsageError(f"a run folder of {len(packed)} bytes came back: over the {MAX_RUN_BYTES} byte limit, not ingested")
     store.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".ingest-", dir=store) as tmp, tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
-        members = tar.getmembers()
-        names = {Path(m.name).parts[0] for m in members if m.name}
-        if len(names) != 1:
-            raise UsageError("the run folder that came back is not one run (names: " + ", ".join(sorted(names))[:200] + ")")
-        if sum(m.size for m in members) > MAX_RUN_BYTES or any(
-            not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts or Path(m.name).is_absolute() for m in members
-        ):
-            raise UsageError("the run folder that came back holds links, devices or paths outside it: not ingested")
-        tar.extractall(tmp, filter="data")
-        return adopt_run(store, Path(tmp) / names.pop())
+    try:
+        with tempfile.TemporaryDirectory(prefix=".ingest-", dir=store) as tmp, tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+            return _unpack(store, tar, Path(tmp))
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:  # not a packed run folder at all: that cell fails, the matrix goes on
+        raise UsageError(f"the run folder that came back cannot be unpacked into the store ({type(exc).__name__}: {str(exc)[:120]}); not ingested") from None
+
+
+def _unpack(store: Path, tar: tarfile.TarFile, tmp: Path) -> tuple[str, bool]:
+    """The checks of :func:`ingest` on the archive's members, then the run adopted."""
+    members = tar.getmembers()
+    names = {Path(m.name).parts[0] for m in members if m.name}
+    if len(names) != 1:
+        raise UsageError("the run folder that came back is not one run (names: " + ", ".join(sorted(names))[:200] + ")")
+    if sum(m.size for m in members) > MAX_RUN_BYTES or any(
+        not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts or Path(m.name).is_absolute() for m in members
+    ):
+        raise UsageError("the run folder that came back holds links, devices or paths outside it: not ingested")
+    tar.extractall(tmp, filter="data")
+    return adopt_run(store, tmp / names.pop())
 
 
 def settle(store: Path, cell: Cell, report: CellReport, queued_at: float) -> Outcome:
