@@ -274,3 +274,20 @@ def test_a_run_folder_from_another_box_is_checked_and_a_bad_one_fails_only_its_c
     outcome = settle(store, cell, report, time.time())
     assert outcome.status == "failed" and "cannot be unpacked" in outcome.reason
     assert ingest(store, _packed_folder(copy, "20261130-213147-9249")) == ("20261130-213147-9249", True)  # the same folder, its own name: adopted
+
+
+def test_a_ray_address_that_refuses_is_one_line_without_rays_own_logs(tmp_path):
+    """Class 10: a --ray address where nothing listens fails in one line as soon as the connection
+    is refused (measured: 1.8 s in all), not after Ray's own minute of retries and C++ log lines."""
+    import socket as sockets
+
+    with sockets.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    matrix = tmp_path / "m.toml"
+    matrix.write_text('models = ["gemma-3-270m"]\nworkload_sets = [["chat"]]\nscale = 0.02\n[[backends]]\nname = "llama-cpp"\nhardware = ["cpu-host"]\n')
+    started = time.monotonic()
+    done = arena("matrix", "run", str(matrix), "--output", str(tmp_path / "store"), "--ray", f"127.0.0.1:{port}")
+    assert done.returncode == 2 and f"--ray 127.0.0.1:{port}: no Ray cluster answers there" in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr  # Ray never started: none of its log lines
+    assert time.monotonic() - started < 50  # Ray's own retries would take the join's whole 60 s

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -66,6 +67,8 @@ def _loopback_kept(address: str) -> Iterator[None]:
 def join_cluster(ray: Any, address: str, node_ip_address: str | None, deadline_s: float = JOIN_DEADLINE_S) -> None:
     """Connect this process to the cluster at ``address``, or fail in one line within
     ``deadline_s`` (left alone, Ray retries an unreachable head for many minutes)."""
+    if problem := _unreachable(address):  # before Ray: it would retry for minutes and print its own C++ log lines
+        raise UsageError(f"--ray {address}: no Ray cluster answers there ({problem})")
     failed: list[BaseException] = []
 
     def connect() -> None:
@@ -83,6 +86,23 @@ def join_cluster(ray: Any, address: str, node_ip_address: str | None, deadline_s
         raise UsageError(f"--ray {address}: no Ray cluster answered there within {deadline_s:g} s")
     if failed:
         raise UsageError(f"--ray {address}: cannot join the Ray cluster there ({_one_line(failed[0])})") from None
+
+
+#: How long the head's port may take to accept a connection before the address is said to refuse.
+PROBE_DEADLINE_S = 3.0
+
+
+def _unreachable(address: str) -> str | None:
+    """Why nothing listens at ``address`` ("HOST:PORT"), or None: it accepts a connection (or the
+    address is Ray's own word, ``auto``, which Ray resolves itself)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_DEADLINE_S):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
 
 
 def _one_line(exc: BaseException) -> str:
