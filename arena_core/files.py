@@ -62,13 +62,15 @@ def parse_json(text: str | bytes, *, max_bytes: int, **options: Any) -> Any:
 
 def _depth(data: Any) -> int:
     """How deep ``data`` nests (a scalar: 0), walked without recursion."""
-    deepest, pending = 0, [(data, 1)]
+    if not isinstance(data, dict | list):
+        return 0
+    deepest, pending = 1, [(data, 1)]
     while pending:
         value, level = pending.pop()
-        if isinstance(value, dict | list):
-            deepest = max(deepest, level)
-            if level <= MAX_JSON_DEPTH:  # past the limit, how much deeper does not matter
-                pending += [(child, level + 1) for child in (value.values() if isinstance(value, dict) else value)]
+        deepest = max(deepest, level)
+        if level <= MAX_JSON_DEPTH:  # past the limit, how much deeper does not matter
+            children = value.values() if isinstance(value, dict) else value
+            pending += [(child, level + 1) for child in children if isinstance(child, dict | list)]  # containers only: scalars add no depth
     return deepest
 
 

@@ -43,7 +43,7 @@ def test_a_backend_that_declares_no_scheduling_is_not_covered(rig_run, tmp_path)
     of its run say so, instead of simulating it as another engine."""
     run_dir = rig_run()
     card = arena("card", run_dir.name, "--output", str(run_dir.parent))
-    assert card.returncode == 0 and "backend 'openai' declares no scheduling" in card.stdout and "(not covered)" in card.stdout
+    assert card.returncode == 0 and "backend 'openai' declares no scheduling: the step simulator does not cover it" in card.stdout
     shown = json.loads(arena("card", run_dir.name, "--output", str(run_dir.parent), "--format", "json").stdout)
     assert shown["predictions"] == [] and "declares no scheduling" in shown["not_predicted"]
     done = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--backend", "openai", "--workloads", "chat")
@@ -91,3 +91,62 @@ def test_the_ledgers_fits_and_lines_are_kept_in_the_store_and_read_again(tmp_pat
     # 5,000 % of the bandwidth is no fit, and lines of the wrong shape are no lines: both made again
     stored.path.write_text(json.dumps({fit_key: {**kept[fit_key], "bandwidth": 50.0}, lines_key: {"lines": [{"run_id": 5}]}}), encoding="utf-8")
     assert ledger_of(tmp_path, cards, registry, only=only) == first and len(fitted) == 8
+
+
+def test_a_second_card_view_reads_the_kept_fits_in_another_process(tmp_path):
+    """The cache works across commands: the second `arena card` of a run fits nothing (the fits
+    file is not rewritten) and shows the same predictions."""
+    assert arena("import", "--seeds", "--output", str(tmp_path)).returncode == 0
+    run_id = sorted(p.name for p in tmp_path.iterdir() if (p / "manifest.json").is_file())[0]
+    first = arena("card", run_id, "--output", str(tmp_path), "--format", "json")
+    kept = StoredFits.of(tmp_path, "step-simulator").path
+    before = kept.read_bytes()
+    again = arena("card", run_id, "--output", str(tmp_path), "--format", "json")
+    assert json.loads(again.stdout)["predictions"] == json.loads(first.stdout)["predictions"] != []
+    assert kept.read_bytes() == before
+
+
+def test_the_kept_fits_of_runs_gone_are_dropped_after_a_ledger_of_the_whole_store(tmp_path):
+    fits = StoredFits(tmp_path / "fits.json")
+    fits["old"], fits["current"] = {"bandwidth": 0.5}, {"bandwidth": 0.6}
+    fits.save()
+    again = StoredFits(tmp_path / "fits.json")
+    assert again["current"] == {"bandwidth": 0.6}
+    again.save(prune=True)
+    assert json.loads((tmp_path / "fits.json").read_text()) == {"current": {"bandwidth": 0.6}}
+
+
+def test_a_changed_card_is_a_new_key(tmp_path):
+    """What the simulator reads of a card is in its key: the KV cache type a run states changes it."""
+    import attrs
+
+    from arena_core import ArenaHooks, ServerSettings
+    from arena_core.results.cards import load_cards
+    from arena_prediction.ledger import card_print
+
+    manager = make_plugin_manager(autoload=False)
+    assert run_cli(manager, ["import", "--seeds", "--output", str(tmp_path)]).exit_code == 0
+    registry = ArenaHooks(manager).registry
+    card = load_cards(tmp_path, registry)[0][0]
+    assert card_print(card, registry) == card_print(attrs.evolve(card), registry)
+    assert card_print(card, registry) != card_print(attrs.evolve(card, server_settings=ServerSettings(kv_cache_dtype="auto")), registry)
+
+
+def test_an_attached_run_on_an_unnamed_machine_says_it_is_not_covered(registry):
+    from arena_core import ModelCard
+    from arena_core.results.predictions import why_not_predicted
+
+    card = ModelCard(
+        run_id="20261202-000000-abcd",
+        model="served-model",
+        model_title="a model the catalog lacks",
+        hardware="unnamed",
+        hardware_title="the server's machine (not named)",
+        backend="openai",
+        engine="native",
+        measured_at="",
+        source="measured by Arena",
+        expected=("chat",),
+        workloads=(),
+    )
+    assert why_not_predicted(card, registry) == "backend 'openai' declares no scheduling: the step simulator does not cover it"

@@ -255,7 +255,7 @@ def test_a_run_folder_from_another_box_is_checked_and_a_bad_one_fails_only_its_c
     copy = tmp_path / "copy"
     shutil.copytree(fixture, copy)
     for packed, said in (
-        (b"\x1f\x8b not really gzip", "cannot be unpacked into the store"),
+        (b"\x1f\x8b not really gzip", "cannot be unpacked"),
         (_packed_folder(copy, "20261130-213157-ae0e"), "its manifest says it is run '20261130-213147-9249'"),
     ):
         with pytest.raises(UsageError, match=said):

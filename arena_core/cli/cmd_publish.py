@@ -38,7 +38,7 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
     store = results_dir(app, output)
     integrity = {c.run_id: integrity_label(store / c.run_id) for c in cards}
     try:
-        predictions = ledger_of(store, cards, app.hooks.registry)  # each result predicted without its own run; None: no predictor
+        predictions = ledger_of(store, cards, app.hooks.registry, whole_store=True)  # each result without its own run; None: no predictor
         index = publish(directory, cards, all_scores, found, profile=profile, integrity=integrity, predictions=predictions, registry=app.hooks.registry)
     except OSError as exc:
         raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None

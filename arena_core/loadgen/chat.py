@@ -60,7 +60,7 @@ class ChatClient:
         It ends within ``deadline_s`` (default: the request timeout) and :data:`MAX_CALL_BYTES`."""
         sink = BufferSink(max_bytes=MAX_CALL_BYTES)
         request = self.http.build_request(method, path, None if body is None else encode_json(body))
-        exchange = await self.http.exchange(request, sink, timeout=deadline_s or self.request_timeout)
+        exchange = await self.http.exchange(request, sink, timeout=min(deadline_s, self.request_timeout) if deadline_s else self.request_timeout)
         try:
             parsed = parse_json(sink.body, max_bytes=MAX_CALL_BYTES) if sink.body else None
         except ValueError:  # not JSON, too large or too deep: no answer (each caller says what it lacked)

@@ -131,7 +131,7 @@ class ServerCodec:
                     raise ServerRefused(f"{base}/v1/models: {problem}")
                 return size, frozenset(), await self._special_added()
         status, info, exchange = await self._client.call("GET", "/tokenizer_info", deadline_s=SETUP_DEADLINE_S)
-        if exchange.error:  # gone, not "without /tokenizer_info"
+        if exchange.error and exchange.head_ns is None:  # gone, not "without /tokenizer_info"
             raise HttpError(f"GET {base}/tokenizer_info: {exchange.error}")
         named = info.get("name_or_path") if status == 200 and not exchange.error and isinstance(info, dict) else None
         names = [n for n in (named, *(e.get("root") for e in entries), *(e.get("id") for e in entries)) if isinstance(n, str) and n]
@@ -156,7 +156,7 @@ class ServerCodec:
         status, parsed, exchange = await client.call(
             "POST", "/tokenize", {"content": "probe", "prompt": "probe", "model": client.endpoint.model}, deadline_s=SETUP_DEADLINE_S
         )
-        if exchange.error:  # no answer at all is a server that went away, never one without /tokenize
+        if exchange.error and exchange.head_ns is None:  # no answer at all: a server that went away, never one without /tokenize
             raise HttpError(f"POST {client.endpoint.base_url}/tokenize: {exchange.error}")
         return status == 200 and _token_list(parsed, strict=False) is not None
 

@@ -296,7 +296,7 @@ def prediction_section(
         return [f"{h2}Predicted vs measured", uncovered or NO_PREDICTOR, ""]
     if not predictions:
         return []
-    title = f"{h2}Predicted vs measured (the step simulator, fitted without this run: arena predict)"
+    title = f"{h2}Predicted vs measured (the default predictor, fitted without this run: arena predict)"
     note = [PREDICTION_NOTE] if any(line.open_loop for line in predictions) else []
     return [title, table_of(prediction_rows(predictions), PREDICTION_HEADERS), *note, G_NOTE, ""]
 

@@ -127,7 +127,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         hardware_memory=_memory(profile),
         hardware_roofs=HardwareRoofs(memory_bandwidth_gbs=profile.memory_bandwidth_gbs, dense_tflops=dict(profile.dense_tflops)) if profile else None,
         model_facts=ModelFacts.of(manifest.model_facts) if manifest.model_facts else _catalog_facts(model.item if model else None),
-        measured_shapes=dict(manifest.config.get("measured_shapes") or {}),
+        measured_shapes=_measured_shapes(manifest.config.get("measured_shapes")),
         server_settings=_server_settings(manifest),
         slo=CardSlo(objective=objective.describe(), name=recorded[0] if recorded else "", target=objective.target),
         legend={
@@ -158,9 +158,23 @@ def _catalog_facts(model: ModelSpec | None) -> ModelFacts:
     return ModelFacts(hf_model=model.hf_id, precision=model.precision) if model else ModelFacts()
 
 
+def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
+    """What a manifest says its workloads ran as, where it is of the right shape (checked at import;
+    a manifest edited since is outside data): workload name -> shape fields and whole numbers."""
+    if not isinstance(stated, Mapping):
+        return {}
+    return {
+        name: dict(fields)
+        for name, fields in stated.items()
+        if isinstance(name, str) and isinstance(fields, Mapping) and all(isinstance(k, str) and type(v) is int for k, v in fields.items())
+    }
+
+
 def _server_settings(manifest: Manifest) -> ServerSettings:
     """The KV cache type an imported cards file states, else the one the backend recorded."""
     stated = manifest.config.get("server_settings") or {}
+    if not isinstance(stated, Mapping):  # a manifest is outside data too: a setting of the wrong shape states nothing
+        stated = {}
     kv = stated.get("kv_cache_dtype") if stated else manifest.backend_facts.get("kv_cache_dtype")
     return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) else "")
 
@@ -215,10 +229,6 @@ def scorer_specs(registry: Registry) -> list[ScorerSpec]:
         raise UsageError("no scorer is registered (the arena_scoring plugin is disabled?)")
     first = next((spec for spec in specs if spec.default), specs[0])
     return [first, *(spec for spec in specs if spec is not first)]
-
-
-def default_scorer(registry: Registry) -> ScorerSpec:
-    return scorer_specs(registry)[0]
 
 
 def profiles_of(spec: ScorerSpec, custom_profiles: Mapping[str, Any] | None) -> list[str]:

@@ -27,7 +27,7 @@ from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.store import index_run, new_run_dir, store_result
-from arena_core.types import NAME_PATTERN, ClosedLoopShape, ModelSpec, QualityScore, ReportReader, Verdict, WorkloadResult
+from arena_core.types import NAME_PATTERN, ClosedLoopShape, ModelSpec, QualityScore, ReportReader, Verdict, WorkloadResult, WorkloadSpec
 
 SEEDS = "seed-cards.json"
 #: Reference commands of imported runs name a placeholder server: the real one is not known.
@@ -77,14 +77,16 @@ def _store(output: Path, results: list[WorkloadResult], registry: Registry, **or
     commands = {}
     facts = origin.get("model_facts") or {}
     described = model.item if model is not None else _described(origin, facts)  # what physics is checked against
-    kv_bytes = KV_CACHE_BYTES.get(str((origin.get("config") or {}).get("server_settings", {}).get("kv_cache_dtype", "")), KV_BYTES_PER_ELEMENT)
+    config = origin.get("config") or {}
+    kv_bytes = KV_CACHE_BYTES.get(str(config.get("server_settings", {}).get("kv_cache_dtype", "")), KV_BYTES_PER_ELEMENT)
     served = str(facts.get("served_name") or facts.get("hf_model") or origin["model"])  # the id the publisher's server answered to
     for result in results:
         runner, workload = registry.runners.get(result.runner), registry.workloads.get(result.workload)
         if runner is not None and workload is not None and (line := runner.item.command_for(workload.item, PLACEHOLDER_URL, served)):
             commands[result.workload] = line
         if described is not None and profile is not None:  # an imported figure meets physics like a measured one
-            result = apply_ceiling(result, described, profile.item, workload.item if workload else None, kv_bytes)
+            ran = _as_it_ran(workload.item, config.get("measured_shapes", {}).get(result.workload)) if workload else None
+            result = apply_ceiling(result, described, profile.item, ran, kv_bytes)
         store_result(run_dir, result)
     imported_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     manifest = Manifest(
@@ -105,11 +107,18 @@ def _store(output: Path, results: list[WorkloadResult], registry: Registry, **or
     return run_id
 
 
+def _as_it_ran(workload: WorkloadSpec, measured: Mapping[str, int] | None) -> WorkloadSpec:
+    """``workload`` in the shape the file says its run had (checked at import), so the ceiling is
+    the one of the batch and context that really decoded (a run at one user is held to one user's)."""
+    return attrs.evolve(workload, shape=attrs.evolve(workload.shape, **measured)) if measured else workload
+
+
 def _described(origin: Mapping[str, Any], facts: Mapping[str, Any]) -> ModelSpec | None:
-    """A model outside the catalog as its card describes it (parameters and precision), for the
-    physical ceiling; None when the card does not say enough."""
+    """A model outside the catalog as its card describes it (parameters, active parameters and
+    precision), for the physical ceiling; None when the card does not say enough (without its
+    active parameters a mixture of experts would be held to a ceiling several times too low)."""
     total, active, precision = facts.get("params_total_b"), facts.get("params_active_b"), facts.get("precision")
-    if not isinstance(total, float | int) or not isinstance(precision, str):
+    if not isinstance(total, float | int) or not isinstance(active, float | int) or not isinstance(precision, str):
         return None
     try:
         return ModelSpec(
@@ -119,7 +128,7 @@ def _described(origin: Mapping[str, Any], facts: Mapping[str, Any]) -> ModelSpec
             hf_id="",
             precision=precision,
             params_total_b=float(total),
-            params_active_b=float(active) if isinstance(active, float | int) else None,
+            params_active_b=float(active),
         )
     except (TypeError, ValueError):  # figures out of bounds: no ceiling to hold them to (they were checked as figures)
         return None

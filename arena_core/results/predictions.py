@@ -16,7 +16,7 @@ from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.files import read_json_file, write_json_atomic
 from arena_core.registry import Registry
-from arena_core.types import BackendSpec, Calibration, LedgerLine, ModelCard, ModelSpec, PredictionSetup, Predictor, PredictorSpec
+from arena_core.types import BackendSpec, Calibration, HardwareProfile, LedgerLine, ModelCard, ModelSpec, PredictionSetup, Predictor, PredictorSpec
 
 #: What every surface says where prediction would be and no predictor is registered.
 NO_PREDICTOR = "no predictor is registered (the arena_prediction plugin is disabled?): predictions not shown"
@@ -102,6 +102,7 @@ class StoredFits(MutableMapping[str, dict]):
         self.path = path
         self._fits: dict[str, dict] = {}
         self._changed = False
+        self._used: set[str] = set()
         try:
             data = read_json_file(path, max_bytes=MAX_FITS_BYTES)
             if isinstance(data, dict):
@@ -114,9 +115,12 @@ class StoredFits(MutableMapping[str, dict]):
         return cls(store / CALIBRATIONS / f"ledger-fits--{predictor}.json")
 
     def __getitem__(self, key: str) -> dict:
-        return self._fits[key]
+        found = self._fits[key]
+        self._used.add(key)
+        return found
 
     def __setitem__(self, key: str, value: dict) -> None:
+        self._used.add(key)
         self._fits.pop(key, None)
         self._fits[key] = value
         while len(self._fits) > MAX_FITS:
@@ -133,7 +137,13 @@ class StoredFits(MutableMapping[str, dict]):
     def __len__(self) -> int:
         return len(self._fits)
 
-    def save(self) -> None:
+    def save(self, *, prune: bool = False) -> None:
+        """Write the fits back when something was added; ``prune``: keep only those read or made
+        since they were loaded (after a ledger of the whole store: the rest were made of runs
+        since added to or taken from it, and would never be read again)."""
+        if prune and set(self._fits) - self._used:
+            self._fits = {key: value for key, value in self._fits.items() if key in self._used}
+            self._changed = True
         if not self._changed:
             return
         try:
@@ -153,27 +163,31 @@ def why_not_predicted(card: ModelCard, registry: Registry) -> str:
         return ""
     if backend is None:
         return f"backend {card.backend!r} is not registered here: not predicted"
-    model = registry.models.get(card.model)
+    model, profile = registry.models.get(card.model), registry.hardware.get(card.hardware)
     try:
         spec = model.item if model else ModelSpec(name=card.model, title=card.model_title, description="", hf_id="", precision=card.model_facts.precision)
-        profile = registry.hardware.get(card.hardware)
-        if profile is None:
-            return f"hardware {card.hardware!r} is not registered here: not predicted"
-        why = chosen.predictor.coverage(PredictionSetup(model=spec, hardware=profile.item, backend=backend.item))
+        # the predictor's own reason first: a run on an unnamed machine may not be covered anyway
+        hardware = (
+            profile.item if profile else HardwareProfile(name=card.hardware, title=card.hardware_title, description="", memory_gb=None, unified_memory=False)
+        )
+        why = chosen.predictor.coverage(PredictionSetup(model=spec, hardware=hardware, backend=backend.item))
     except (TypeError, ValueError):  # a name the catalog's rules refuse: nothing to predict it as
         return "the run's model cannot be described to the predictor: not predicted"
-    return f"{why} (not covered)" if why else ""
+    if why:
+        return why
+    return "" if profile else f"hardware {card.hardware!r} is not registered here: not predicted"
 
 
-def ledger_of(store: Path, cards: Sequence[ModelCard], registry: Registry, only: str | None = None) -> list[LedgerLine] | None:
+def ledger_of(store: Path, cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, whole_store: bool = False) -> list[LedgerLine] | None:
     """The default predictor's error ledger of ``cards`` (or of run ``only``), with the fits the
-    store keeps; ``None`` when no predictor is registered."""
+    store keeps; ``None`` when no predictor is registered. ``whole_store``: ``cards`` are every run
+    of the store, so the fits no ledger of it reads any more are dropped."""
     chosen = default_predictor(registry)
     if chosen is None:
         return None
     fits = StoredFits.of(store, chosen.spec.name)
     lines = chosen.predictor.ledger(cards, only=only, fits=fits)
-    fits.save()
+    fits.save(prune=whole_store and only is None)
     return lines
 
 

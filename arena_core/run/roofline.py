@@ -18,7 +18,7 @@ import attrs
 from arena_core.types import HardwareProfile, ModelSpec, WorkloadResult, WorkloadSpec
 
 #: Bytes per weight by precision; quantised GGUF types by their average bits per weight. The one
-#: table: the decode ceiling and the step simulator (:mod:`arena_core.simulator`) both read it.
+#: table: the decode ceiling and the step simulator (:mod:`arena_prediction.simulator`, through ``arena_core.BYTES_PER_PARAM``) both read it.
 BYTES_PER_PARAM = {
     "fp32": 4.0,
     "bf16": 2.0,

@@ -79,7 +79,7 @@ class Scheduling:
     as a hardware profile declares its roofs: what a predictor simulates for its runs."""
 
     #: The name the engine's runs are calibrated under: backends that declare the same engine
-    #: (a server Arena starts, the same one attached) are fitted together.
+    #: (two backends that start the same server differently, say) are fitted together.
     engine: str = field(validator=valid_name)
     #: Sequences served at once; 0: one per concurrent request (llama.cpp's ``--parallel``).
     slots: int = field(validator=bounds.COUNT_OR_NONE)

@@ -57,7 +57,6 @@ class Calibration:
     its backend's :class:`~arena_core.types.Scheduling` names): its parameters, from how many
     results, and its in-sample median errors."""
 
-    predictor: str
     hardware: str
     backend: str
     #: the predictor's fitted parameters (the built-in simulator's efficiencies), by name
@@ -67,6 +66,9 @@ class Calibration:
     fitted_at: str
     median_error_tps: float | None = None
     median_error_ttft: float | None = None
+    #: the predictor that fitted it; empty in a calibration stored before predictors had names
+    #: (the built-in step simulator's, which reads it as its own)
+    predictor: str = ""
 
 
 @frozen(kw_only=True)

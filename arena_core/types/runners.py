@@ -42,9 +42,10 @@ class Endpoint:
     """An OpenAI-compatible server to measure. ``base_url`` has no ``/v1`` suffix.
 
     The API key is never printed (``repr``) nor stored: the converter drops it when unstructuring.
-    ``on_this_machine``: set once by the backend that returns it (a server it launched is here);
-    by default, whether the address is a loopback one. The instrument reads it (a tokenizer path
-    the server names is this machine's only when the server is here), never the address itself.
+    ``on_this_machine``: whether the server runs on this machine; by default, whether the address
+    is a loopback one (a server Arena launched listens on one), and a backend that knows better
+    may say so when it builds the endpoint. The instrument reads it (a tokenizer path the server
+    names is this machine's only when the server is here), never the address itself.
     """
 
     base_url: str = field(validator=matches_re(r"https?://", func=re.match))

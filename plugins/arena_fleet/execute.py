@@ -103,8 +103,10 @@ def ingest(store: Path, packed: bytes) -> tuple[str, bool]:
     try:
         with tempfile.TemporaryDirectory(prefix=".ingest-", dir=store) as tmp, tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
             return _unpack(store, tar, Path(tmp))
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:  # not a packed run folder at all: that cell fails, the matrix goes on
-        raise UsageError(f"the run folder that came back cannot be unpacked into the store ({type(exc).__name__}: {str(exc)[:120]}); not ingested") from None
+    except (tarfile.TarError, EOFError, zlib.error) as exc:  # not a packed run folder at all: that cell fails, the matrix goes on
+        raise UsageError(f"the run folder that came back cannot be unpacked ({type(exc).__name__}: {str(exc)[:120]}); not ingested") from None
+    except OSError as exc:  # the store's disk, not the box: said as such
+        raise UsageError(f"the run folder that came back could not be written into {store} ({exc.strerror or exc}); not ingested") from None
 
 
 def _unpack(store: Path, tar: tarfile.TarFile, tmp: Path) -> tuple[str, bool]:

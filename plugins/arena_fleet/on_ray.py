@@ -96,7 +96,7 @@ def _unreachable(address: str) -> str | None:
     """Why nothing listens at ``address`` ("HOST:PORT"), or None: it accepts a connection (or the
     address is Ray's own word, ``auto``, which Ray resolves itself)."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isascii() or not port.isdecimal():
         return None
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_DEADLINE_S):

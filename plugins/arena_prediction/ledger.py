@@ -4,22 +4,25 @@ priors when there are none), so the running error of the prediction is always th
 it did not see. An open-loop result is simulated again at those efficiencies on its own arrivals.
 
 Fits and the lines made with them are kept (``fits``, the store's cache) under keys that name
-what they were made from: each run's card as the simulator reads it and the source of this
-plugin. A card view then reads its lines instead of simulating and fitting again; a new run, a
-changed catalog entry or a changed simulator is a new key, so nothing stale is ever read.
+what they were made from: each run's card as the simulator reads it, and the code a prediction
+depends on (this plugin's and the core's value classes and decode tables, and Arena's version).
+A card view then reads its lines instead of simulating and fitting again; a new run, a changed
+catalog entry or changed code is a new key, and what is read is checked like any file's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from functools import cache
+from importlib.util import find_spec
 from pathlib import Path
 
 import attrs
 
-from arena_core import CONVERTER, FitCache, LedgerLine, ModelCard, Registry
+from arena_core import CONVERTER, FitCache, LedgerLine, ModelCard, Registry, __version__
 from arena_prediction.calibration import OpenResult, Sample, fit, model_of, open_results_of, samples_of, scheduling_of
 from arena_prediction.simulator import Efficiency, prior_of
 
@@ -43,9 +46,18 @@ def ledger_folds(run_ids: Sequence[str], most: int = LEDGER_FOLDS) -> dict[str, 
 
 @cache
 def source_digest() -> str:
-    """The digest of this plugin's source: a change to the simulator or the fit is a new key."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    """The digest of the code a prediction depends on: this plugin's, and the core's value classes
+    and decode tables it reads (bytes per weight and per KV element, model layouts, shapes and
+    their scaling, a card's figures): a change to any of them is a new key."""
+    core = find_spec("arena_core")
+    folder = Path(core.submodule_search_locations[0]) if core and core.submodule_search_locations else None
+    digest = hashlib.sha256(__version__.encode())
+    paths = [
+        *Path(__file__).parent.glob("*.py"),
+        *((folder / "types").glob("*.py") if folder else ()),
+        *((folder / "run").glob("roofline.py") if folder else ()),
+    ]
+    for path in sorted(paths):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -55,7 +67,15 @@ def card_print(card: ModelCard, registry: Registry) -> str:
     figures and shapes of its results."""
     profile = registry.hardware.get(card.hardware)
     lines = [
-        (line.name, line.scale, line.custom, line.valid, line.tokens_per_second, line.ttft_p50_s, [line.metrics.get(k) for k in READ_METRICS])
+        (
+            line.name,
+            line.scale,
+            line.custom,
+            line.valid,
+            line.tokens_per_second,
+            line.ttft_p50_s,
+            [(k, line.metrics[k]) for k in READ_METRICS if k in line.metrics],
+        )
         for line in card.workloads
     ]
     shapes = {line.name: repr(registry.workloads[line.name].item) for line in card.workloads if line.name in registry.workloads}
@@ -97,11 +117,17 @@ class _Kept:
         except Exception:  # missing, or no efficiency: cattrs' errors and the bounds' ValueError alike
             return None
 
-    def lines(self, key: str) -> list[LedgerLine] | None:
+    def lines(self, key: str, run_id: str) -> list[LedgerLine] | None:
+        """The lines kept under ``key``, when they are lines of ``run_id`` whose every figure is
+        a finite number of at least 0 (else they are made again)."""
         try:
-            return CONVERTER.structure(self.fits[key]["lines"], list[LedgerLine]) if self.fits is not None else None
+            found = CONVERTER.structure(self.fits[key]["lines"], list[LedgerLine]) if self.fits is not None else None
         except Exception:  # missing, or not lines
             return None
+        figures = [value for line in found or () for value in attrs.astuple(line) if isinstance(value, float | int) and not isinstance(value, bool)]
+        if found is None or any(line.run_id != run_id for line in found) or not all(math.isfinite(value) and value >= 0 for value in figures):
+            return None
+        return found
 
     def keep(self, key: str, value: dict) -> None:
         if self.fits is not None:
@@ -146,7 +172,7 @@ def _group_ledger(
         others = [c.run_id for c in members if fold_of[c.run_id] != fold] if calibrated else []
         fit_key = _key("fit", *group, *(prints[run_id] for run_id in others))
         lines_key = _key("lines", fit_key, prints[card.run_id])
-        if (mine := kept.lines(lines_key)) is None:
+        if (mine := kept.lines(lines_key, card.run_id)) is None:
             found = samples_of(members, registry) if found is None else found
             trained = [s for s in found if s.run_id in set(others)]
             if fold not in fitted:

@@ -48,7 +48,7 @@ class StepSimulator:
         """The stored calibration's efficiencies where it is this predictor's and holds efficiencies
         (a tampered file, 5,000 % of the bandwidth say, is no fit), else None."""
         stored = setup.calibration
-        if stored is None or stored.predictor != NAME:
+        if stored is None or stored.predictor not in (NAME, ""):  # "": stored before predictors had names
             return None
         try:
             return CONVERTER.structure(dict(stored.efficiency), Efficiency)
