@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
 from arena_core.config import ArenaConfig, load_config
 from arena_core.hooks import ArenaHooks
 from arena_core.plugins import ArenaPluginManager
@@ -27,8 +25,3 @@ class CliApp:
         if self._config is None:
             self._config = load_config(self.config_path)
         return self._config
-
-
-def current_app() -> CliApp:
-    """The :class:`CliApp` of the command being run."""
-    return click.get_current_context().find_object(CliApp)  # type: ignore[return-value]

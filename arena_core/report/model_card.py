@@ -301,6 +301,15 @@ def prediction_section(
     return [title, table_of(prediction_rows(predictions), PREDICTION_HEADERS), *note, G_NOTE, ""]
 
 
+def _tables(style: str) -> Callable[[Sequence[Sequence[str]], Sequence[str]], str]:
+    """A table in ``style`` of cells already written as the card shows them ("86.0" must not become 86)."""
+
+    def table_of(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+        return tabulate(rows, headers=headers, tablefmt=style, disable_numparse=True)
+
+    return table_of
+
+
 def render_model_card(
     card: ModelCard,
     scores: Mapping[str, Score],
@@ -310,12 +319,7 @@ def render_model_card(
     predictions: Sequence[LedgerLine] | None = (),
     uncovered: str = "",
 ) -> str:
-    table = "github" if markdown else "simple"
-
-    def table_of(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
-        # every cell is already written as the card shows it: "86.0" must not become 86
-        return tabulate(rows, headers=headers, tablefmt=table, disable_numparse=True)
-
+    table_of = _tables("github" if markdown else "simple")
     h1, h2 = ("# ", "## ") if markdown else ("", "")
     scale = f", scaled x{card.scale:g}" if card.scale != 1 else ""
     out = [
