@@ -150,3 +150,23 @@ def test_an_attached_run_on_an_unnamed_machine_says_it_is_not_covered(registry):
         workloads=(),
     )
     assert why_not_predicted(card, registry) == "backend 'openai' declares no scheduling: the step simulator does not cover it"
+
+
+def test_a_backend_that_prefills_whole_prompts_is_not_covered(tmp_path):
+    """The step simulator chunks every prompt into the token budget: a backend that declares it
+    does not is said not covered, never simulated as if it did."""
+    from arena_core import BackendSpec, Scheduling, hookimpl
+
+    class WholePrompts:
+        @hookimpl
+        def arena_register_backends(self, register):
+            scheduling = Scheduling(engine="whole", slots=8, token_budget=4096, chunked_prefill=False)
+            register(BackendSpec(name="whole-prompts", description="test", create=lambda request: None, scheduling=scheduling))
+
+    manager = make_plugin_manager(autoload=False, extra_plugins=[("whole", WholePrompts())])
+    done = run_cli(
+        manager, ["predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--backend", "whole-prompts", "--workloads", "chat", "--output", str(tmp_path)]
+    )
+    assert done.exit_code == 2 and "prefills whole prompts (no chunked prefill)" in done.stderr
+    fitted = run_cli(manager, ["calibrate", "--hardware", "gb10", "--backend", "whole-prompts", "--output", str(tmp_path)])
+    assert fitted.exit_code == 2 and "prefills whole prompts" in fitted.stderr

@@ -27,7 +27,7 @@ from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.store import index_run, new_run_dir, store_result
-from arena_core.types import NAME_PATTERN, ClosedLoopShape, ModelSpec, QualityScore, ReportReader, Verdict, WorkloadResult, WorkloadSpec
+from arena_core.types import NAME_PATTERN, ClosedLoopShape, ModelFacts, ModelSpec, QualityScore, ReportReader, Verdict, WorkloadResult, WorkloadSpec
 
 SEEDS = "seed-cards.json"
 #: Reference commands of imported runs name a placeholder server: the real one is not known.
@@ -114,24 +114,11 @@ def _as_it_ran(workload: WorkloadSpec, measured: Mapping[str, int] | None) -> Wo
 
 
 def _described(origin: Mapping[str, Any], facts: Mapping[str, Any]) -> ModelSpec | None:
-    """A model outside the catalog as its card describes it (parameters, active parameters and
-    precision), for the physical ceiling; None when the card does not say enough (without its
-    active parameters a mixture of experts would be held to a ceiling several times too low)."""
-    total, active, precision = facts.get("params_total_b"), facts.get("params_active_b"), facts.get("precision")
-    if not isinstance(total, float | int) or not isinstance(active, float | int) or not isinstance(precision, str):
-        return None
-    try:
-        return ModelSpec(
-            name=origin["model"],
-            title=str(origin.get("model_title") or origin["model"]),
-            description="as its imported card describes it",
-            hf_id="",
-            precision=precision,
-            params_total_b=float(total),
-            params_active_b=float(active),
-        )
-    except (TypeError, ValueError):  # figures out of bounds: no ceiling to hold them to (they were checked as figures)
-        return None
+    """A model outside the catalog as its card describes it, for the physical ceiling; None when
+    the card does not say enough (without its active parameters a mixture of experts would be held
+    to a ceiling several times too low)."""
+    stated = ModelFacts.of(facts)
+    return stated.spec(origin["model"], str(origin.get("model_title") or origin["model"])) if stated.params_active_b is not None else None
 
 
 def _check_names(registry: Registry, source: str, **names: str) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from arena_core.types.models import QualityScore
+from arena_core.types.models import ModelSpec, QualityScore
 
 
 @frozen(kw_only=True)
@@ -81,6 +81,25 @@ class ModelFacts:
         if isinstance(scores, Mapping):
             known["published_scores"] = {str(k): float(v) for k, v in scores.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         return cls(**known)
+
+    def spec(self, name: str, title: str) -> ModelSpec | None:
+        """The model these facts describe, for a catalog that lacks it (the physical ceiling, a
+        prediction); a model whose active parameters are not stated is taken as dense. None when
+        the precision or the parameters are missing, or out of bounds."""
+        if not self.precision or self.params_total_b is None:
+            return None
+        try:
+            return ModelSpec(
+                name=name,
+                title=title,
+                description="as its card describes it",
+                hf_id=self.hf_model,
+                precision=self.precision,
+                params_total_b=self.params_total_b,
+                params_active_b=self.params_active_b or self.params_total_b,
+            )
+        except (TypeError, ValueError):
+            return None
 
 
 _FACT_KINDS = {

@@ -52,9 +52,10 @@ ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
 
 def scheduling_of(backend: str, registry: Registry) -> Scheduling | None:
     """How the backend a run was served by schedules, as it declares; ``None`` for a backend
-    that declares nothing (or is not registered here): its runs are not covered."""
+    that declares nothing, prefills whole prompts, or is not registered here: its runs are not covered."""
     registration = registry.backends.get(backend)
-    return registration.item.scheduling if registration is not None else None
+    scheduling = registration.item.scheduling if registration is not None else None
+    return scheduling if scheduling is not None and scheduling.chunked_prefill else None  # whole-prompt prefill is not simulated
 
 
 @frozen(kw_only=True)
@@ -86,21 +87,7 @@ def model_of(card: ModelCard, registry: Registry) -> ModelSpec | None:
     """The card's model: the catalog's entry, else one built from the card's published facts."""
     if card.model in registry.models:
         return registry.models[card.model].item
-    facts = card.model_facts
-    if not facts.precision or facts.params_total_b is None:
-        return None
-    try:
-        return ModelSpec(
-            name=card.model,
-            title=card.model_title,
-            description="from the card's facts",
-            hf_id=facts.hf_model,
-            precision=facts.precision,
-            params_total_b=facts.params_total_b,
-            params_active_b=facts.params_active_b or facts.params_total_b,
-        )
-    except (TypeError, ValueError):
-        return None
+    return card.model_facts.spec(card.model, card.model_title)
 
 
 @frozen(kw_only=True)

@@ -42,6 +42,8 @@ class StepSimulator:
     def coverage(self, setup: PredictionSetup) -> str | None:
         if setup.backend.scheduling is None:
             return f"backend {setup.backend.name!r} declares no scheduling: the step simulator does not cover it"
+        if not setup.backend.scheduling.chunked_prefill:  # every step it simulates chunks prompts into the budget
+            return f"backend {setup.backend.name!r} prefills whole prompts (no chunked prefill): the step simulator does not cover it"
         return None
 
     def calibrated(self, setup: PredictionSetup) -> Efficiency | None:
@@ -85,8 +87,9 @@ class StepSimulator:
         return _records(workload.name, done.served, turn=0, open_loop=True, gated=workload.shape.max_concurrency is not None)
 
     def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec) -> CalibrationReport:
-        if backend.scheduling is None:
-            raise UsageError(f"backend {backend.name!r} declares no scheduling: the step simulator does not cover its runs, nothing to fit")
+        if backend.scheduling is None or scheduling_of(backend.name, self.registry) is None:
+            why = "declares no scheduling" if backend.scheduling is None else "prefills whole prompts (no chunked prefill)"
+            raise UsageError(f"backend {backend.name!r} {why}: the step simulator does not cover its runs, nothing to fit")
         engine = backend.scheduling.engine
         chosen = [c for c in cards if c.hardware == hardware and (s := scheduling_of(c.backend, self.registry)) is not None and s.engine == engine]
         samples = samples_of(chosen, self.registry)
