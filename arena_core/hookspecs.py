@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         HardwareProfile,
         ModelSpec,
         PredictorSpec,
+        QualitySuiteSpec,
         RunInfo,
         RunnerSpec,
         RunResult,
@@ -135,6 +136,21 @@ def arena_register_predictors(register: Callable[[PredictorSpec], None]) -> None
         registered with ``default`` (built-ins register first, so a third party's replaces the
         built-in one), else the first registered; with none registered they say so and show no
         prediction.
+    :return: nothing; anything returned is ignored.
+    """
+
+
+@hookspec
+def arena_register_quality_suites(register: Callable[[QualitySuiteSpec], None]) -> None:
+    """Register quality suites: what the served model gets right, measured on the server after
+    a run's workloads (``arena run``) or on its own (``arena quality``).
+
+    Kind: collect. Called once per plugin manager, the first time the registry is needed.
+
+    :param register: call it once per :class:`~arena_core.types.QualitySuiteSpec`. A run
+        measures every suite registered with ``default`` unless ``--quality-suite`` names
+        others; what each returns is stored with the run, shown on its card beside the vendor's
+        published figure for the same benchmark, and scores a model that has no published one.
     :return: nothing; anything returned is ignored.
     """
 

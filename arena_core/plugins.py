@@ -38,6 +38,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "arena_models",
     "arena_scoring",
     "arena_prediction",
+    "arena_quality",
     "arena_fleet",
 )
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from attrs import frozen
 
 from arena_core.errors import UnknownNameError
-from arena_core.types import BackendSpec, HardwareProfile, ModelSpec, PredictorSpec, RunnerSpec, ScorerSpec, WorkloadSpec
+from arena_core.types import BackendSpec, HardwareProfile, ModelSpec, PredictorSpec, QualitySuiteSpec, RunnerSpec, ScorerSpec, WorkloadSpec
 
 T = TypeVar("T")
 
@@ -40,6 +40,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
             Kind(plural="models", singular="model", hook="arena_register_models", item_type=ModelSpec),
             Kind(plural="scorers", singular="scorer", hook="arena_register_scorers", item_type=ScorerSpec),
             Kind(plural="predictors", singular="predictor", hook="arena_register_predictors", item_type=PredictorSpec),
+            Kind(plural="quality-suites", singular="quality-suite", hook="arena_register_quality_suites", item_type=QualitySuiteSpec),
         )
     }
 )

@@ -166,6 +166,35 @@ def test_hook_arena_register_predictors(tmp_path):
     assert calibrated.exit_code == 2 and "a constant has nothing to fit" in calibrated.output
 
 
+def test_hook_arena_register_quality_suites(tmp_path):
+    """A third party's quality suite runs in ``arena quality`` beside the built-in ones, and its
+    figure is stored in the run and shown on its card."""
+    import json
+
+    from arena_core import MeasuredQuality, QualitySuiteSpec
+    from arena_core.testing.fake_server import FakeServerProcess
+
+    def run(request):
+        assert request.endpoint.base_url and not request.full
+        return MeasuredQuality(suite="always-half", benchmark="", metric="share", value=50.0, low=40.0, high=60.0, passed=5, items=10, of_total=10)
+
+    class Plugin:
+        @hookimpl
+        def arena_register_quality_suites(self, register):
+            register(QualitySuiteSpec(name="always-half", description="Half right.", benchmark="", subset_size=10, full_size=10, run=run))
+
+    manager = make_plugin_manager(autoload=False, extra_plugins=[("half-suite", Plugin())])
+    assert list(ArenaHooks(manager).registry.by_kind["quality-suites"]) == ["humaneval", "instruction-canary", "always-half"]
+    with FakeServerProcess(["--decode-gap-ms", "0"]) as server:
+        measured = run_cli(manager, ["quality", "--base-url", server.url, "--quality-suite", "always-half", "--output", str(tmp_path)])
+    assert measured.exit_code == 0, measured.output
+    assert "quality, always-half (measured): 50.0 [40.0–60.0]" in measured.stdout
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((run_dir / "manifest.json").read_text())["measured_quality"][0]["suite"] == "always-half"
+    card = run_cli(manager, ["card", run_dir.name, "--output", str(tmp_path)])
+    assert "always-half (measured)" in card.stdout
+
+
 def test_hook_arena_register_commands():
     @click.command("hello")
     def hello() -> None:

@@ -21,6 +21,7 @@ def arena_register_commands(cli: click.Group) -> None:
     from arena_core.cli.cmd_plugins import plugins_command
     from arena_core.cli.cmd_predict import predict_command
     from arena_core.cli.cmd_publish import publish_command
+    from arena_core.cli.cmd_quality import quality_command
     from arena_core.cli.cmd_run import run_command
     from arena_core.cli.cmd_runs import runs_command
     from arena_core.cli.cmd_show import show_command
@@ -28,6 +29,7 @@ def arena_register_commands(cli: click.Group) -> None:
 
     for command in (
         run_command,
+        quality_command,
         capacity_command,
         predict_command,
         calibrate_command,

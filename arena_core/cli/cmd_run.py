@@ -17,11 +17,13 @@ import click
 from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
-from arena_core.cli.params import Within, regular_file, server_options
+from arena_core.cli.params import Within, quality_options, regular_file, server_options
 from arena_core.config import ArenaConfig, structure_config, with_settings
 from arena_core.errors import ConfigError, InvalidResults, UnknownNameError, UsageError
+from arena_core.hooks import ArenaHooks
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
+from arena_core.report.quality import quality_and_score_lines
 from arena_core.run.attach import UNNAMED_SERVER
 from arena_core.run.capacity import SearchSettings
 from arena_core.run.engine import RunPlan, RunRequest, default_workloads, execute, plan_run
@@ -79,6 +81,7 @@ RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tok
     metavar="KEY=VALUE",
     help="Change the chosen workloads' shape (concurrency=1, prompt_tokens=512; repeatable). Such a run is labelled custom and kept off standard leaderboards.",
 )
+@quality_options
 @click.option("--resume", metavar="RUN_ID", help="Finish an interrupted run: keeps its measured workloads.")
 @click.pass_obj
 def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **flags: Any) -> None:
@@ -125,7 +128,7 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
         run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
     if live:
         live.clear()
-    _print_outcome(plan, run_dir, results, time.perf_counter() - started, app.hooks.registry.hardware_elsewhere())
+    _print_outcome(plan, run_dir, results, time.perf_counter() - started, app.hooks)
 
 
 def _recorded_config(recorded: Any, current: ArenaConfig) -> ArenaConfig:
@@ -163,7 +166,7 @@ def stopped_like_ctrl_c(*signals: signal.Signals) -> Iterator[None]:
             signal.signal(number, handler)
 
 
-def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float, known_hardware: list[str]) -> None:
+def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float, hooks: ArenaHooks) -> None:
     """The card, the model's memory, where the results are; invalid results end in exit 4."""
     title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
     echo(render_card(title, results, [w.name for w in plan.workloads]))
@@ -173,10 +176,12 @@ def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], 
     else:
         echo("model memory: not measured" + (" (the server was already running: Arena did not see it load)" if plan.backend.attaches else ""))
     if plan.hardware.name == UNNAMED_SERVER.name:
-        known = ", ".join(known_hardware)
+        known = ", ".join(hooks.registry.hardware_elsewhere())
         echo(
             f"hardware: not named, so no physical-ceiling check and no memory figures; name the server's machine with --hardware ({known}; arena list hardware)"
         )
+    for line in quality_and_score_lines(run_dir, hooks):
+        echo(line)
     echo(f"results: {run_dir}  ({seconds:.0f} s)")
     invalid = [r.workload for r in results if not r.verdict.valid]
     if invalid:

@@ -85,6 +85,9 @@ _SERVER_OPTIONS = (
     click.option("--hardware", help="Hardware profile (default: detected)."),
     click.option("--base-url", help="Measure a server that is already running (chooses the backend that attaches to one)."),
     click.option("--served-model", help="Model name the server expects (default: asked from /v1/models)."),
+    click.option(
+        "--model-title", help="What to call a model the catalog lacks (default: from what the server reports: its GGUF name and quantisation, or its model id)."
+    ),
     click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key."),
     click.option("--api-key-file", metavar="FILE", help="File holding the API key."),
     click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize)."),
@@ -98,5 +101,33 @@ _SERVER_OPTIONS = (
 def server_options(command: Any) -> Any:
     """Decorate ``command`` with :data:`_SERVER_OPTIONS`, in the order listed."""
     for option in reversed(_SERVER_OPTIONS):
+        command = option(command)
+    return command
+
+
+def _suite_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    registry = ctx.find_object(CliApp).hooks.registry  # type: ignore[union-attr]
+    for name in value:
+        if name not in registry.by_kind["quality-suites"]:
+            raise click.BadParameter(UnknownNameError("quality suite", name, registry.names("quality-suites")).problem, ctx=ctx, param=param)
+    return tuple(dict.fromkeys(value))
+
+
+_QUALITY_OPTIONS = (
+    click.option(
+        "--quality/--no-quality",
+        default=None,
+        help="Measure quality on the served model after the workloads (default: on for the whole suite, off when --workloads names some).",
+    ),
+    click.option("--quality-full", is_flag=True, help="Every item of each quality suite (default: its stated subset, said on the card)."),
+    click.option(
+        "--quality-suite", "quality_suites", multiple=True, callback=_suite_names, help="A quality suite to measure (repeatable; default: every default one)."
+    ),
+)
+
+
+def quality_options(command: Any) -> Any:
+    """Decorate ``command`` with the quality phase's options (named as RunRequest's fields)."""
+    for option in reversed(_QUALITY_OPTIONS):
         command = option(command)
     return command

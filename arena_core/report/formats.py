@@ -21,4 +21,5 @@ def fmt_score(score: Score) -> str:
     if score.value is None:
         return "not computed"
     interval = f" [{score.low:.1f}–{score.high:.1f}]" if score.low != score.high else ""
-    return f"{score.value:.1f}{interval}" + ("" if score.publishable else " (not publishable)")
+    measured = " (Q measured)" if score.quality_source == "measured" else ""
+    return f"{score.value:.1f}{interval}{measured}" + ("" if score.publishable else " (not publishable)")

@@ -18,7 +18,7 @@ from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.sweep import capacity_rows, sweep_steps
 from arena_core.results.predictions import NO_PREDICTOR
-from arena_core.types import CardWorkload, LedgerLine, ModelCard, Score
+from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, Score
 
 
 def headline_tps(card: ModelCard) -> float | None:
@@ -121,12 +121,27 @@ def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
 
 
 def quality_rows(card: ModelCard) -> list[tuple[str, str, str]]:
-    """Each published quality score with its source, then their average (unpublished ones left out)."""
+    """Each published quality score with its source, each figure measured on the served model
+    beside the published one, then Q: the average the score uses, and of what."""
     rows = [(q.benchmark, "not published" if q.value is None else f"{q.value:.1f}", q.source) for q in card.quality]
-    values = [q.value for q in card.quality if q.value is not None]
+    rows += [measured_row(card, measured) for measured in card.measured_quality]
+    values, source = card.quality_basis()
     if values:
-        rows.append(("average", f"{sum(values) / len(values):.1f}", f"mean of {len(values)} published scores (Q)"))
-    return rows or [("—", "no quality scores in the catalog", "")]
+        rows.append(("average (Q)", f"{sum(values) / len(values):.1f}", f"mean of {len(values)} {source} score{'s' if len(values) != 1 else ''}"))
+    return rows or [("—", "no quality scores: none published, none measured", "")]
+
+
+def measured_row(card: ModelCard, measured: MeasuredQuality) -> tuple[str, str, str]:
+    """A measured figure: value and interval, then how, on how much, against the published
+    figure, and the share of answers that failed the format."""
+    label = f"{measured.benchmark or measured.suite} (measured)"
+    published = card.published(measured.benchmark) if measured.benchmark else None
+    against = f"; published {published:.1f}, measured {measured.value - published:+.1f}" if published is not None else ""
+    failed = f"; {measured.format_failures} of {measured.items} answers failed the format ({100 * measured.format_failures / measured.items:.0f} %)"
+    lost = f"; {measured.failed_requests} requests failed" if measured.failed_requests else ""
+    sandbox = f"; sandbox: {measured.isolation}" if measured.isolation else ""
+    how = f"{measured.metric} on {measured.size}{against}{failed}{lost}{sandbox}"
+    return label, f"{measured.value:.1f} [{measured.low:.1f}–{measured.high:.1f}]", how
 
 
 #: Facts of the model a card can show, as the seed cards list them.

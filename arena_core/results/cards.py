@@ -119,6 +119,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         expected=expected,
         workloads=tuple(lines),
         quality=manifest.quality or (model.item.quality if model else ()),
+        measured_quality=manifest.measured_quality,
         model_memory_gb=memory.gb if memory else None,
         model_memory_source=memory.source if memory else None,
         status=manifest.status,
@@ -126,7 +127,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         hardware_reason=manifest.hardware_reason or "",
         hardware_memory=_memory(profile),
         hardware_roofs=HardwareRoofs(memory_bandwidth_gbs=profile.memory_bandwidth_gbs, dense_tflops=dict(profile.dense_tflops)) if profile else None,
-        model_facts=ModelFacts.of(manifest.model_facts) if manifest.model_facts else _catalog_facts(model.item if model else None),
+        model_facts=_model_facts(manifest.model_facts, model.item if model else None),
         measured_shapes=_measured_shapes(manifest.config.get("measured_shapes")),
         server_settings=_server_settings(manifest),
         slo=CardSlo(objective=objective.describe(), name=recorded[0] if recorded else "", target=objective.target),
@@ -153,9 +154,13 @@ def card_layout(registry: Registry, backend: str = "") -> CardLayout:
     )
 
 
-def _catalog_facts(model: ModelSpec | None) -> ModelFacts:
-    """A measured run's model facts: what the catalog says (nothing for a model it lacks)."""
-    return ModelFacts(hf_model=model.hf_id, precision=model.precision) if model else ModelFacts()
+def _model_facts(recorded: Mapping[str, Any], model: ModelSpec | None) -> ModelFacts:
+    """A run's model facts: what its manifest recorded (an import's card, what the server said),
+    with the catalog's Hugging Face id and precision where the manifest has none."""
+    facts = ModelFacts.of(recorded) if recorded else ModelFacts()
+    if model is None:
+        return facts
+    return attrs.evolve(facts, hf_model=facts.hf_model or model.hf_id, precision=facts.precision or model.precision)
 
 
 def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:

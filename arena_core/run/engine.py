@@ -27,12 +27,13 @@ from arena_core.redaction import remember
 from arena_core.registry import Registry
 from arena_core.report.expected import expected_work
 from arena_core.run.attach import UNNAMED_SERVER, ask_about_its_machine
+from arena_core.run.identity import CATALOG_IDENTITY, UNNAMED, ask_the_server, identify, served_facts, unique_name
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
 from arena_core.run.probes import probes_for
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.sanity import DEADLINE_S, check_the_server_answers
-from arena_core.run.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, workload_dir
+from arena_core.run.store import RunLock, find_run, index_run, list_runs, load_result, new_run_dir, remove_run, store_result, workload_dir
 from arena_core.run.telemetry import TelemetrySampler, memory_in_use, memory_now, model_memory, sample_now, stop_like_ctrl_c, summarise, watchdog_margin_bytes
 from arena_core.types import (
     Backend,
@@ -43,6 +44,8 @@ from arena_core.types import (
     EndpointSettings,
     HardwareProfile,
     ModelSpec,
+    QualityRequest,
+    QualitySuiteSpec,
     RunContext,
     RunInfo,
     RunOptions,
@@ -52,12 +55,17 @@ from arena_core.types import (
 )
 from arena_core.types.runners import server_is_here
 
-#: The model name recorded when a server serves a model that is not in the catalog.
-UNCATALOGUED_MODEL = "served-model"
+#: The model name a run starts with when no model is named; the server's own facts replace it
+#: (:mod:`arena_core.run.identity`). Runs stored before Arena named models keep it.
+UNCATALOGUED_MODEL = UNNAMED
 #: Said in the manifest and the progress when the server runs on another machine.
 REMOTE_NOTE = "the server runs on another machine: its memory and power are not read from here (its /metrics are)"
 #: The files a run was given, recorded by name so that a resumed run reads them again.
 RECORDED_PATHS = ("tokenizer", "dataset", "corpus")
+#: The quality requests a run keeps in flight (fewer where the server Arena starts has fewer slots).
+QUALITY_CONCURRENCY = 4
+#: The context a server Arena starts only for quality needs: a prompt and its answer.
+QUALITY_CONTEXT_TOKENS = 4096
 
 Progress = Callable[[str], None]
 LiveUpdate = Callable[[str, int, int, int], None]
@@ -86,6 +94,15 @@ class RunRequest:
     #: The parallel slots of a server Arena starts (llama.cpp ``-np``, vLLM ``--max-num-seqs``);
     #: None: as many as the workloads' most concurrent requests.
     slots: int | None = None
+    #: The model's title (and so its name) where the server's own facts are not what to call it.
+    model_title: str | None = None
+    #: Measure quality after the workloads; None: for a run of the standard suite, not for a run
+    #: that names its workloads (a quick check).
+    quality: bool | None = None
+    quality_full: bool = False
+    quality_suites: tuple[str, ...] = ()
+    #: Measure quality only, no workload (``arena quality``).
+    quality_only: bool = False
 
     @classmethod
     def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
@@ -94,8 +111,12 @@ class RunRequest:
         kept = {name: getattr(manifest, name) for name in ("backend", "hardware", "base_url", "workloads", "scale", "engine", "exact_output")}
         paths = {name: Path(value) for name in RECORDED_PATHS if (value := getattr(manifest, name))}
         settings = {key: value for key, value in given.items() if value is not None}
-        model = manifest.model if manifest.model != UNCATALOGUED_MODEL else None
-        return cls(model=model, request_timeout=manifest.request_timeout_s, **{**kept, **paths, **settings})  # type: ignore[arg-type]
+        # a model the catalog lacks was named from what its server said: it is asked again
+        named = manifest.model_facts.get("identity", CATALOG_IDENTITY) == CATALOG_IDENTITY
+        model = manifest.model if manifest.model != UNCATALOGUED_MODEL and named else None
+        quality = {"quality": bool(manifest.quality_suites), "quality_suites": manifest.quality_suites, "quality_full": manifest.quality_full}
+        title = {"model_title": manifest.model_title} if model is None and manifest.model_title else {}
+        return cls(model=model, request_timeout=manifest.request_timeout_s, **{**kept, **paths, **quality, **title, **settings})  # type: ignore[arg-type]
 
 
 @frozen(kw_only=True)
@@ -112,6 +133,9 @@ class RunPlan:
     endpoint: EndpointSettings
     config: ArenaConfig
     slots: int | None = None
+    quality: tuple[QualitySuiteSpec, ...] = ()
+    quality_full: bool = False
+    model_title: str | None = None
 
 
 def default_workloads(registry: Registry) -> tuple[str, ...]:
@@ -136,7 +160,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks, here=here)
     scale = request.scale or (run.scale if run.scale != 1.0 else (embedded.scale if embedded else 1.0))
     workloads = []
-    for name in request.workloads or run.workloads or default_workloads(registry):
+    for name in () if request.quality_only else request.workloads or run.workloads or default_workloads(registry):
         spec = registry.get("workloads", name)
         if name in config.workloads:
             spec = apply_override(spec, config.workloads[name], source=config.source)
@@ -162,7 +186,18 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         endpoint=endpoint,
         config=config,
         slots=_slots(request.slots, backend, endpoint),
+        quality=_quality_suites(request, registry),
+        quality_full=request.quality_full,
+        model_title=request.model_title,
     )
+
+
+def _quality_suites(request: RunRequest, registry: Registry) -> tuple[QualitySuiteSpec, ...]:
+    """The suites named, else every default one, when the run measures quality at all."""
+    if request.quality_suites:
+        return tuple(registry.get("quality-suites", name) for name in request.quality_suites)
+    wanted = request.quality_only or (request.quality if request.quality is not None else not request.workloads)
+    return tuple(r.item for r in registry.registrations("quality-suites") if r.item.default) if wanted else ()
 
 
 def _slots(slots: int | None, backend: BackendSpec, endpoint: EndpointSettings) -> int | None:
@@ -256,6 +291,9 @@ def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
         config_source=plan.config.source,
         # the configuration as used, flags applied (names of key variables and files only, never a key)
         config=CONVERTER.unstructure(attrs.evolve(plan.config, endpoint=plan.endpoint)),
+        quality_suites=tuple(suite.name for suite in plan.quality),
+        quality_full=plan.quality_full,
+        model_title=plan.model_title,
         exact_output=options.exact_output,
         request_timeout_s=options.request_timeout_s,
         **{name: str(value) for name in RECORDED_PATHS if (value := getattr(options, name))},
@@ -291,8 +329,8 @@ class RunSession:
                 endpoint=plan.endpoint,
                 run_dir=self.run_dir,
                 hardware=plan.hardware,
-                max_context_tokens=max(w.shape.context_needed() for w in plan.workloads),
-                max_concurrency=max(w.shape.concurrency_needed() for w in plan.workloads),
+                max_context_tokens=max((w.shape.context_needed() for w in plan.workloads), default=QUALITY_CONTEXT_TOKENS),
+                max_concurrency=max((w.shape.concurrency_needed() for w in plan.workloads), default=QUALITY_CONCURRENCY),
                 slots=plan.slots,
             )
         )
@@ -346,7 +384,59 @@ class RunSession:
             commands=commands,
             base_url=endpoint.base_url if plan.backend.attaches else None,
         )
+        self.name_the_model(endpoint, here)
         return endpoint
+
+    def name_the_model(self, endpoint: Endpoint, here: bool) -> None:
+        """Record what the server says it serves; a model the catalog lacks is named from it.
+        A resumed run whose server now serves other weights stops: its results would mix two
+        models under one name."""
+        entry, props = ask_the_server(endpoint)
+        facts = served_facts(entry, props, here=here)
+        plan, recorded = self.plan, self.manifest.model_facts
+        if plan.model.name != UNCATALOGUED_MODEL:
+            self._record(model_facts={**recorded, **facts, "identity": CATALOG_IDENTITY})
+            return
+        catalog = {r.item.name: r.item for r in self.hooks.registry.registrations("models")}
+        served = identify(facts, catalog, title=plan.model_title)
+        if self.resuming and recorded.get("fingerprint") and served.fingerprint and recorded.get("fingerprint") != served.fingerprint:
+            raise UsageError(
+                f"--resume {self.run_id}: the server at {endpoint.base_url} now serves {served.title!r}, not the run's {self.manifest.model_title!r}; "
+                "start a new run for it"
+            )
+        if self.resuming:
+            return
+        name = unique_name(served, _fingerprints(plan.output, served.name, self.run_id))
+        self._record(model=name, model_title=served.title, model_facts=dict(served.facts))
+        self.info = attrs.evolve(self.info, model=name)
+        self.progress(f"model: {name} ({served.title}; named from {served.facts['identity']})")
+
+    def measure_quality(self, endpoint: Endpoint) -> None:
+        """Measure each quality suite of the plan (a resumed run keeps those it has), storing its
+        records under ``quality/SUITE/`` and its figure in the manifest as soon as it is known."""
+        done = {measured.suite for measured in self.manifest.measured_quality}
+        for suite in self.plan.quality:
+            if suite.name in done:
+                self.progress(f"quality: {suite.name}: already measured, kept")
+                continue
+            folder = _fresh_folder(self.run_dir / "quality" / suite.name)
+            self.measuring = True
+            request = QualityRequest(
+                endpoint=endpoint,
+                output_dir=folder,
+                full=self.plan.quality_full,
+                request_timeout_s=self.plan.options.request_timeout_s,
+                concurrency=min(QUALITY_CONCURRENCY, self.plan.slots or QUALITY_CONCURRENCY),
+                progress=self.progress,
+            )
+            try:
+                measured = suite.run(request)
+            except HttpError as exc:
+                raise ServerLost(f"quality {suite.name}: the server stopped answering ({exc}); what was measured is kept; {self.resume_hint()}") from None
+            self._record(measured_quality=(*self.manifest.measured_quality, measured))
+            self.progress(
+                f"quality: {suite.name}: {measured.metric} {measured.value:.1f} % [{measured.low:.1f}, {measured.high:.1f}] on {measured.size}, {measured.seconds:.0f} s"
+            )
 
     def preflight(self, endpoint: Endpoint) -> None:
         """Before the first measured request: ask an unnamed server what it says of its machine,
@@ -438,6 +528,18 @@ class RunSession:
         self.hooks.run_finished(self.info, RunResult(run_id=self.run_id, completed=status == "completed", results=tuple(self.results)))
 
 
+def _fingerprints(output: Path, name: str, run_id: str) -> dict[str, set[str]]:
+    """The fingerprints of the stored runs named ``name`` (but ``run_id``), by name."""
+    found: set[str] = set()
+    for row in list_runs(output):
+        if row["model"] == name and row["run_id"] != run_id:
+            try:
+                found.add(str(read_manifest(find_run(output, row["run_id"])).model_facts.get("fingerprint", "")))
+            except UsageError:
+                continue  # a damaged run is named by the commands that read it
+    return {name: found}
+
+
 def _fresh_folder(folder: Path) -> Path:
     """A half-finished workload starts again cleanly; its records are kept aside, not lost."""
     if folder.exists():
@@ -469,6 +571,7 @@ def execute(
         hooks.run_started(session.info)
         for index, workload in enumerate(plan.workloads, 1):
             session.results.append(session.run_workload(index, workload, endpoint))
+        session.measure_quality(endpoint)
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"

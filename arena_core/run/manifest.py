@@ -22,7 +22,7 @@ from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.files import read_json_file, write_json_atomic
 from arena_core.redaction import redact
-from arena_core.types import HardwareProfile, QualityScore
+from arena_core.types import HardwareProfile, MeasuredQuality, QualityScore
 
 MANIFEST = "manifest.json"
 #: A manifest is tens of kilobytes (its commands, facts and file hashes); a file past this is not one.
@@ -95,6 +95,11 @@ class Manifest:
     model_title: str | None = None
     quality: tuple[QualityScore, ...] = ()
     model_facts: Mapping[str, Any] = field(factory=dict)
+    #: The quality suites the run measures after its workloads (on their full sets with
+    #: ``quality_full``), and what each measured, in the order measured.
+    quality_suites: tuple[str, ...] = ()
+    quality_full: bool = False
+    measured_quality: tuple[MeasuredQuality, ...] = ()
 
     @property
     def measured_at(self) -> str:

@@ -100,6 +100,10 @@ class FakeServerConfig:
     #: of the text "probe", which a runner sends as it starts a workload), unanswered: the server
     #: is gone between two workloads; 0: never.
     vanish_at_probe: int = 0
+    #: What a non-streamed answer to a HumanEval prompt is: "filler" (the rig's usual text),
+    #: "canonical" (the problem's own solution, which must score 100 %), "wrong" (a function
+    #: that returns None, which must score 0 %), or "hostile" (code that loops for ever).
+    code_answers: str = "filler"
     #: Serve vLLM's opt-in ``GET /tokenizer_info`` (``--enable-tokenizer-info-endpoint``) naming
     #: the tokenizer this (vLLM's ``name_or_path``: a hub id or the directory it was loaded from).
     tokenizer_info: str | None = None
@@ -359,7 +363,7 @@ class FakeOpenAIServer:
             await asyncio.sleep(prefill + config.decode_gap_s * max(0, count - 1))
             prompt_tokens = prompt_tokens or self.prompt_tokens(messages)
             entry["prompt_tokens"] = prompt_tokens
-            text = "Paris" if coherent else self._piece * count
+            text = "Paris" if coherent else (self._code_answer(last_user) or self._piece * count)
             conn.respond_json(
                 200,
                 {
@@ -373,6 +377,22 @@ class FakeOpenAIServer:
             entry["completion_tokens"] = count
             return
         await self._stream(conn, entry, request, messages, prompt_tokens, count, prefill, fault, coherent)
+
+    def _code_answer(self, prompt: str) -> str | None:
+        """The answer :attr:`FakeServerConfig.code_answers` asks for to a HumanEval prompt."""
+        if self.config.code_answers == "filler":
+            return None
+        from arena_quality.humaneval import problems
+
+        problem = next((p for p in problems() if p["prompt"] in prompt), None)
+        if problem is None:
+            return None
+        body = {
+            "canonical": problem["prompt"] + problem["canonical_solution"],
+            "wrong": f"def {problem['entry_point']}(*args):\n    return None\n",
+            "hostile": f"def {problem['entry_point']}(*args):\n    while True:\n        pass\n",
+        }[self.config.code_answers]
+        return f"Here is the function.\n```python\n{body}```\n"
 
     async def _sanity(self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any]) -> None:
         """The answer to the sanity question: text, or with the ``garbage`` fault noise."""
@@ -645,6 +665,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer-info", metavar="NAME", help="serve vLLM's opt-in GET /tokenizer_info, naming the tokenizer NAME")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
     parser.add_argument("--vanish-at-probe", type=int, default=0, help="exit when the N-th /tokenize of 'probe' arrives, unanswered (0: never)")
+    parser.add_argument("--code-answers", choices=("filler", "canonical", "wrong", "hostile"), default="filler", help="answers to HumanEval prompts")
     parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
     return parser
 
@@ -677,6 +698,7 @@ def main(argv: list[str] | None = None) -> None:
         shared_tps=args.shared_tps,
         tokenizer_info=args.tokenizer_info,
         vanish_at_probe=args.vanish_at_probe,
+        code_answers=args.code_answers,
     )
 
     async def serve() -> None:

@@ -21,12 +21,16 @@ from arena_core.types.prediction import (
     PredictorSpec,
     WorkloadPrediction,
 )
+from arena_core.types.quality import MeasuredQuality, QualityRequest, QualitySuiteSpec
 from arena_core.types.results import RequestRecord, RunInfo, RunResult, Verdict, WorkloadResult
 from arena_core.types.runners import Endpoint, ReportReader, RunContext, Runner, RunnerSpec, RunOptions, ToolAvailability
 from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec
 from arena_core.types.workloads import MIN_SCALED_TOKENS, ROLES, ClosedLoopShape, OpenLoopShape, WorkloadShape, WorkloadSpec
 
 __all__ = [
+    "MeasuredQuality",
+    "QualityRequest",
+    "QualitySuiteSpec",
     "MIN_SCALED_TOKENS",
     "NAME_PATTERN",
     "ROLES",

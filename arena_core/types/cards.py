@@ -8,6 +8,7 @@ from typing import Any
 from attrs import field, frozen
 
 from arena_core.types.models import ModelSpec, QualityScore
+from arena_core.types.quality import MeasuredQuality
 
 
 @frozen(kw_only=True)
@@ -65,6 +66,16 @@ class ModelFacts:
     context_k: float | None = None
     cohort_confidence: str = ""
     published_scores: Mapping[str, float] = field(factory=dict)
+    #: what the server reported of the model it serves (:mod:`arena_core.run.identity`): vLLM's
+    #: ``root``, the model file's name, a GGUF file's ``general.name`` and quantisation, its size
+    served_root: str = ""
+    model_file: str = ""
+    gguf_name: str = ""
+    quantisation: str = ""
+    file_gb: float | None = None
+    #: where the run's model name came from, and a digest of the facts that tell models apart
+    identity: str = ""
+    fingerprint: str = ""
 
     @classmethod
     def of(cls, facts: Mapping[str, Any]) -> ModelFacts:
@@ -113,6 +124,13 @@ _FACT_KINDS = {
     "params_active_b": float,
     "context_k": float,
     "cohort_confidence": str,
+    "served_root": str,
+    "model_file": str,
+    "gguf_name": str,
+    "quantisation": str,
+    "file_gb": float,
+    "identity": str,
+    "fingerprint": str,
 }
 
 
@@ -191,6 +209,8 @@ class ModelCard:
     expected: tuple[str, ...]
     workloads: tuple[CardWorkload, ...]
     quality: tuple[QualityScore, ...] = ()
+    #: quality measured on the served model by the run's quality suites
+    measured_quality: tuple[MeasuredQuality, ...] = ()
     model_memory_gb: float | None = None
     model_memory_source: str | None = None
     #: the run's status in its manifest (complete, interrupted, ...)
@@ -211,6 +231,20 @@ class ModelCard:
 
     def workload(self, name: str) -> CardWorkload | None:
         return next((w for w in self.workloads if w.name == name), None)
+
+    def quality_basis(self) -> tuple[tuple[float, ...], str]:
+        """The quality figures a score's Q averages, and their kind: the published scores where
+        the card has any ("published"), else the measured figures of suites comparable with a
+        published benchmark ("measured"), else none ("")."""
+        published = tuple(q.value for q in self.quality if q.value is not None)
+        if published:
+            return published, "published"
+        measured = tuple(m.value for m in self.measured_quality if m.benchmark)
+        return measured, "measured" if measured else ""
+
+    def published(self, benchmark: str) -> float | None:
+        """The published figure of ``benchmark`` on this card, if any."""
+        return next((q.value for q in self.quality if q.benchmark == benchmark and q.value is not None), None)
 
     @property
     def scale(self) -> float:

