@@ -30,6 +30,14 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None) ->
         return f"{x / y:.2f}x" if x is not None and y else "—"
 
     rows = [("Arena score", sa.value, sb.value, ratio(sa.value, sb.value))]
+    for suite in dict.fromkeys(m.suite for card in (a, b) for m in card.measured_quality):
+        ma, mb = (next((m for m in card.measured_quality if m.suite == suite), None) for card in (a, b))
+        shown = [f"{m.value:.1f} [{m.low:.1f}–{m.high:.1f}]" if m else "—" for m in (ma, mb)]
+        rows.append((f"{(ma or mb).benchmark or suite} (measured)", *shown, ratio(ma and ma.value, mb and mb.value)))  # type: ignore[union-attr]
+        benchmark = (ma or mb).benchmark  # type: ignore[union-attr]
+        published = [card.published(benchmark) if benchmark else None for card in (a, b)]
+        if any(value is not None for value in published):
+            rows.append((f"{benchmark} (published)", *(f"{v:.1f}" if v is not None else "—" for v in published), ratio(*published)))
     found = [capacity_found(capacity_probes(card))[0] for card in (a, b)]
     if any(found):  # a capacity search: its answer, then its probes with the other workloads
         rows.append(("capacity", *(best.label if best else "—" for best in found), ratio(*(best.load if best else None for best in found))))

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 
 from arena_core.cli.app import CliApp
@@ -18,7 +19,7 @@ from arena_core.report.capacity_card import capacity_column
 from arena_core.results.cards import load_cards, profiles_of, score_cohort, scorer_specs
 from arena_core.results.leaderboard import choose, rank, row_dict
 from arena_core.results.predictions import NO_PREDICTOR, ledger_of, ledger_summary
-from arena_core.types import ScorerSpec
+from arena_core.types import ModelCard, ScorerSpec
 
 
 @click.command("leaderboard")
@@ -28,6 +29,14 @@ from arena_core.types import ScorerSpec
 @click.option("--hardware", help="Only runs on this hardware profile.")
 @click.option("--include-scaled", is_flag=True, help="Also rank scaled runs and runs of changed workload shapes (labelled).")
 @click.option("--include-invalid", is_flag=True, help="Also rank runs with invalid results (labelled).")
+@click.option(
+    "--quality",
+    "quality_basis",
+    type=click.Choice(["any", "published", "measured"]),
+    default="any",
+    show_default=True,
+    help="The quality a score uses: published where a run has it, else measured (any); only published; only measured on the served model (tells quants of one model apart).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--prediction-error", is_flag=True, help="Also the error ledger: each result beside the default predictor's prediction made without its run.")
 @click.pass_obj
@@ -39,6 +48,7 @@ def leaderboard_command(
     hardware: str | None,
     include_scaled: bool,
     include_invalid: bool,
+    quality_basis: str,
     as_json: bool,
     prediction_error: bool,
 ) -> None:
@@ -52,7 +62,7 @@ def leaderboard_command(
     cards, problems = load_cards(results_dir(app, output), registry)
     for problem in problems:
         echo(f"warning: skipped {problem}", err=True)
-    cohort = choose(cards, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)
+    cohort = [with_quality(card, quality_basis) for card in choose(cards, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)]
     rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
     capacity_of = capacity_column(cards)
 
@@ -83,6 +93,16 @@ def leaderboard_command(
         _print_ledger(ledger_rows, absent=ledger_lines is None)
     if problems:  # the table above is whole for what could be read; say plainly what could not
         raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
+
+
+def with_quality(card: ModelCard, basis: str) -> ModelCard:
+    """``card`` with only the quality ``basis`` admits: "measured" drops the published scores,
+    "published" the measured ones, "any" keeps both (a score uses published first)."""
+    if basis == "measured":
+        return attrs.evolve(card, quality=())
+    if basis == "published":
+        return attrs.evolve(card, measured_quality=())
+    return card
 
 
 def _scorer_of(registry: Registry, scorer: str | None, profile: str, custom: Mapping[str, Any]) -> ScorerSpec:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from attrs import frozen
 
 from arena_core.run.capacity import PROBE_LABEL, PROBE_NAME, load_text, passes
+from arena_core.run.identity import UNNAMED
 from arena_core.types import ModelCard
 
 
@@ -80,21 +81,28 @@ def capacity_headline(card: ModelCard) -> str:
 
 def capacity_column(cards: Sequence[ModelCard]) -> Callable[[ModelCard], str | None]:
     """The leaderboard's capacity cell of a card, such as "24 users (interactive)": a capacity
-    search's own; for another run, the newest search of its model on its hardware at its scale."""
+    search's own; for another run, the newest search of the same model (its name and the facts
+    its server reported) on the same server and hardware at its scale. A run stored before Arena
+    named models shows only its own: its name says nothing of which model it was."""
     own, newest = _capacity_cells(cards)
-    return lambda card: own.get(card.run_id) or newest.get((card.model, card.hardware, card.scale))
+    return lambda card: own.get(card.run_id) or (newest.get(_same_setup(card)) if card.model != UNNAMED else None)
 
 
-def _capacity_cells(cards: Sequence[ModelCard]) -> tuple[Mapping[str, str], Mapping[tuple[str, str, float], str]]:
+def _same_setup(card: ModelCard) -> tuple[object, ...]:
+    """What two runs must share for one's capacity to stand for the other's."""
+    return (card.model, card.model_facts.fingerprint, card.backend, card.server, card.hardware, card.scale)
+
+
+def _capacity_cells(cards: Sequence[ModelCard]) -> tuple[Mapping[str, str], Mapping[tuple[object, ...], str]]:
     own: dict[str, str] = {}
-    newest: dict[tuple[str, str, float], tuple[tuple[str, str], str]] = {}
+    newest: dict[tuple[object, ...], tuple[tuple[str, str], str]] = {}
     for card in cards:
         probes = capacity_probes(card)
         if not probes:
             continue
         best, _ = capacity_found(probes)
         own[card.run_id] = cell = f"{best.label if best else 'none'} ({card.slo.name or 'SLO'})"
-        key, when = (card.model, card.hardware, card.scale), (card.measured_at, card.run_id)  # run ids sort by start time
+        key, when = _same_setup(card), (card.measured_at, card.run_id)  # run ids sort by start time
         if key not in newest or when > newest[key][0]:
             newest[key] = (when, cell)
     return own, {key: cell for key, (_, cell) in newest.items()}

@@ -63,7 +63,8 @@ def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str], capacity
         data["integrity"] = _integrity(row.card.run_id, verified)
         data["place"] = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
         data["score"] = fmt_score(row.score) if row.score.value is not None else "—"
-        data["quality"] = f"{row.score.quality:.1f}" if row.score.quality is not None else "—"
+        measured = " (measured)" if row.score.quality_source == "measured" else ""
+        data["quality"] = f"{row.score.quality:.1f}{measured}" if row.score.quality is not None else "—"
         data["performance"] = f"{row.score.performance:.1f}"
         found.append(data)
     return found
@@ -72,7 +73,10 @@ def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str], capacity
 def _explained(scores: Mapping[str, Score]) -> list[str]:
     lines = []
     for name, score in scores.items():
-        parts = [f"Q {score.quality:.1f}" if score.quality is not None else "Q missing", f"P {score.performance:.1f}"]
+        parts = [
+            f"Q {score.quality:.1f}" + (" (measured)" if score.quality_source == "measured" else "") if score.quality is not None else "Q missing",
+            f"P {score.performance:.1f}",
+        ]
         parts += [f"{w} {p:.1f}" for w, p in score.per_workload.items()]
         lines.append(f"{name}: " + ", ".join(parts) + (f" ({'; '.join(score.notes)})" if score.notes else ""))
     return lines
@@ -109,7 +113,7 @@ def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
     headline = next((card.layout.headline for card in cards if card.layout.headline), None)
     for card in cards:
         throughput, _ = throughput_headline(card)
-        quality = [q.value for q in card.quality if q.value is not None]
+        quality, _ = card.quality_basis()
         if throughput is not None and quality:
             quality_points.append((card.model_title, throughput, sum(quality) / len(quality), card.model_memory_gb))
         line = card.workload(headline) if headline else None
@@ -117,7 +121,10 @@ def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
             user_points.append((card.model_title, line.tokens_per_second, line.metrics["decode_tps_total"], None))
     return {
         "quality_chart": bubble_chart(
-            "Quality against throughput; point area: model memory", quality_points, "throughput G, tok/s (mean over workloads)", "quality Q (published)"
+            "Quality against throughput; point area: model memory",
+            quality_points,
+            "throughput G, tok/s (mean over workloads)",
+            "quality Q (published, else measured)",
         ),
         "users_chart": bubble_chart(f"Per-user against total throughput, {headline} at c=10", user_points, "tok/s per user", "tok/s total"),
         "users_chart_workload": headline or "",

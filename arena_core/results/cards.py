@@ -21,6 +21,7 @@ from arena_core.loadgen.records_io import read_records
 from arena_core.registry import Registry
 from arena_core.run.capacity import SearchSettings
 from arena_core.run.engine import default_workloads
+from arena_core.run.identity import UNNAMED
 from arena_core.run.manifest import MANIFEST, Manifest, read_manifest
 from arena_core.run.store import find_run, list_runs, load_result, workload_dir
 from arena_core.types import (
@@ -109,7 +110,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         layout=card_layout(registry, manifest.backend),
         run_id=manifest.run_id,
         model=manifest.model,
-        model_title=model.item.title if model else (manifest.model_title or manifest.model),  # the catalog's, as on a measured run
+        model_title=model.item.title if model else (manifest.model_title or _untitled(manifest.model)),  # the catalog's, as on a measured run
         hardware=manifest.hardware,
         hardware_title=profile.title if profile else manifest.hardware,
         backend=manifest.backend,
@@ -123,6 +124,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         model_memory_gb=memory.gb if memory else None,
         model_memory_source=memory.source if memory else None,
         status=manifest.status,
+        server=manifest.base_url or "",
         backend_facts=dict(manifest.backend_facts),
         hardware_reason=manifest.hardware_reason or "",
         hardware_memory=_memory(profile),
@@ -152,6 +154,11 @@ def card_layout(registry: Registry, backend: str = "") -> CardLayout:
         compared=tuple(w.name for w in sorted(compared, key=lambda w: w.loop != "open")),  # open loop first
         backend_facts=registry.backends[backend].item.card_facts if backend in registry.backends else (),
     )
+
+
+def _untitled(name: str) -> str:
+    """The title of a run stored without one: a run from before Arena named served models says so."""
+    return "an unnamed served model (stored before Arena named models)" if name == UNNAMED else name
 
 
 def _model_facts(recorded: Mapping[str, Any], model: ModelSpec | None) -> ModelFacts:

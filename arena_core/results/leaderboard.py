@@ -29,6 +29,8 @@ def _labels(card: ModelCard, score: Score) -> tuple[str, ...]:
         labels.append("custom shapes (" + "; ".join(card.custom) + ")")
     if any(not line.valid for line in card.workloads):
         labels.append("invalid results")
+    if score.value is not None and score.quality_source == "measured":
+        labels.append("quality measured")
     if score.value is None:
         lacking = [what for what in score.missing if what not in card.expected] or ["a score"]
         labels.append(f"not ranked: no {' or '.join(lacking)}")

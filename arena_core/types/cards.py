@@ -215,6 +215,8 @@ class ModelCard:
     model_memory_source: str | None = None
     #: the run's status in its manifest (complete, interrupted, ...)
     status: str = ""
+    #: the address of the server measured, where Arena attached to one ("" for a server it started)
+    server: str = ""
     #: what the backend said of the server it ran (version, command, settings): its own words
     backend_facts: Mapping[str, Any] = field(factory=dict)
     hardware_reason: str = ""
