@@ -46,6 +46,19 @@ FAULTS = ("none", "reset", "malformed", "stall", "http", "slow-start", "content-
 #: Faults of the model list, a set-up read: JSON nested 100,000 deep, a body that never ends,
 #: one byte a second (each answers the first GET /v1/models, then behaves).
 FAULTS += ("deep-models", "flood-models", "trickle-models")
+#: What the rig's hostile answers do instead of solving a HumanEval problem (one per problem, in
+#: turn): loop for ever, fork without end, take all memory, write outside, read the
+#: environment, open a socket, fill the disk.
+HOSTILE_BODIES = (
+    "    while True:\n        pass\n",
+    "    import os\n    while True:\n        os.fork()\n",
+    "    return bytearray(1 << 40)\n",
+    "    open('/tmp/arena-hostile-escape', 'w').write('x')\n",
+    "    import os\n    raise SystemExit(repr(dict(os.environ)))\n",
+    "    import socket\n    socket.create_connection(('127.0.0.1', 1), timeout=2)\n",
+    "    open('fill', 'wb').write(b'x' * (64 << 20))\n",
+)
+
 #: Events of every wrong shape before the first content of each stream: a choice that is a
 #: number, a delta that is a list, content that is a number, JSON nested 100,000 deep.
 FAULTS += ("hostile-events",)
@@ -102,7 +115,7 @@ class FakeServerConfig:
     vanish_at_probe: int = 0
     #: What a non-streamed answer to a HumanEval prompt is: "filler" (the rig's usual text),
     #: "canonical" (the problem's own solution, which must score 100 %), "wrong" (a function
-    #: that returns None, which must score 0 %), or "hostile" (code that loops for ever).
+    #: that returns None, which must score 0 %), or "hostile" (each of :data:`HOSTILE_BODIES` in turn).
     code_answers: str = "filler"
     #: Serve vLLM's opt-in ``GET /tokenizer_info`` (``--enable-tokenizer-info-endpoint``) naming
     #: the tokenizer this (vLLM's ``name_or_path``: a hub id or the directory it was loaded from).
@@ -390,7 +403,7 @@ class FakeOpenAIServer:
         body = {
             "canonical": problem["prompt"] + problem["canonical_solution"],
             "wrong": f"def {problem['entry_point']}(*args):\n    return None\n",
-            "hostile": f"def {problem['entry_point']}(*args):\n    while True:\n        pass\n",
+            "hostile": f"def {problem['entry_point']}(*args):\n" + HOSTILE_BODIES[int(problem["task_id"].split("/")[1]) % len(HOSTILE_BODIES)],
         }[self.config.code_answers]
         return f"Here is the function.\n```python\n{body}```\n"
 

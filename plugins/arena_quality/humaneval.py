@@ -14,6 +14,7 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any
 
@@ -28,6 +29,8 @@ FULL_SIZE = 164
 SUBSET_STEP = 4
 SUBSET_SIZE = len(range(0, FULL_SIZE, SUBSET_STEP))
 MAX_TOKENS = 400
+#: Samples graded at once.
+GRADERS = 2
 PROMPT = (
     "Complete the following Python function. Reply with the complete function, including its "
     "signature, in one ```python code block, and nothing else.\n\n```python\n{prompt}```"
@@ -73,26 +76,30 @@ def _prompt_without(prompt: str, entry: str) -> str:
 
 
 def grade(items: Sequence[Mapping[str, Any]], answers: Sequence[Answer], sandbox: Sandbox, progress=lambda line: None) -> list[dict[str, Any]]:
-    """One record per problem: its answer, whether it had code, and whether the code passed."""
-    records = []
-    for index, (problem, answer) in enumerate(zip(items, answers, strict=True), 1):
+    """One record per problem: its answer, whether it had code, and whether the code passed.
+    :data:`GRADERS` samples run at once (a hostile answer costs its CPU limit, not the phase)."""
+    done = 0
+
+    def one(problem: Mapping[str, Any], answer: Answer) -> dict[str, Any]:
+        nonlocal done
         code = code_of(answer.text, problem["entry_point"]) if not answer.error else None
         outcome = sandbox.run(program_of(problem, code)) if code is not None else None
-        records.append(
-            {
-                "item": problem["task_id"],
-                "passed": bool(outcome and outcome.passed),
-                "status": outcome.status if outcome else (f"no answer: {answer.error}" if answer.error else "no code in the answer"),
-                "format_failure": code is None and not answer.error,
-                "request_failed": bool(answer.error),
-                "finish_reason": answer.finish_reason,
-                "answer": answer.text,
-                "output": outcome.output if outcome and not outcome.passed else "",
-            }
-        )
-        if index % 10 == 0 or index == len(items):
-            progress(f"quality: humaneval graded {index}/{len(items)}")
-    return records
+        done += 1
+        if done % 10 == 0 or done == len(items):
+            progress(f"quality: humaneval graded {done}/{len(items)}")
+        return {
+            "item": problem["task_id"],
+            "passed": bool(outcome and outcome.passed),
+            "status": outcome.status if outcome else (f"no answer: {answer.error}" if answer.error else "no code in the answer"),
+            "format_failure": code is None and not answer.error,
+            "request_failed": bool(answer.error),
+            "finish_reason": answer.finish_reason,
+            "answer": answer.text,
+            "output": outcome.output if outcome and not outcome.passed else "",
+        }
+
+    with ThreadPoolExecutor(max_workers=GRADERS) as pool:
+        return list(pool.map(one, items, answers))
 
 
 def run(request: QualityRequest) -> MeasuredQuality:

