@@ -79,14 +79,17 @@ def test_canonical_solutions_score_100_and_wrong_code_0_each_with_its_interval(t
     right = _quality(["--code-answers", "canonical"], tmp_path / "right")
     (measured,) = right["manifest"]["measured_quality"]
     assert (measured["value"], measured["low"], measured["high"], measured["passed"], measured["items"]) == (100.0, 91.4, 100.0, 41, 41)
-    assert "quality, HumanEval (measured): 100.0 [91.4–100.0]" in right["stdout"]
+    assert "quality, HumanEval (measured): 100.0 [91.4–100.0]" in right["stdout"] and "completing each function" in measured["method"]
     records = [json.loads(line) for line in (right["run_dir"] / "quality" / "humaneval" / "records.jsonl").read_text().splitlines()]
     assert len(records) == 41 and all(r["passed"] for r in records)
     wrong = _quality(["--code-answers", "wrong"], tmp_path / "wrong")
     (measured,) = wrong["manifest"]["measured_quality"]
     assert (measured["value"], measured["low"], measured["passed"], measured["format_failures"]) == (0.0, 0.0, 0, 0)
     assert measured["high"] == 8.6
-    filler = _quality([], tmp_path / "filler")  # prose without code: every answer fails the format
+    chat = _quality(["--code-answers", "canonical", "--chat-only"], tmp_path / "chat")  # no /v1/completions: asked as chat questions
+    (measured,) = chat["manifest"]["measured_quality"]
+    assert measured["value"] == 100.0 and "chat question" in measured["method"]
+    filler = _quality(["--chat-only"], tmp_path / "filler")  # prose without code: every answer fails the format
     assert filler["manifest"]["measured_quality"][0]["format_failures"] == 41
 
 
@@ -184,6 +187,18 @@ def test_its_temporary_directory_is_removed():
 
 
 # --- the canary -----------------------------------------------------------------------------------
+
+
+def test_the_canary_fails_answers_that_leak_a_chat_template_or_repeat_the_prompt():
+    from arena_quality.asking import Answer
+    from arena_quality.canary import _record
+
+    item = next(i for i in canary.items(96) if i.constraint.startswith("the keyword"))
+    word = item.constraint.split("'")[1]
+    assert _record(0, item, Answer(text=f"A {word} lantern glows. It is {word}."))["passed"]
+    echoed = _record(0, item, Answer(text=item.prompt + "<|im_end|>\n<|im_start|>user\n"))
+    assert not echoed["passed"] and echoed["format_failure"] and "chat-template token" in echoed["status"]
+    assert not _record(0, item, Answer(text=item.prompt))["passed"]
 
 
 def test_the_canary_is_seeded_and_its_checks_can_fail():

