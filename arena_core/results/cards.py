@@ -211,7 +211,8 @@ def _memory(profile: HardwareProfile | None) -> str | None:
 
 
 def load_cards(output: Path, registry: Registry, slo: Slo | None = None, *, slo_figures: bool = False) -> tuple[list[ModelCard], list[str]]:
-    """Every stored run with at least one result, and a line for each run that could not be read.
+    """Every stored run with at least one result (a workload's, or quality measured), and a line
+    for each run that could not be read.
     SLO figures (every records file read again) only when asked: a leaderboard needs none."""
     cards, problems = [], []
     for row in list_runs(output):
@@ -224,7 +225,7 @@ def load_cards(output: Path, registry: Registry, slo: Slo | None = None, *, slo_
         except UsageError as exc:
             problems.append(str(exc))
             continue
-        if card.workloads:
+        if card.workloads or card.measured_quality:
             cards.append(card)
     return cards, problems
 

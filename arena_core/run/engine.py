@@ -401,8 +401,8 @@ class RunSession:
         served = identify(facts, catalog, title=plan.model_title)
         if self.resuming and recorded.get("fingerprint") and served.fingerprint and recorded.get("fingerprint") != served.fingerprint:
             raise UsageError(
-                f"--resume {self.run_id}: the server at {endpoint.base_url} now serves {served.title!r}, not the run's {self.manifest.model_title!r}; "
-                "start a new run for it"
+                f"--resume {self.run_id}: the server at {endpoint.base_url} now serves {_said(served.facts)!r}, not the run's {_said(recorded)!r} "
+                "(other weights); start a new run for it"
             )
         if self.resuming:
             return
@@ -526,6 +526,11 @@ class RunSession:
         self.manifest = sealed(self.run_dir, attrs.evolve(self.manifest, status=status, finished_at=_now()))
         self._record()
         self.hooks.run_finished(self.info, RunResult(run_id=self.run_id, completed=status == "completed", results=tuple(self.results)))
+
+
+def _said(facts: Mapping[str, object]) -> str:
+    """What a server called its model, in a message."""
+    return str(facts.get("gguf_name") or facts.get("served_root") or facts.get("served_name") or "an unnamed model")
 
 
 def _fingerprints(output: Path, name: str, run_id: str) -> dict[str, set[str]]:
