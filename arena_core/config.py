@@ -38,6 +38,8 @@ class RunSection:
     engine: Literal["native", "external"] = "native"
     scale: Scale = Scale(1.0)
     output: str = "arena-results"
+    #: what to call a model the catalog lacks (default: from what its server reports)
+    model_title: str | None = None
 
 
 #: ``[endpoint]``: an existing server. The key itself never goes in this file.

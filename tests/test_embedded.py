@@ -135,3 +135,28 @@ def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
         done = capacity(slots, f"ttft={limit_s:.3f}s,tps=none", 4, 8)
         found[slots] = int(re.search(r"Capacity: (\d+) users", done.stdout).group(1))
     assert found[4] <= 4 < found[8] <= 8, (found, first_token_s, answer_s, limit_s)
+
+
+@pytest.mark.slow
+def test_embedded_run_measures_quality_and_ends_with_a_score(tmp_path):
+    """``arena run --quality`` on the real embedded server: HumanEval's subset completed through
+    llama.cpp's /v1/completions and graded in the sandbox, the canary through its chat API, each
+    a figure with its interval, and the run ends with an Arena score that uses them (labelled)."""
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "arena_core", "run", "--workloads", "chat", "--scale", "0.02", "--quality", "--output", str(tmp_path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    figure = r"\d+\.\d \[\d+\.\d–\d+\.\d\]"
+    assert re.search(rf"quality, HumanEval \(measured\): {figure} \(pass@1 on 41 of 164 items \(a subset\)", done.stdout), done.stdout
+    assert re.search(rf"quality, instruction-canary \(measured\): {figure}", done.stdout), done.stdout
+    assert re.search(r"Arena score \(aggregate\): \d+\.\d.*\(Q measured\)", done.stdout), done.stdout
+    run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    humaneval = next(m for m in manifest["measured_quality"] if m["suite"] == "humaneval")
+    assert "completing each function" in humaneval["method"] and humaneval["isolation"] == ""
+    assert manifest["model_facts"]["gguf_name"] == "Gemma 3 270m" and manifest["model_facts"]["quantisation"] == "Q4_K_M"
+    card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert "HumanEval (measured)" in card.stdout and "Q4_K_M" in card.stdout

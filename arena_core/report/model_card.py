@@ -18,7 +18,7 @@ from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.sweep import capacity_rows, sweep_steps
 from arena_core.results.predictions import NO_PREDICTOR
-from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, Score
+from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score
 
 
 def headline_tps(card: ModelCard) -> float | None:
@@ -157,6 +157,23 @@ def model_rows(card: ModelCard) -> list[tuple[str, str]]:
         rows.insert(1, ("parameters", f"{total:g}B total" + (f", {active:g}B active" if active is not None and active != total else "")))
     if facts.hf_model:
         rows.append(("weights", f"https://huggingface.co/{facts.hf_model}"))
+    rows += served_rows(facts)
+    return rows
+
+
+def served_rows(facts: ModelFacts) -> list[tuple[str, str]]:
+    """What the server reported of the model it served: its name for it, its file, a GGUF
+    file's name and quantisation, and where the run's model name came from."""
+    rows = []
+    if facts.served_name:
+        rows.append(("served as", facts.served_name + (f" ({facts.served_root})" if facts.served_root else "")))
+    if facts.gguf_name or facts.quantisation:
+        size = f", {facts.file_gb:g} GB" if facts.file_gb is not None else ""
+        rows.append(("GGUF", f"{facts.gguf_name or facts.model_file}, {facts.quantisation or 'quantisation not stated'}{size}"))
+    elif facts.model_file:
+        rows.append(("model file", facts.model_file))
+    if facts.identity:
+        rows.append(("named from", facts.identity))
     return rows
 
 

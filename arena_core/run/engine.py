@@ -188,7 +188,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         slots=_slots(request.slots, backend, endpoint),
         quality=_quality_suites(request, registry),
         quality_full=request.quality_full,
-        model_title=request.model_title,
+        model_title=request.model_title or run.model_title,
     )
 
 

@@ -52,6 +52,14 @@ def _quality(card: ModelCard) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _relative(value: float | None, best: float | None) -> float | None:
+    """``value`` as a percentage of the cohort's best; 0 where every run measured 0 (a quality of
+    0 % is a figure, not a missing one)."""
+    if value is None or best is None:
+        return None
+    return 100 * value / best if best else 0.0
+
+
 class SiteScorer:
     """The seed site's score under one preset, over a cohort of cards."""
 
@@ -105,7 +113,7 @@ class SiteScorer:
         missing = tuple(
             what for what, key in (("quality", "Q"), ("throughput", "G"), ("model memory", "E")) if part[key] is None and not (key == "E" and part["G"] is None)
         )
-        relative = {key: (100 * part[key] / best[key] if part[key] is not None and best[key] else None) for key in ("Q", "G", "E")}
+        relative = {key: _relative(part[key], best[key]) for key in ("Q", "G", "E")}
         preset = self.preset
         value = None
         if None not in relative.values():
