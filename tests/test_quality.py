@@ -214,3 +214,35 @@ def test_the_canary_is_seeded_and_its_checks_can_fail():
     assert listed.check("\n".join(f"- item {n}" for n in range(count))) and not listed.check("- one")
     as_json = next(i for i in canary.items(96) if i.constraint.startswith("valid JSON"))
     assert not as_json.check("not json") and not as_json.check("[1, 2]")
+
+
+def test_measured_quality_ranks_compares_and_labels_the_score(tmp_path):
+    """Two servers of one model name, one answering right and one wrong: the leaderboard ranks by
+    measured quality alone (``--quality measured``), the score says its Q was measured, and
+    ``compare`` shows both measured figures."""
+    for answers, model in (("canonical", "org/right-build"), ("wrong", "org/wrong-build")):
+        with FakeServerProcess(["--decode-gap-ms", "1", "--code-answers", answers, "--model", model]) as server:
+            done = arena("run", "--base-url", server.url, "--workloads", "chat", "--scale", "0.02", "--quality-suite", "humaneval", "--output", str(tmp_path))
+        assert done.returncode == 0, done.stderr
+        assert "Arena score (aggregate)" in done.stdout
+    board = json.loads(arena("leaderboard", "--scorer", "arena", "--quality", "measured", "--include-scaled", "--json", "--output", str(tmp_path)).stdout)
+    assert [row["model"] for row in board] == ["org-right-build", "org-wrong-build"]
+    assert [row["quality"] for row in board] == [100.0, 0.0] and all("quality measured" in row["labels"] for row in board)
+    runs = [row["run_id"] for row in board]
+    compared = arena("compare", *runs, "--output", str(tmp_path))
+    assert compared.returncode == 0 and "HumanEval (measured)" in compared.stdout and "100.0 [91.4–100.0]" in compared.stdout
+    card = arena("card", runs[0], "--output", str(tmp_path))
+    assert "HumanEval (measured)" in card.stdout and "(Q measured)" in card.stdout
+
+
+def test_a_run_stored_as_served_model_is_still_read_and_labelled(tmp_path):
+    with FakeServerProcess(["--decode-gap-ms", "0"]) as server:
+        done = arena("quality", "--base-url", server.url, "--quality-suite", "instruction-canary", "--output", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    (manifest_path,) = tmp_path.glob("*/manifest.json")
+    manifest = json.loads(manifest_path.read_text())
+    manifest.update(model="served-model", model_title=None, model_facts={}, files=None, seal=None)  # as Arena stored it before
+    manifest_path.write_text(json.dumps(manifest))
+    (tmp_path / "index.sqlite").unlink()
+    card = arena("card", manifest_path.parent.name, "--output", str(tmp_path))
+    assert card.returncode == 0 and "an unnamed served model (stored before Arena named models)" in card.stdout
