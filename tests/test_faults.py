@@ -120,7 +120,7 @@ def test_a_server_that_dies_between_workloads_is_lost_not_bad_input(tmp_path):
 
 
 def test_a_server_that_accepts_and_never_answers_does_not_hang_the_run(tmp_path):
-    """It answers /v1/models and the sanity question (so the run starts) and then accepts
+    """It answers /v1/models, /props and the sanity question (so the run starts) and then accepts
     connections and says nothing: the run ends on its own with exit 5 and the resume command,
     never hangs. Silent from the start, the sanity check ends the run before any workload."""
     import socket
@@ -131,7 +131,10 @@ def test_a_server_that_accepts_and_never_answers_does_not_hang_the_run(tmp_path)
     listener.listen(64)
     held: list[socket.socket] = []
 
-    answers = {b"/v1/models": b'{"data": [{"id": "silent-model"}]}', b"one word": b'{"choices": [{"message": {"content": "Hello"}}]}'}
+    # what it says of itself it says every time it is asked (the model list, llama.cpp's /props);
+    # the sanity question it answers once, then nothing
+    told = {b"/v1/models": b'{"data": [{"id": "silent-model"}]}', b"/props": b"{}"}
+    answers = {**told, b"one word": b'{"choices": [{"message": {"content": "Hello"}}]}'}
 
     def serve() -> None:
         while True:
@@ -139,12 +142,12 @@ def test_a_server_that_accepts_and_never_answers_does_not_hang_the_run(tmp_path)
                 connection, _ = listener.accept()
             except OSError:
                 return
-            if answers:
+            if b"one word" in answers:
                 request = connection.recv(65536)
                 while not any(key in request for key in answers) and (more := connection.recv(65536)):
                     request += more
                 key = next(key for key in answers if key in request)
-                body = answers.pop(key)
+                body = answers[key] if key in told else answers.pop(key)
                 connection.sendall(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
                 )

@@ -127,7 +127,7 @@ def quality_rows(card: ModelCard) -> list[tuple[str, str, str]]:
     rows += [measured_row(card, measured) for measured in card.measured_quality]
     values, source = card.quality_basis()
     if values:
-        rows.append(("average (Q)", f"{sum(values) / len(values):.1f}", f"mean of {len(values)} {source} score{'s' if len(values) != 1 else ''}"))
+        rows.append(("average", f"{sum(values) / len(values):.1f}", f"mean of {len(values)} {source} score{'s' if len(values) != 1 else ''} (Q)"))
     return rows or [("—", "no quality scores: none published, none measured", "")]
 
 

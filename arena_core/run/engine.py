@@ -33,7 +33,7 @@ from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, wri
 from arena_core.run.probes import probes_for
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.sanity import DEADLINE_S, check_the_server_answers
-from arena_core.run.store import RunLock, find_run, index_run, list_runs, load_result, new_run_dir, remove_run, store_result, workload_dir
+from arena_core.run.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, stored_manifests, workload_dir
 from arena_core.run.telemetry import TelemetrySampler, memory_in_use, memory_now, model_memory, sample_now, stop_like_ctrl_c, summarise, watchdog_margin_bytes
 from arena_core.types import (
     Backend,
@@ -535,13 +535,9 @@ def _said(facts: Mapping[str, object]) -> str:
 
 def _fingerprints(output: Path, name: str, run_id: str) -> dict[str, set[str]]:
     """The fingerprints of the stored runs named ``name`` (but ``run_id``), by name."""
-    found: set[str] = set()
-    for row in list_runs(output):
-        if row["model"] == name and row["run_id"] != run_id:
-            try:
-                found.add(str(read_manifest(find_run(output, row["run_id"])).model_facts.get("fingerprint", "")))
-            except UsageError:
-                continue  # a damaged run is named by the commands that read it
+    # read from the run folders, not the index: another Arena process may hold the index, and a
+    # run must not fail for that (the index is only a cache of the folders)
+    found = {str(m.model_facts.get("fingerprint", "")) for m in stored_manifests(output) if m.model == name and m.run_id != run_id}
     return {name: found}
 
 

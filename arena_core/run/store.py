@@ -143,7 +143,8 @@ def index_run(output: Path, manifest: Manifest) -> bool:
     return True
 
 
-def _stored(output: Path) -> Iterator[Manifest]:
+def stored_manifests(output: Path) -> Iterator[Manifest]:
+    """The manifest of every run folder in ``output``, read from the folders (not the index)."""
     from arena_core.run.manifest import read_manifest
 
     for manifest_path in sorted(output.glob(f"*/{MANIFEST}")):
@@ -154,7 +155,7 @@ def _stored(output: Path) -> Iterator[Manifest]:
 
 
 def rebuild_index(output: Path) -> None:
-    for manifest in _stored(output):
+    for manifest in stored_manifests(output):
         index_run(output, manifest)
 
 
@@ -179,7 +180,11 @@ def list_runs(output: Path) -> list[dict[str, Any]]:
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"{output / INDEX}: not a usable index ({exc}); delete it to rebuild it") from None
     listed = {row["run_id"] for row in rows}
-    missed = [manifest for manifest in _stored(output) if manifest.run_id not in listed] if len(listed) < sum(1 for _ in output.glob(f"*/{MANIFEST}")) else []
+    missed = (
+        [manifest for manifest in stored_manifests(output) if manifest.run_id not in listed]
+        if len(listed) < sum(1 for _ in output.glob(f"*/{MANIFEST}"))
+        else []
+    )
     for manifest in missed:
         index_run(output, manifest)
         rows.append(dict(zip(_COLUMNS, _row(manifest))))
