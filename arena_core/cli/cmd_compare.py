@@ -12,24 +12,30 @@ from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.report import render_table
 from arena_core.report.capacity_card import capacity_found, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
-from arena_core.results.cards import load_card, scores_for
+from arena_core.results.cards import load_card, load_cards, scores_for
 
 
 @click.command("compare")
 @click.argument("run_a")
 @click.argument("run_b")
 @OUTPUT
+@click.option("--profile", default="aggregate", show_default=True, help="The score shown: this profile of the default scorer, as each run's card shows it.")
 @click.pass_obj
-def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None) -> None:
-    """Two stored runs side by side, per workload, with the ratio A / B."""
+def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, profile: str) -> None:
+    """Two stored runs side by side, per workload, with the ratio A / B. Each run's score is its
+    own card's: scored among the stored runs its card is scored among, not between the two."""
     store = results_dir(app, output)
     a, b = (load_card(store, run, app.hooks.registry) for run in (run_a, run_b))
-    sa, sb = (scores_for(c, app.hooks, custom_profiles(app), [a, b])["aggregate"] for c in (a, b))
+    others, _ = load_cards(store, app.hooks.registry)
+    scored = [scores_for(card, app.hooks, custom_profiles(app), others) for card in (a, b)]
+    if profile not in scored[0]:
+        raise click.BadParameter(f"{profile!r} is not a profile of the default scorer (it has {', '.join(scored[0])})", param_hint="--profile")
+    sa, sb = (scores[profile] for scores in scored)
 
     def ratio(x: float | None, y: float | None) -> str:
         return f"{x / y:.2f}x" if x is not None and y else "—"
 
-    rows = [("Arena score", sa.value, sb.value, ratio(sa.value, sb.value))]
+    rows = [(f"score ({sa.version}, {profile})", sa.value, sb.value, ratio(sa.value, sb.value))]
     for suite in dict.fromkeys(m.suite for card in (a, b) for m in card.measured_quality):
         ma, mb = (next((m for m in card.measured_quality if m.suite == suite), None) for card in (a, b))
         shown = [f"{m.value:.1f} [{m.low:.1f}–{m.high:.1f}]" if m else "—" for m in (ma, mb)]

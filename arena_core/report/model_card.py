@@ -178,13 +178,13 @@ def served_rows(facts: ModelFacts) -> list[tuple[str, str]]:
 
 
 def score_lines(scores: Mapping[str, Score]) -> list[str]:
-    """How each profile's score is made: Q and P, and what was left out."""
-    return [
-        f"- {name}: Q {score.quality:.1f}, P {score.performance:.1f}" + (f"; {'; '.join(score.notes)}" if score.notes else "")
-        if score.quality is not None
-        else f"- {name}: P {score.performance:.1f}; {'; '.join(score.notes)}"
-        for name, score in scores.items()
-    ]
+    """How each profile's score is made: its arithmetic written out (weights and parts, so it can
+    be recomputed from the card), else Q and P, and what was left out."""
+    lines = []
+    for name, score in scores.items():
+        made = score.arithmetic or (f"Q {score.quality:.1f}, P {score.performance:.1f}" if score.quality is not None else f"P {score.performance:.1f}")
+        lines.append(f"- {name}: {made}" + (f"; {'; '.join(score.notes)}" if score.notes else ""))
+    return lines
 
 
 def legend_rows(card: ModelCard) -> list[tuple[str, str, str]]:

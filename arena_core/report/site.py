@@ -78,7 +78,8 @@ def _explained(scores: Mapping[str, Score]) -> list[str]:
             f"P {score.performance:.1f}",
         ]
         parts += [f"{w} {p:.1f}" for w, p in score.per_workload.items()]
-        lines.append(f"{name}: " + ", ".join(parts) + (f" ({'; '.join(score.notes)})" if score.notes else ""))
+        made = f"{score.arithmetic}; " if score.arithmetic else ""
+        lines.append(f"{name}: {made}" + ", ".join(parts) + (f" ({'; '.join(score.notes)})" if score.notes else ""))
     return lines
 
 

@@ -72,3 +72,6 @@ class Score:
     #: what Q averages: "published" scores, or quality "measured" on the served model where
     #: none is published (:meth:`~arena_core.types.ModelCard.quality_basis`)
     quality_source: str = "published"
+    #: the score written out with its weights and parts, so a reader can recompute it from the
+    #: page ("0.7 × Q 93.37 + 0.2 × G 41.06 + 0.1 × E 12.50 = 74.8"); "" when not computed
+    arithmetic: str = ""

@@ -142,10 +142,12 @@ class ArenaScorer:
         if quality is None:
             notes.append("no published or measured quality score: the Arena score is not computed")
             value = low = high = None
+            arithmetic = ""
             missing = (*missing, "quality")
         else:
             wq = self.profile.quality_weight
             value, low, high = (round(wq * quality + (1 - wq) * p, 1) for p in (p_mid, p_low, p_high))
+            arithmetic = f"{wq:g} × Q {quality:.2f} + {1 - wq:g} × P {p_mid:.2f} = {wq * quality + (1 - wq) * p_mid:.2f} → {value:.1f}, where P is the weighted mean of the workloads' p_w (their weights sum to {total_weight:g})"
         invalid = any(n.endswith("scored as not completed") for n in notes)
         return Score(
             version=VERSION,
@@ -160,4 +162,5 @@ class ArenaScorer:
             publishable=bool(value is not None and not scaled and not card.custom and not invalid),
             notes=tuple(notes),
             quality_source=source or "published",
+            arithmetic=arithmetic,
         )

@@ -60,6 +60,17 @@ def _relative(value: float | None, best: float | None) -> float | None:
     return 100 * value / best if best else 0.0
 
 
+def _written_out(preset: Preset, part: Mapping[str, float | None], best: Mapping[str, float | None], relative: Mapping[str, float | None], value: float) -> str:
+    """The score's arithmetic: each weight times its part as a percentage of the cohort's best,
+    then each part and the best it is measured against."""
+    weights = {"Q": preset.quality_weight, "G": preset.throughput_weight, "E": preset.efficiency_weight}
+    terms = " + ".join(f"{weights[key]:g} × {key} {relative[key]:.2f}" for key in ("Q", "G", "E"))
+    units = {"Q": "", "G": " tok/s", "E": " tok/s/GB"}
+    against = "; ".join(f"{key} = 100 × {part[key]:.4g} / {best[key]:.4g}{units[key]} (the cohort's best)" for key in ("Q", "G", "E"))
+    exact = sum(weights[key] * relative[key] for key in ("Q", "G", "E"))  # type: ignore[operator]
+    return f"{terms} = {exact:.2f} → {value:.1f}, where {against}"
+
+
 class SiteScorer:
     """The seed site's score under one preset, over a cohort of cards."""
 
@@ -116,8 +127,10 @@ class SiteScorer:
         relative = {key: _relative(part[key], best[key]) for key in ("Q", "G", "E")}
         preset = self.preset
         value = None
+        arithmetic = ""
         if None not in relative.values():
             value = round(preset.quality_weight * relative["Q"] + preset.throughput_weight * relative["G"] + preset.efficiency_weight * relative["E"], 1)
+            arithmetic = _written_out(preset, part, best, relative, value)
         else:
             notes.append("not ranked: " + ", ".join(missing) + " missing")
         scaled = sorted({line.scale for line in card.workloads if line.scale != 1.0})
@@ -140,4 +153,5 @@ class SiteScorer:
             publishable=bool(value is not None and not scaled and not card.custom and not invalid),
             notes=tuple(notes),
             quality_source=source or "published",
+            arithmetic=arithmetic,
         )

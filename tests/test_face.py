@@ -1,0 +1,71 @@
+"""What a person reads must be right: the same score on every page, and a score explanation whose
+arithmetic recomputes the score (issue 31's "correct first", on the seed cohort)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from arena_core import ArenaHooks, make_plugin_manager
+from arena_core.results.cards import load_cards, scores_for_all
+
+ARENA = [sys.executable, "-m", "arena_core"]
+
+
+def arena(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*ARENA, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def seed_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("seeds")
+    assert arena("import", "--seeds", "--output", str(store)).returncode == 0
+    return store
+
+
+def test_compare_shows_each_runs_own_score_as_its_card_and_the_leaderboard_do(seed_store):
+    board = json.loads(arena("leaderboard", "--output", str(seed_store), "--json").stdout)
+    ranked = [row for row in board if row["score"] is not None]
+    first, last = ranked[0], ranked[-1]
+    compared = arena("compare", first["run_id"], last["run_id"], "--output", str(seed_store))
+    assert compared.returncode == 0, compared.stderr
+    row = next(line for line in compared.stdout.splitlines() if line.startswith("score ("))
+    assert re.findall(r"\d+\.\d", row)[:2] == [f"{first['score']:.1f}", f"{last['score']:.1f}"]
+    for entry in (first, last):
+        card = json.loads(arena("card", entry["run_id"], "--output", str(seed_store), "--format", "json").stdout)
+        assert card["scores"]["aggregate"]["value"] == entry["score"]
+
+
+def _recomputed(arithmetic: str) -> float:
+    """The sum of the weight × part terms before "=" in a score's arithmetic."""
+    terms = re.findall(r"([0-9.]+) × [A-Z] ([0-9.]+)", arithmetic.split("=")[0])
+    assert terms, arithmetic
+    return sum(float(weight) * float(part) for weight, part in terms)
+
+
+def test_every_score_explanation_recomputes_its_score(seed_store):
+    pm = make_plugin_manager(autoload=False)
+    hooks = ArenaHooks(pm)
+    cards, problems = load_cards(seed_store, hooks.registry)
+    assert not problems and len(cards) == 17
+    explained, ranked = 0, []
+    for run_id, scores in scores_for_all(cards, hooks).items():
+        if scores["aggregate"].value is not None:
+            ranked.append(run_id)
+        for score in scores.values():
+            if score.value is None:
+                assert score.arithmetic == ""
+                continue
+            # the terms as shown (two decimals) sum to the score before its rounding to one
+            assert _recomputed(score.arithmetic) == pytest.approx(score.value, abs=0.05 + 0.005), score.arithmetic
+            for part, value, best in re.findall(r"([QGE]) = 100 × ([0-9.e+]+) / ([0-9.e+]+)", score.arithmetic):
+                shown = float(re.search(rf"× {part} ([0-9.]+)", score.arithmetic).group(1))
+                assert 100 * float(value) / float(best) == pytest.approx(shown, abs=0.06), score.arithmetic
+            explained += 1
+    assert explained >= 6 * 2  # the ranked seed runs, under both scorers at least
+    card = arena("card", ranked[0], "--output", str(seed_store)).stdout
+    assert " × Q " in card and " × G " in card and " × E " in card
