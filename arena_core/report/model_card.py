@@ -364,7 +364,7 @@ def render_model_card(
         f"{h2}Model",
         table_of(model_rows(card) or [("—", "not in the catalog")], headers=["", ""]),
         "",
-        f"{h2}Quality (published, not measured by Arena)",
+        f"{h2}Quality: published, and measured by Arena on the served model",
         table_of(quality_rows(card), headers=["benchmark", "score", "source"]),
         "",
         f"{h2}Decode throughput, total tok/s at c=10",

@@ -90,7 +90,7 @@ def ask_the_server(endpoint: Endpoint) -> tuple[Mapping[str, Any], Mapping[str, 
 def served_facts(entry: Mapping[str, Any], props: Mapping[str, Any], *, here: bool) -> dict[str, Any]:
     """The facts of the served model, each checked: strings cleaned and cut, numbers bounded."""
     facts: dict[str, Any] = {}
-    served_id, root = clean(entry.get("id")), clean(entry.get("root"))
+    served_id, root = _no_path(clean(entry.get("id"))), _no_path(clean(entry.get("root")))
     if served_id:
         facts["served_name"] = served_id
     if root and root != served_id:
@@ -100,12 +100,19 @@ def served_facts(entry: Mapping[str, Any], props: Mapping[str, Any], *, here: bo
         facts["params_total_b"] = round(params / 1e9, 3)
     if (size := _count(meta.get("size"), 1e13)) is not None:
         facts["file_gb"] = round(size / 1e9, 3)
-    path = clean(props.get("model_path"))
+    path = props.get("model_path") if isinstance(props.get("model_path"), str) else ""
+    path = path if len(path) <= 4096 and path.isprintable() else ""  # read whole: it is opened, not shown
     if path:
         facts["model_file"] = Path(path).name
         if here and path.endswith(".gguf") and Path(path).is_file():
             facts.update(_gguf_facts(gguf_metadata(Path(path))))
     return facts
+
+
+def _no_path(name: str) -> str:
+    """A served name that is a file path (llama.cpp lists its model file's path) as the file's
+    name: a card is published, and a path shows a machine's folders."""
+    return Path(name).name if name.startswith(("/", "~")) or (len(name) > 2 and name[1:3] in (":\\", ":/")) else name
 
 
 def _gguf_facts(metadata: Mapping[str, Any]) -> dict[str, Any]:
