@@ -86,6 +86,8 @@ def test_a_model_is_named_from_what_its_server_reports(tmp_path, registry):
     assert identify({}, catalog).name == UNNAMED
     hostile = served_facts({"id": "\x1b[31mevil\x07" + "a" * 10_000, "meta": {"n_params": 1e300, "size": -5}}, {}, here=False)
     assert "\x1b" not in hostile["served_name"] and len(hostile["served_name"]) <= 120 and "params_total_b" not in hostile and "file_gb" not in hostile
+    pathed = served_facts({"id": "/home/alice/models/x.gguf", "root": "/home/alice/models/x.gguf"}, {}, here=False)
+    assert pathed == {"served_name": "x.gguf"}  # llama.cpp lists its file's path: a card shows the file, not the folders
     assert slug("../../etc/passwd") == "etc-passwd" and slug("MODEL_NAME.gguf") == "model-name.gguf"
 
 
