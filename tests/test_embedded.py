@@ -152,7 +152,7 @@ def test_embedded_run_measures_quality_and_ends_with_a_score(tmp_path):
     figure = r"\d+\.\d \[\d+\.\d–\d+\.\d\]"
     assert re.search(rf"quality, HumanEval \(measured\): {figure} \(pass@1 on 41 of 164 items \(a subset\)", done.stdout), done.stdout
     assert re.search(rf"quality, instruction-canary \(measured\): {figure}", done.stdout), done.stdout
-    assert re.search(r"Arena score \(aggregate\): \d+\.\d.*\(Q measured\)", done.stdout), done.stdout
+    assert re.search(r"Arena score \(aggregate, arena-score/1\): \d+\.\d.*\(Q measured\)", done.stdout), done.stdout
     run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
     manifest = json.loads((run_dir / "manifest.json").read_text())
     humaneval = next(m for m in manifest["measured_quality"] if m["suite"] == "humaneval")

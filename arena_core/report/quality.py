@@ -12,8 +12,9 @@ from arena_core.results.cards import card_from_run, load_cards, scores_for
 
 
 def quality_and_score_lines(run_dir: Path, hooks: ArenaHooks) -> list[str]:
-    """One line per measured quality suite, then the run's score under the default scorer's
-    first profile, scored among the stored runs as its card is (or why there is none)."""
+    """One line per measured quality suite, then the run's score under the default scorer's first
+    profile, scored among the stored runs as its card is, and each other scorer's of that
+    profile (the absolute one does not depend on which runs are stored); or why there is none."""
     try:
         card = card_from_run(run_dir, hooks.registry, slo_figures=False)
         others, _ = load_cards(run_dir.parent, hooks.registry)
@@ -26,7 +27,12 @@ def quality_and_score_lines(run_dir: Path, hooks: ArenaHooks) -> list[str]:
         lines.append(f"quality, {label}: {value} ({how})")
     if not card.measured_quality:
         lines.append("quality: not measured in this run (arena run --quality, or arena quality)")
-    name, score = next(iter(scores.items()))
-    why = "" if score.value is not None else f" ({'; '.join(score.notes)})"
-    lines.append(f"Arena score ({name}): {fmt_score(score)}{why}")
+    first = next(iter(scores))
+    for name, score in scores.items():  # the default scorer's first profile, and each other scorer's of that name
+        if name != first and not name.startswith(f"{first} ("):
+            continue
+        cohort = next((note.removeprefix("cohort: ").split(" (")[0] for note in score.notes if note.startswith("cohort: ")), "")
+        among = f", relative: among {cohort}" if cohort else ""
+        why = "" if score.value is not None else f" ({'; '.join(n for n in score.notes if not n.startswith('cohort: '))})"
+        lines.append(f"Arena score ({name.split(' (')[0]}, {score.version}{among}): {fmt_score(score)}{why}")
     return lines
