@@ -160,3 +160,29 @@ def test_embedded_run_measures_quality_and_ends_with_a_score(tmp_path):
     assert manifest["model_facts"]["gguf_name"] == "Gemma 3 270m" and manifest["model_facts"]["quantisation"] == "Q4_K_M"
     card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert "HumanEval (measured)" in card.stdout and "Q4_K_M" in card.stdout
+
+
+@pytest.mark.slow
+def test_a_server_build_that_dies_of_an_illegal_instruction_is_started_again_without_repacking(tmp_path, monkeypatch):
+    """A llama.cpp built with AMX kernels this CPU will not run (an older wheel in pip's cache)
+    dies of SIGILL on its warm-up: the backend starts it once more with --no-repack and says so.
+    The stand-in launcher kills itself with SIGILL unless --no-repack is given, then runs the real one."""
+    import shutil
+    import sys
+
+    real = shutil.which("llama-cpp-server") or str(Path(sys.executable).parent / "llama-cpp-server")
+    stand_in = tmp_path / "bin" / "llama-cpp-server"
+    stand_in.parent.mkdir()
+    stand_in.write_text(f'#!/bin/sh\ncase " $* " in *" --no-repack "*) exec {real} "$@";; esac\nkill -ILL $$\n')
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stand_in.parent}:{os.environ['PATH']}")
+    registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
+    model = registry.get("models", "gemma-3-270m")
+    backend = registry.get("backends", "llama-cpp").create(BackendRequest(model=model, run_dir=tmp_path, max_context_tokens=256, max_concurrency=1))
+    endpoint = backend.start()
+    try:
+        with urllib.request.urlopen(f"{endpoint.base_url}/health", timeout=10) as answer:
+            assert answer.status == 200
+        assert backend.facts["command"][-1] == "--no-repack" and "illegal instruction" in backend.facts["repacking"]
+    finally:
+        backend.stop()

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from arena_backends.process import LocalServer
+from arena_backends.process import IllegalInstruction, LocalServer
 from arena_core import BackendRequest, Endpoint, UsageError
 
 LAUNCHER = "llama-cpp-server"
@@ -75,6 +75,7 @@ class LlamaCppServer(LocalServer):
         # model's 32k); any single slot may use it all
         self.context = min(MAX_CONTEXT, max(4096, request.max_context_tokens * self.parallel))
         self.threads = server_threads()
+        self.without_repacking = False
 
     def start(self) -> Endpoint:
         command = [
@@ -96,7 +97,15 @@ class LlamaCppServer(LocalServer):
             "--metrics",
             "--no-webui",
         ]
-        return self.launch(command, START_TIMEOUT_S)
+        try:
+            return self.launch(command, START_TIMEOUT_S)
+        except IllegalInstruction:
+            # A native build whose AMX tile kernels this CPU will not run (one built before the
+            # install command kept them out, kept in pip's cache) dies of SIGILL on its warm-up;
+            # without llama.cpp's extra weight buffers (AMX, repacked layouts) it runs, a little slower.
+            self.stop()
+            self.without_repacking = True
+            return self.launch([*command, "--no-repack"], START_TIMEOUT_S)
 
     @property
     def facts(self) -> Mapping[str, object]:
@@ -112,4 +121,5 @@ class LlamaCppServer(LocalServer):
             "parallel": self.parallel,
             "ctx_size": self.context,
             "threads": self.threads,
+            **({"repacking": "off (--no-repack): this build died of an illegal instruction with it; rebuild llama.cpp here"} if self.without_repacking else {}),
         }

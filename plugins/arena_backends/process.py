@@ -36,6 +36,10 @@ ILLEGAL_INSTRUCTION = (
 )
 
 
+class IllegalInstruction(ToolFailed):
+    """The server died of SIGILL while starting."""
+
+
 class ServerProcess:
     def __init__(self, command: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
         self.command = command
@@ -68,8 +72,9 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 status = self._process.returncode
-                why = f" ({ILLEGAL_INSTRUCTION})" if status in (-4, 132, 252) else ""  # SIGILL, as a shell and as a wrapper report it
-                raise ToolFailed(f"the server exited with status {status} while starting{why}: {tail(self.log_path)}")
+                if status in (-4, 132, 252):  # SIGILL, as Python, a shell and a wrapper report it
+                    raise IllegalInstruction(f"the server exited with status {status} while starting ({ILLEGAL_INSTRUCTION}): {tail(self.log_path)}")
+                raise ToolFailed(f"the server exited with status {status} while starting: {tail(self.log_path)}")
             try:
                 with urllib.request.urlopen(url, timeout=2) as answer:
                     if answer.status == 200:
