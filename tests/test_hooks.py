@@ -194,6 +194,16 @@ def test_hook_arena_register_quality_suites(tmp_path):
     card = run_cli(manager, ["card", run_dir.name, "--output", str(tmp_path)])
     assert "always-half (measured)" in card.stdout
 
+    class Broken:
+        @hookimpl
+        def arena_register_quality_suites(self, register):
+            register(QualitySuiteSpec(name="broken", description="Raises.", benchmark="", subset_size=1, full_size=1, run=lambda request: 1 / 0))
+
+    manager = make_plugin_manager(autoload=False, extra_plugins=[("half-suite", Plugin()), ("broken-suite", Broken())])
+    with FakeServerProcess(["--decode-gap-ms", "0"]) as server:
+        both = run_cli(manager, ["quality", "--base-url", server.url, "--quality-suite", "broken", "--quality-suite", "always-half", "--output", str(tmp_path)])
+    assert both.exit_code == 0 and "broken could not be measured (ZeroDivisionError" in both.stderr and "always-half (measured): 50.0" in both.stdout
+
 
 def test_hook_arena_register_commands():
     @click.command("hello")

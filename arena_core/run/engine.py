@@ -433,6 +433,9 @@ class RunSession:
                 measured = suite.run(request)
             except HttpError as exc:
                 raise ServerLost(f"quality {suite.name}: the server stopped answering ({exc}); what was measured is kept; {self.resume_hint()}") from None
+            except Exception as exc:  # a suite's own fault (a plugin's bug, a sandbox the OS refused) loses no other figure
+                self.progress(f"quality: {suite.name} could not be measured ({type(exc).__name__}: {str(exc)[:200]}); the run goes on")
+                continue
             self._record(measured_quality=(*self.manifest.measured_quality, measured))
             self.progress(
                 f"quality: {suite.name}: {measured.metric} {measured.value:.1f} % [{measured.low:.1f}, {measured.high:.1f}] on {measured.size}, {measured.seconds:.0f} s"
