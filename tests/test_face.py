@@ -69,3 +69,21 @@ def test_every_score_explanation_recomputes_its_score(seed_store):
     assert explained >= 6 * 2  # the ranked seed runs, under both scorers at least
     card = arena("card", ranked[0], "--output", str(seed_store)).stdout
     assert " × Q " in card and " × G " in card and " × E " in card
+
+
+def test_saturated_only_over_the_arrivals_and_alike_in_table_and_findings(seed_store):
+    """The seed calls the 35B's office-baseline "200/200 green" (0.28 of 0.30 req/s over the whole
+    run, drain included) and the 0.8B's reasoning fine at 96 ms TTFT: neither is saturated over its
+    arrivals; the 35B's monday-peak (0.35 of 1.50) is. The table and the findings say the same."""
+    board = json.loads(arena("leaderboard", "--output", str(seed_store), "--json").stdout)
+    run_of = {row["model"]: row["run_id"] for row in board}
+    big = arena("card", run_of["qwen3.6-35b-a3b"], "--output", str(seed_store)).stdout
+    small = arena("card", run_of["qwen3.5-0.8b"], "--output", str(seed_store)).stdout
+    assert re.search(r"office-baseline .*0\.28 of 0\.30 req/s(?!: saturated)", big) and "Saturated under office-baseline" not in big
+    assert re.search(r"reasoning .*0\.17 of 0\.20 req/s(?!: saturated)", small) and "Saturated under reasoning" not in small
+    assert "0.35 of 1.50 req/s: saturated" in big and "Saturated under monday-peak" in big
+    for run_id in run_of.values():
+        card = arena("card", run_id, "--output", str(seed_store)).stdout
+        in_table = set(re.findall(r"^(\S+) .* req/s: saturated", card, re.MULTILINE))
+        in_findings = set(re.findall(r"Saturated under (\S+):", card))
+        assert in_table == in_findings, (run_id, in_table, in_findings)

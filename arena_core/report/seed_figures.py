@@ -6,17 +6,16 @@ site actually ran"), each labelled as what it is:
 - open loop: "tokens/sec" is total token throughput ÷ peak concurrent requests, TTFT the p50;
 - G (the site's throughput per workload): closed-loop total decode t/s at c = 10, open-loop the
   same total ÷ peak figure; the card's headline "Throughput" is the mean G over measured workloads;
-- the request rate an open-loop workload was served at against the rate it asked for: a server
-  that falls behind (under 90 %) saturated, and the card says so.
+- the request rate an open-loop workload was served at against the rate it asked for; a server
+  that fell behind over the arrivals (under 90 %, the drain after the last arrival left out)
+  saturated, and the card says so.
 """
 
 from __future__ import annotations
 
 from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.results.findings import served_over_arrivals
 from arena_core.types import CardWorkload, ModelCard
-
-#: Served below this share of the requested rate, an open-loop workload saturated the server.
-SATURATED_BELOW = 0.9
 
 
 def throughput_headline(card: ModelCard) -> tuple[float | None, int]:
@@ -26,13 +25,16 @@ def throughput_headline(card: ModelCard) -> tuple[float | None, int]:
 
 
 def rate_served(line: CardWorkload) -> str:
-    """ "0.35 of 1.50 req/s: saturated" for an open-loop workload; "" for a closed-loop one."""
+    """ "0.35 of 1.50 req/s: saturated" for an open-loop workload (the rate over the whole run, as
+    the seed shows it; "saturated" judged over the arrivals, not the drain, by
+    :func:`~arena_core.results.findings.served_over_arrivals`); "" for a closed-loop one."""
     served, asked = line.metrics.get("request_throughput"), line.metrics.get("requested_rate")
     if served is None:
         return ""
     if not asked:
         return f"{served:.2f} req/s"
-    verdict = ": saturated" if served < SATURATED_BELOW * asked else ""
+    judged = served_over_arrivals(line)
+    verdict = ": saturated" if judged is not None and judged.saturated else ""
     return f"{served:.2f} of {asked:.2f} req/s{verdict}"
 
 

@@ -6,11 +6,53 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from attrs import frozen
+
+from arena_core.loadgen.open_summary import SATURATED_BELOW
 from arena_core.run.capacity import PROBE_LABEL
-from arena_core.types import ModelCard
+from arena_core.types import CardWorkload, ModelCard
 
 NOTABLE_RATIO = 1.2
 MOST_COMPARED = 3
+
+
+@frozen(kw_only=True)
+class Served:
+    """How much of an open-loop workload's offered rate its server kept up with."""
+
+    offered: float
+    #: completions per second over the arrival window; for an imported card an upper bound
+    served: float | None
+    #: True/False: judged against :data:`SATURATED_BELOW`; None: the figures cannot tell a
+    #: backlog from the drain after the last arrival
+    saturated: bool | None
+    bound: bool = False
+
+    @property
+    def said(self) -> str:
+        return f"{'at most ' if self.bound else ''}{self.served:.2f}" if self.served is not None else "—"
+
+
+def served_over_arrivals(line: CardWorkload) -> Served | None:
+    """The served rate of an open-loop line over its arrival window, judged: a measured run's own
+    (completions over the run less one median request); an imported card's bounded from its
+    figures -- the run (completions ÷ throughput) less the longest a request can have taken by
+    Little's law (TTFT p50 + peak in flight ÷ throughput) -- so that a server that only drained
+    its last requests is never called saturated. None for a closed-loop line."""
+    metrics = line.metrics
+    offered = metrics.get("requested_rate")
+    if not offered:
+        return None
+    if (served := metrics.get("served_rate")) is not None:
+        return Served(offered=offered, served=served, saturated=served < SATURATED_BELOW * offered)
+    rate, completed, peak = metrics.get("request_throughput"), metrics.get("completed"), metrics.get("peak_concurrency")
+    if not rate or not completed or peak is None:
+        return Served(offered=offered, served=None, saturated=None)
+    window = completed / rate - ((line.ttft_p50_s or 0.0) + peak / rate)
+    if window <= 0:
+        return Served(offered=offered, served=None, saturated=None)
+    served = completed / window
+    return Served(offered=offered, served=served, saturated=served < SATURATED_BELOW * offered, bound=True)
 
 
 def _fmt_s(seconds: float) -> str:
@@ -28,9 +70,9 @@ def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
             found.append(f"{line.name} is invalid: {'; '.join(line.reasons) or 'see the result'}.")
     found += _prefill_wall(card)
     for line in card.workloads:
-        served, offered = line.metrics.get("served_rate", line.metrics.get("request_throughput")), line.metrics.get("requested_rate")
-        if served is not None and offered and served < 0.95 * offered:
-            found.append(f"Saturated under {line.name}: the server completed {served:.2f} req/s of {offered:.2f} offered.")
+        judged = served_over_arrivals(line)
+        if judged is not None and judged.saturated:
+            found.append(f"Saturated under {line.name}: the server completed {judged.said} of {judged.offered:.2f} req/s offered over the arrivals.")
     efficiencies = [(line.metrics["bandwidth_efficiency"], line.name) for line in card.workloads if line.metrics.get("bandwidth_efficiency")]
     if efficiencies:
         best, name = max(efficiencies)
