@@ -153,6 +153,8 @@ def test_embedded_run_measures_quality_and_ends_with_a_score(tmp_path):
     assert re.search(rf"quality, HumanEval \(measured\): {figure} \(pass@1 on 41 of 164 items \(a subset\)", done.stdout), done.stdout
     assert re.search(rf"quality, instruction-canary \(measured\): {figure}", done.stdout), done.stdout
     assert re.search(r"Arena score \(aggregate, arena-score/1\): \d+\.\d.*\(Q measured\)", done.stdout), done.stdout
+    # no GPU: the memory shown is the server's own processes', not the whole machine's
+    assert "server memory" in done.stdout and re.search(r"model memory: 0\.\d+ GB \(from the server's own processes", done.stdout), done.stdout
     run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
     manifest = json.loads((run_dir / "manifest.json").read_text())
     humaneval = next(m for m in manifest["measured_quality"] if m["suite"] == "humaneval")

@@ -151,3 +151,6 @@ def test_model_memory_falls_back_to_the_servers_own_memory_when_the_machine_free
     fell = model_memory({}, 1_300_000_000, 1_000_000_000, server_rss=320_000_000)
     assert fell.gb == pytest.approx(0.32) and fell.source.startswith("the server's resident memory once loaded")
     assert model_memory({}, 1_300_000_000, 1_000_000_000).gb == 0  # nothing better to say
+    # no GPU: the server's own processes are its memory, whatever else the machine runs
+    alone = model_memory({}, 1_000_000_000, 6_800_000_000, server_rss=320_000_000, cpu_only=True)
+    assert alone.gb == pytest.approx(0.32) and alone.source.startswith("the server's own processes")

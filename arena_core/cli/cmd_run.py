@@ -169,7 +169,8 @@ def stopped_like_ctrl_c(*signals: signal.Signals) -> Iterator[None]:
 def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float, hooks: ArenaHooks) -> None:
     """The card, the model's memory, where the results are; invalid results end in exit 4."""
     title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
-    echo(render_card(title, results, [w.name for w in plan.workloads]))
+    server_memory = not plan.backend.attaches and not any(name.startswith("nvml") for name in plan.hardware.probes)
+    echo(render_card(title, results, [w.name for w in plan.workloads], server_memory=server_memory))
     memory = read_manifest(run_dir).model_memory
     if memory:
         echo(f"model memory: {memory.gb:.2f} GB (from {memory.source})")

@@ -19,7 +19,10 @@ def _energy(result: WorkloadResult | None) -> str:
     return f"{value:.0f}" if value is not None else "—"
 
 
-def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequence[str]) -> str:
+def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequence[str], *, server_memory: bool = False) -> str:
+    """The end-of-run table. ``server_memory``: the memory column is the resident memory of the
+    server's own processes (a server Arena started on a machine without a GPU), else memory in
+    use on the whole machine; its header says which."""
     by_name = {r.workload: r for r in results}
     rows = []
     for name in expected:
@@ -34,13 +37,13 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
                 f"{result.tokens_per_second:.1f}" if result.tokens_per_second is not None else "—",
                 _ttft(result.ttft_p50_s),
                 f"{result.requests - result.failed}/{result.requests}",
-                _memory(result.metrics),
+                _memory(result.metrics, server_memory),
                 f"{efficiency:.0%}" if (efficiency := result.metrics.get("bandwidth_efficiency")) else "—",
                 "valid" if result.verdict.valid else "INVALID",
                 notes,
             )
         )
-    headers = ["workload", "tokens/s", "TTFT p50", "ok/requests", "peak memory", "bandwidth eff.", "verdict", "notes"]
+    headers = ["workload", "tokens/s", "TTFT p50", "ok/requests", "server memory" if server_memory else "machine memory", "bandwidth eff.", "verdict", "notes"]
     if any(r.metrics.get("energy_per_1k_output_tokens_j") is not None for r in results):  # only where a probe reads energy
         headers.insert(6, "J / 1k tokens")
         rows = [(*row[:6], _energy(by_name.get(row[0])), *row[6:]) for row in rows]
@@ -49,9 +52,12 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
     return f"{title}  (benches measured {measured}/{len(expected)})\n{table}"
 
 
-def _memory(metrics: Mapping[str, float | None]) -> str:
-    """Memory in use at the peak, read on this machine; for a server elsewhere, the KV cache's
-    use that the server's own metrics report, which is all that can be known from here."""
+def _memory(metrics: Mapping[str, float | None], server_memory: bool) -> str:
+    """The peak of the server's own resident memory (``server_memory``), else of memory in use
+    on this machine; for a server elsewhere, the KV cache's use that the server's own metrics
+    report, which is all that can be known from here."""
+    if server_memory and (resident := metrics.get("server_rss_peak_gb")):
+        return f"{resident:.1f} GB"
     if peak := metrics.get("peak_memory_gb"):
         return f"{peak:.1f} GB"
     if (kv := metrics.get("kv_cache_usage_peak")) is not None:

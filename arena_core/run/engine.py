@@ -379,6 +379,7 @@ class RunSession:
                 *((None, None) if plan.backend.attaches else (before, memory_in_use(loaded, unified))),
                 unified=unified,
                 server_rss=None if plan.backend.attaches else loaded.get("server_rss_bytes"),
+                cpu_only=not any(name.startswith("nvml") for name in probe_names),
             ),
             telemetry=TelemetrySetup(probes=probe_names, notes=tuple(notes)),
             commands=commands,
