@@ -180,6 +180,16 @@ def test_a_socket_reaches_nothing():
     assert not outcome.passed and "connected" not in outcome.output
 
 
+def test_a_sample_cannot_make_arena_read_a_file_for_it(tmp_path):
+    """The sample swaps its output file for a link to a file only Arena's user may read: what
+    comes back is what the sample printed, never that file."""
+    secret = tmp_path / "only-arena-reads-this"
+    secret.write_text("sk-linked-canary-9999")
+    program = f"import os\nprint('before')\nos.remove('output.txt')\nos.symlink({str(secret)!r}, 'output.txt')\n"
+    outcome = Sandbox(Limits(lock_files=False)).run(program)  # even with Landlock off, Arena reads no link
+    assert "sk-linked-canary-9999" not in outcome.output and "before" in outcome.output
+
+
 def test_its_temporary_directory_is_removed():
     outcome = SAFE.run("import os\nprint(os.getcwd())\nopen('scratch', 'w').write('x')\n")
     assert outcome.passed

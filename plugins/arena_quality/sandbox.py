@@ -135,7 +135,7 @@ class Sandbox:
             env = {} if self.limits.empty_environment else dict(os.environ)
             env["ARENA_SANDBOX_FILES"] = "lock" if self.limits.lock_files else "off"
             command = [*self._limits_prefix(group), *self.prefix, sys.executable, "-I", "-S", "-B", "guard.py", "sample.py"]
-            with open(workdir / "output.txt", "wb") as output:
+            with open(workdir / "output.txt", "w+b") as output:
                 started = time.monotonic()
                 # no preexec_fn: samples are graded from several threads, and a fork that runs
                 # Python before exec can deadlock there; the limits are set by programs exec'd in turn
@@ -143,7 +143,11 @@ class Sandbox:
                     command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
                 )
                 outcome = self._wait(process, started)
-            text = (workdir / "output.txt").read_bytes()[-OUTPUT_CHARS:].decode("utf-8", "replace")
+                # read through the descriptor the sample wrote to, never the path: the sample may
+                # have replaced the path with a link to a file only Arena may read
+                size = output.seek(0, os.SEEK_END)
+                output.seek(max(0, size - 4 * OUTPUT_CHARS))
+                text = output.read()[-OUTPUT_CHARS:].decode("utf-8", "replace")
             note = (workdir / "guard.txt").read_text()[:200] if keep_note and (workdir / "guard.txt").is_file() else ""
             return Outcome(passed=outcome[0], status=outcome[1], output=text), note
         finally:
