@@ -11,7 +11,7 @@ crash of the phase.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from attrs import frozen
@@ -71,34 +71,24 @@ def completions_served(endpoint: Endpoint, timeout_s: float) -> bool:
 
 
 def ask_all(
-    endpoint: Endpoint,
-    prompts: Sequence[str],
-    *,
-    max_tokens: int,
-    concurrency: int,
-    timeout_s: float,
-    completion: bool = False,
-    stop: Sequence[str] = (),
-    on_answer: Callable[[int, Answer], None] = lambda index, answer: None,
+    endpoint: Endpoint, prompts: Sequence[str], *, max_tokens: int, concurrency: int, timeout_s: float, completion: bool = False, stop: Sequence[str] = ()
 ) -> list[Answer]:
     """Every prompt's answer, in order: a chat message each, or with ``completion`` a text
-    continued up to ``stop``; ``on_answer`` hears each as it comes (progress)."""
+    continued up to ``stop``."""
 
     async def all_of() -> list[Answer]:
         client = ChatClient(endpoint, request_timeout=timeout_s)
         gate = asyncio.Semaphore(max(1, concurrency))
 
-        async def one(index: int, prompt: str) -> Answer:
+        async def one(prompt: str) -> Answer:
             asked = {"prompt": prompt, "stop": list(stop)} if completion else {"messages": [{"role": "user", "content": prompt}]}
             body = {"model": endpoint.model, **asked, "max_tokens": max_tokens, "temperature": 0, "stream": False}
             async with gate:
                 status, parsed, exchange = await client.call("POST", COMPLETIONS if completion else CHAT, body)
-            answer = answer_of(status, parsed, exchange.error or "")
-            on_answer(index, answer)
-            return answer
+            return answer_of(status, parsed, exchange.error or "")
 
         try:
-            return list(await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts))))
+            return list(await asyncio.gather(*(one(prompt) for prompt in prompts)))
         finally:
             await client.close()
 

@@ -21,8 +21,7 @@ from attrs import frozen
 
 from arena_core import MeasuredQuality, QualityRequest
 from arena_quality.asking import Answer, ask_all, leaked_template
-from arena_quality.records import write_records
-from arena_quality.stats import percent_with_interval
+from arena_quality.records import measured_from
 
 NAME = "instruction-canary"
 SEED = 20261202
@@ -130,21 +129,13 @@ def run(request: QualityRequest) -> MeasuredQuality:
     request.progress(f"quality: instruction canary, {len(chosen)} of {FULL_SIZE} prompts")
     answers = ask_all(request.endpoint, [i.prompt for i in chosen], max_tokens=MAX_TOKENS, concurrency=request.concurrency, timeout_s=request.request_timeout_s)
     records = [_record(index, item, answer) for index, (item, answer) in enumerate(zip(chosen, answers, strict=True))]
-    write_records(request.output_dir, records)
-    passed = sum(record["passed"] for record in records)
-    value, low, high = percent_with_interval(passed, len(records))
-    return MeasuredQuality(
+    return measured_from(
+        request.output_dir,
+        records,
+        started=started,
         suite=NAME,
         benchmark="",
         metric="constraints met",
-        value=value,
-        low=low,
-        high=high,
-        passed=passed,
-        items=len(records),
         of_total=FULL_SIZE,
-        format_failures=sum(record["format_failure"] for record in records),
-        failed_requests=sum(record["request_failed"] for record in records),
-        seconds=round(time.monotonic() - started, 1),
         method=f"share of seeded prompts (seed {SEED}) whose checkable constraint the answer met, 95 % Wilson interval",
     )

