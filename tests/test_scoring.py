@@ -222,15 +222,21 @@ def test_golden_the_site_score_of_the_cohort_is_the_published_one(seed_cards):
 
 
 def test_the_site_score_lists_what_it_cannot_rank(seed_cards):
-    """A model without published memory (or quality) is not ranked, and says what is missing."""
+    """A model without quality is not ranked, and says what is missing; one without stated
+    memory is ranked with its weights' size, and its score says the memory is estimated."""
     cohort = list(seed_cards.values())
     scores = SiteScorer().score_cohort(cohort)
     unranked = [c for c in cohort if scores[c.run_id].value is None]
-    assert len(unranked) == 11
+    assert len(unranked) == 8  # the 8 seed runs without published quality; 6 ranked before memory was estimated
     for card in unranked:
         missing = scores[card.run_id].missing
-        assert missing and set(missing) <= {"quality", "model memory"}
+        assert missing == ("quality",)
         assert any(note.startswith("not ranked: ") for note in scores[card.run_id].notes)
+    estimated = [c for c in cohort if c.model_memory_estimated and scores[c.run_id].value is not None]
+    assert {c.model_title for c in estimated} == {"Qwen3.6-27B (FP8)", "Gemma 4 26B-A4B-it (NVFP4)", "Qwen3.6-35B-A3B (BF16)"}
+    nvfp4 = next(c for c in estimated if "NVFP4" in c.model_title)
+    assert nvfp4.model_memory_gb == 14.6 and "26B parameters × 0.5625 bytes (NVFP4" in (nvfp4.model_memory_source or "")
+    assert any("E from the model's estimated memory, 14.6 GB" in note for note in scores[nvfp4.run_id].notes)
 
 
 def test_the_site_score_is_relative_to_its_cohort(seed_cards):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +15,10 @@ from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
+from arena_core.report.text import WIDEST, wrap_text
 from arena_core.report.capacity_card import capacity_column
 from arena_core.results.cards import load_cards, profiles_of, score_cohort, scorer_specs
-from arena_core.results.leaderboard import choose, rank, row_dict
+from arena_core.results.leaderboard import Row, choose, rank, row_dict
 from arena_core.results.predictions import NO_PREDICTOR, ledger_of, ledger_summary
 from arena_core.types import ModelCard, ScorerSpec
 
@@ -38,6 +39,7 @@ from arena_core.types import ModelCard, ScorerSpec
     help="The quality a score uses: published where a run has it, else measured (any); only published; only measured on the served model (tells quants of one model apart).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--wide", is_flag=True, help="More columns: the score's interval, hardware, backend, capacity, labels (the table still wraps to the terminal).")
 @click.option("--prediction-error", is_flag=True, help="Also the error ledger: each result beside the default predictor's prediction made without its run.")
 @click.pass_obj
 def leaderboard_command(
@@ -50,6 +52,7 @@ def leaderboard_command(
     include_invalid: bool,
     quality_basis: str,
     as_json: bool,
+    wide: bool,
     prediction_error: bool,
 ) -> None:
     """Rank stored runs by score. A relative score (arena-site) is computed within the runs
@@ -78,21 +81,69 @@ def leaderboard_command(
         if problems:
             raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
         return
-    table = []
-    for row in rows:
-        data = row_dict(row)
-        place = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
-        score = "—" if data["score"] is None else f"{data['score']:.1f}" + (f" [{data['low']:.1f}–{data['high']:.1f}]" if data["low"] != data["high"] else "")
-        cells = (place, row.card.model_title, row.card.hardware, row.card.backend, score, data["benches"], capacity_of(row.card) or "—", row.card.run_id)
-        table.append((*cells, ", ".join(row.labels)))
-    version = rows[0].score.version
-    echo(render_table(["rank", "model", "hardware", "backend", f"score ({version}, {profile})", "benches", "capacity", "run", "labels"], table))
-    if spec.relative:
-        echo(f"cohort: the {len(cohort)} runs above; each score is relative to the best of them")
+    short = short_ids([card.run_id for card in cards])
+    ranked = [row for row in rows if row.rank]
+    echo(render_table(*_ranked_table(ranked, short, capacity_of, wide=wide), width=WIDEST if wide else None))  # --wide: as wide as it is
+    marks = [
+        (mark, meaning)
+        for mark, meaning in MARKS
+        if any(mark in cell for cells in _ranked_table(ranked, short, capacity_of, wide=False)[1] for cell in cells[2:6])
+    ]
+    unranked = [row for row in rows if not row.rank]
+    if unranked:
+        echo(f"\nNot ranked ({len(unranked)}):")
+        cells = [(row.card.model_title, ", ".join(row.labels).removeprefix("not ranked: "), short[row.card.run_id]) for row in unranked]
+        echo(render_table(["model", "why", "run"], cells))
+    about = f"Score: {rows[0].score.version}, {profile}. Q: quality, G: throughput, each as a % of the best run"
+    about += f" (the cohort: the {len(cohort)} runs shown)." if spec.relative else "."
+    about += "".join(f" {mark}: {meaning}." for mark, meaning in marks)
+    about += " arena card RUN shows a run (its id, or a unique start or end of it)." + ("" if wide else " --wide: more columns.")
+    echo("\n" + wrap_text(about))
     if prediction_error:
         _print_ledger(ledger_rows, absent=ledger_lines is None)
     if problems:  # the table above is whole for what could be read; say plainly what could not
         raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
+
+
+#: The marks of a ranked row's cells, explained once under the table.
+MARKS = (
+    ("†", "the preset's workload was not measured: G is the mean of the others, ranked after the runs that measured it"),
+    ("m", "quality measured by Arena on the served model (none published)"),
+    ("*", "memory estimated from the weights' size"),
+)
+
+
+def _ranked_table(rows: list[Row], short: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None], *, wide: bool) -> tuple[list[str], list[tuple]]:
+    """The ranked rows as a table: rank, model, score, Q, G, memory, benches, run; ``wide`` adds
+    the score's interval, hardware, backend, capacity and labels."""
+    headers = ["rank", "model", "score", "Q", "G", "memory", "benches", "run"]
+    if wide:
+        headers += ["interval", "hardware", "backend", "capacity", "labels"]
+    table = []
+    for row in rows:
+        score = row.score
+        memory = row.card.model_memory_gb
+        cells = [
+            f"={row.rank}" if row.tie else str(row.rank),
+            row.card.model_title,
+            f"{score.value:.1f}" + ("†" if score.unmeasured_focus else ""),
+            f"{score.quality:.1f}" + ("m" if score.quality_source == "measured" else "") if score.quality is not None else "—",
+            f"{score.performance:.1f}",
+            f"{memory:.1f} GB" + ("*" if row.card.model_memory_estimated else "") if memory is not None else "—",
+            f"{len(row.card.workloads)}/{len(row.card.expected)}",
+            short[row.card.run_id],
+        ]
+        if wide:
+            interval = f"{score.low:.1f}–{score.high:.1f}" if score.low != score.high else ""
+            cells += [interval, row.card.hardware, row.card.backend, capacity_of(row.card) or "—", ", ".join(row.labels)]
+        table.append(tuple(cells))
+    return headers, table
+
+
+def short_ids(run_ids: Sequence[str]) -> dict[str, str]:
+    """Each run id as short as ``arena card`` takes it: its random end where no other of
+    ``run_ids`` ends so, else the whole id."""
+    return {run_id: tail if (tail := run_id.rsplit("-", 1)[-1]) and sum(other.endswith(tail) for other in run_ids) == 1 else run_id for run_id in run_ids}
 
 
 def with_quality(card: ModelCard, basis: str) -> ModelCard:

@@ -1,17 +1,92 @@
-"""Plain-text renderers for the terminal: tables (tabulate) and JSON."""
+"""Plain-text renderers for the terminal: tables (tabulate) and JSON, fitted to the terminal.
+
+A table is made to fit the terminal's width (80 columns where it cannot tell: output into a pipe
+or a file): the widest text columns wrap first, numbers last. A column of numbers is
+right-aligned, so that digits line up.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tabulate import tabulate
 
+#: Where the terminal's width cannot be read (a pipe, a file, CI), and the bounds taken from
+#: ``COLUMNS`` (a width of 3 or 30,000 is a mistake, not a terminal).
+DEFAULT_WIDTH, NARROWEST, WIDEST = 80, 40, 1000
+#: A wrapped text column is never made narrower than this; a column of numbers never narrower than NUMBER_MIN.
+TEXT_MIN, NUMBER_MIN = 10, 6
+#: The space between two columns in tabulate's "simple" format.
+GAP = 2
+#: A cell that reads as a number (or a figure with its unit), a rank, or "no figure".
+_NUMERIC = re.compile(r"[=~≈<>+\-−]?\d[\d.,]*[%x×†*m]*(?:[\s/]|$)|∞")
 
-def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A plain table; ``None`` cells show as a dash."""
-    return tabulate(list(rows), headers=list(headers), tablefmt="simple", missingval="—", disable_numparse=True)  # "86.0" stays 86.0
+
+def terminal_width() -> int:
+    """The terminal's width in columns: ``COLUMNS`` when set, else the terminal's own, else 80."""
+    return max(NARROWEST, min(WIDEST, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns))
+
+
+def _cell(value: Any) -> str:
+    return "—" if value is None else str(value)
+
+
+def _is_number_column(cells: Sequence[str]) -> bool:
+    shown = [cell for cell in cells if cell not in ("", "—", "-")]
+    return bool(shown) and all(_NUMERIC.match(cell) for cell in shown)
+
+
+def _line_width(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _fitted_widths(natural: list[int], numeric: list[bool], width: int) -> list[int | None]:
+    """Column widths that make a table of ``natural`` widths fit ``width``: the widest text
+    column is narrowed first, one character at a time, then numbers; ``None`` where a column
+    keeps its own width."""
+    widths = list(natural)
+    excess = sum(widths) + GAP * (len(widths) - 1) - width
+    for allowed in ([not n for n in numeric], [True] * len(widths)):
+        while excess > 0:
+            floor = [TEXT_MIN if not n else NUMBER_MIN for n in numeric]
+            candidates = [i for i, ok in enumerate(allowed) if ok and widths[i] > floor[i]]
+            if not candidates:
+                break
+            widest = max(candidates, key=lambda i: widths[i])
+            widths[widest] -= 1
+            excess -= 1
+    return [w if w < n else None for w, n in zip(widths, natural)]
+
+
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, width: int | None = None) -> str:
+    """A plain table, fitted to ``width`` (default: the terminal's) by wrapping its widest text
+    columns; ``None`` cells show as a dash; columns of numbers are right-aligned."""
+    cells = [[_cell(value) for value in row] for row in rows]
+    headers = [str(h) for h in headers]
+    count = max([len(headers), *(len(row) for row in cells)])
+    headers += [""] * (count - len(headers))
+    cells = [row + [""] * (count - len(row)) for row in cells]
+    columns = [[row[i] for row in cells] for i in range(count)]
+    numeric = [_is_number_column(column) for column in columns]
+    align = ["right" if n else "left" for n in numeric]
+    natural = [max([_line_width(headers[i]), *(_line_width(c) for c in columns[i])]) for i in range(count)]
+    limit = width or terminal_width()
+    fitted = _fitted_widths(natural, numeric, limit)
+    wrap = {"maxcolwidths": fitted, "maxheadercolwidths": fitted} if any(fitted) and cells else {}
+    return tabulate(cells, headers=headers, tablefmt="simple", disable_numparse=True, colalign=align, **wrap)  # "86.0" stays 86.0
+
+
+def wrap_text(text: str, *, width: int | None = None, indent: str = "", hanging: str | None = None) -> str:
+    """``text`` wrapped to ``width`` (default: the terminal's), each paragraph on its own; the
+    first line indented by ``indent``, the rest by ``hanging`` (default: the same)."""
+    limit = width or terminal_width()
+    wrapper = textwrap.TextWrapper(width=limit, initial_indent=indent, subsequent_indent=indent if hanging is None else hanging, break_on_hyphens=False)
+    return "\n".join(wrapper.fill(paragraph) if paragraph.strip() else "" for paragraph in text.split("\n"))
 
 
 def render_json(data: Any) -> str:

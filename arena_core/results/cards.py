@@ -104,7 +104,8 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         lines = [with_goodput(line, workload_dir(run_dir, line.name) / "records.jsonl", objective) for line in lines]
     model = registry.models.get(manifest.model)
     profile = manifest.hardware_profile
-    memory = manifest.model_memory
+    facts = _model_facts(manifest.model_facts, model.item if model else None)
+    memory_gb, memory_source = (manifest.model_memory.gb, manifest.model_memory.source) if manifest.model_memory else estimated_memory(facts)
     expected = suite(registry)
     return ModelCard(
         layout=card_layout(registry, manifest.backend),
@@ -121,15 +122,16 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         workloads=tuple(lines),
         quality=manifest.quality or (model.item.quality if model else ()),
         measured_quality=manifest.measured_quality,
-        model_memory_gb=memory.gb if memory else None,
-        model_memory_source=memory.source if memory else None,
+        model_memory_gb=memory_gb,
+        model_memory_source=memory_source,
+        model_memory_estimated=manifest.model_memory is None and memory_gb is not None,
         status=manifest.status,
         server=manifest.base_url or "",
         backend_facts=dict(manifest.backend_facts),
         hardware_reason=manifest.hardware_reason or "",
         hardware_memory=_memory(profile),
         hardware_roofs=HardwareRoofs(memory_bandwidth_gbs=profile.memory_bandwidth_gbs, dense_tflops=dict(profile.dense_tflops)) if profile else None,
-        model_facts=_model_facts(manifest.model_facts, model.item if model else None),
+        model_facts=facts,
         measured_shapes=_measured_shapes(manifest.config.get("measured_shapes")),
         server_settings=_server_settings(manifest),
         slo=CardSlo(objective=objective.describe(), name=recorded[0] if recorded else "", target=objective.target),
@@ -168,6 +170,25 @@ def _model_facts(recorded: Mapping[str, Any], model: ModelSpec | None) -> ModelF
     if model is None:
         return facts
     return attrs.evolve(facts, hf_model=facts.hf_model or model.hf_id, precision=facts.precision or model.precision)
+
+
+#: Bytes per weight of each precision a card may state, scales and all (NVFP4: 4 bits and one
+#: 8-bit scale per 16 weights; GGUF Q4_K_M: 4.85 bits on average, llama.cpp's own table).
+BYTES_PER_WEIGHT = {"BF16": 2.0, "FP16": 2.0, "F16": 2.0, "FP8": 1.0, "INT8": 1.0, "Q8_0": 1.0625, "NVFP4": 0.5625, "MXFP4": 0.53125, "Q4_K_M": 0.606}
+
+
+def estimated_memory(facts: ModelFacts) -> tuple[float | None, str | None]:
+    """A model's memory where the run states none: the size of its weights (the weights file's
+    where the server named one, else parameters × bytes per weight of its precision), said to
+    be an estimate -- KV cache and activations come on top of it."""
+    if facts.file_gb:
+        return facts.file_gb, f"estimated: the weights file's size ({facts.file_gb:g} GB; KV cache not included)"
+    precision = (facts.quantisation or facts.precision).split(" ")[0].upper()
+    per_weight = BYTES_PER_WEIGHT.get(precision)
+    if facts.params_total_b is None or per_weight is None:
+        return None, None
+    gb = round(facts.params_total_b * per_weight, 1)
+    return gb, f"estimated: weight size, {facts.params_total_b:g}B parameters × {per_weight:g} bytes ({precision}; KV cache not included)"
 
 
 def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:

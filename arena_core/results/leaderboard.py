@@ -31,6 +31,10 @@ def _labels(card: ModelCard, score: Score) -> tuple[str, ...]:
         labels.append("invalid results")
     if score.value is not None and score.quality_source == "measured":
         labels.append("quality measured")
+    if score.value is not None and card.model_memory_estimated:
+        labels.append("memory estimated")
+    if score.value is not None and score.unmeasured_focus:
+        labels.append(f"{score.unmeasured_focus} not measured: ranked after the runs that measured it")
     if score.value is None:
         lacking = [what for what in score.missing if what not in card.expected] or ["a score"]
         labels.append(f"not ranked: no {' or '.join(lacking)}")
@@ -53,13 +57,20 @@ def choose(cards: Sequence[ModelCard], *, hardware: str | None = None, include_s
 
 
 def rank(chosen: Sequence[ModelCard], scores: Mapping[str, Score]) -> list[Row]:
-    """``scores`` by run id. Unscored runs go last, unranked (rank 0)."""
-    scored = sorted((c for c in chosen if scores[c.run_id].value is not None), key=lambda c: -(scores[c.run_id].value or 0.0))
+    """``scores`` by run id. Runs that did not measure the workload a preset is about rank after
+    those that did (their G stands in for it); unscored runs go last, unranked (rank 0)."""
+
+    def order(card: ModelCard) -> tuple[bool, float]:
+        score = scores[card.run_id]
+        return bool(score.unmeasured_focus), -(score.value or 0.0)
+
+    scored = sorted((c for c in chosen if scores[c.run_id].value is not None), key=order)
     rows: list[Row] = []
     for index, card in enumerate(scored):
         score = scores[card.run_id]
         previous = rows[-1] if rows else None
-        overlaps = previous is not None and (score.high or 0.0) >= (previous.score.low or 0.0)
+        same_group = previous is not None and order(previous.card)[0] == order(card)[0]
+        overlaps = same_group and previous is not None and (score.high or 0.0) >= (previous.score.low or 0.0)
         if previous is not None and overlaps:
             rows[-1] = Row(rank=previous.rank, tie=True, card=previous.card, score=previous.score, labels=previous.labels)
         rows.append(Row(rank=previous.rank if previous and overlaps else index + 1, tie=bool(overlaps), card=card, score=score, labels=_labels(card, score)))
@@ -82,6 +93,8 @@ def row_dict(row: Row) -> dict[str, Any]:
         "quality": row.score.quality,
         "performance": row.score.performance,
         "profile": row.score.profile,
+        "model_memory_gb": row.card.model_memory_gb,
+        "model_memory_estimated": row.card.model_memory_estimated,
         "benches": f"{len(row.card.workloads)}/{len(row.card.expected)}",
         "labels": list(row.labels),
     }

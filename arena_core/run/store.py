@@ -88,14 +88,21 @@ def adopt_run(output: Path, run_dir: Path) -> tuple[str, bool]:
 
 
 def find_run(output: Path, run_id: str, what: str = "--resume") -> Path:
-    """The folder of run ``run_id``, inside ``output`` only (an id is a name, not a path)."""
+    """The folder of run ``run_id``, inside ``output`` only (an id is a name, not a path). An id
+    may be shortened to any start or end of it that names one stored run alone (a start, as git
+    takes a commit's; an end such as ``cd70``, the random part that the leaderboard shows)."""
     if not RUN_ID.fullmatch(run_id) or ".." in run_id:
         raise UsageError(f"{what}: {run_id!r} is not a run id (a name such as 20261130-120000-ab12, not a path)")
     path = output / run_id
-    if not (path / MANIFEST).is_file():
-        known = sorted(p.name for p in output.glob("*") if (p / MANIFEST).is_file()) if output.is_dir() else []
-        raise UsageError(f"{what}: no run {run_id!r} in {output} (runs there: {', '.join(known[-5:]) or 'none'})")
-    return path
+    if (path / MANIFEST).is_file():
+        return path
+    known = sorted(p.name for p in output.glob("*") if (p / MANIFEST).is_file()) if output.is_dir() else []
+    matching = [name for name in known if name.startswith(run_id) or name.endswith(run_id)]
+    if len(matching) == 1:
+        return output / matching[0]
+    if matching:
+        raise UsageError(f"{what}: {run_id!r} is the start or end of {len(matching)} runs in {output} ({', '.join(matching[:5])}…): give more of the id")
+    raise UsageError(f"{what}: no run {run_id!r} in {output} (runs there: {', '.join(known[-5:]) or 'none'})")
 
 
 def workload_dir(run_dir: Path, name: str) -> Path:

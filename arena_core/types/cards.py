@@ -213,6 +213,8 @@ class ModelCard:
     measured_quality: tuple[MeasuredQuality, ...] = ()
     model_memory_gb: float | None = None
     model_memory_source: str | None = None
+    #: no memory was measured or stated: ``model_memory_gb`` is the weights' size (labelled so)
+    model_memory_estimated: bool = False
     #: the run's status in its manifest (complete, interrupted, ...)
     status: str = ""
     #: the address of the server measured, where Arena attached to one ("" for a server it started)

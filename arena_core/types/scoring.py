@@ -75,3 +75,6 @@ class Score:
     #: the score written out with its weights and parts, so a reader can recompute it from the
     #: page ("0.7 × Q 93.37 + 0.2 × G 41.06 + 0.1 × E 12.50 = 74.8"); "" when not computed
     arithmetic: str = ""
+    #: the workload the profile is about (its G) where this run did not measure it: G then
+    #: stands in from the others, and a leaderboard ranks the run after those that measured it
+    unmeasured_focus: str = ""

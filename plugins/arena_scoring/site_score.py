@@ -101,6 +101,11 @@ class SiteScorer:
             notes.append(f"{wanted} not measured: G is the mean over the measured workloads")
         return (figures[wanted] if wanted in figures else mean), notes
 
+    @staticmethod
+    def measured(card: ModelCard) -> set[str]:
+        """The workloads of the suite with a valid result on ``card``."""
+        return {name for name in SUITE if (line := card.workload(name)) is not None and line.valid}
+
     def score(self, card: ModelCard) -> Score:
         """The score of ``card`` in a cohort of itself alone (each component its own maximum)."""
         return self.score_cohort([card])[card.run_id]
@@ -124,8 +129,11 @@ class SiteScorer:
         missing = tuple(
             what for what, key in (("quality", "Q"), ("throughput", "G"), ("model memory", "E")) if part[key] is None and not (key == "E" and part["G"] is None)
         )
-        relative = {key: _relative(part[key], best[key]) for key in ("Q", "G", "E")}
         preset = self.preset
+        unmeasured = preset.workload if preset.workload is not None and part["G"] is not None and preset.workload not in self.measured(card) else ""
+        if card.model_memory_estimated and part["E"] is not None:
+            notes.append(f"E from the model's estimated memory, {card.model_memory_gb:g} GB ({card.model_memory_source})")
+        relative = {key: _relative(part[key], best[key]) for key in ("Q", "G", "E")}
         value = None
         arithmetic = ""
         if None not in relative.values():
@@ -154,4 +162,5 @@ class SiteScorer:
             notes=tuple(notes),
             quality_source=source or "published",
             arithmetic=arithmetic,
+            unmeasured_focus=unmeasured,
         )
