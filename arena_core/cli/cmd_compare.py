@@ -1,7 +1,8 @@
-"""``arena compare A B``: two stored runs side by side with ratios."""
+"""``arena compare A B``: two stored runs side by side, each figure marked better or worse."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -12,7 +13,49 @@ from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.report import render_table
 from arena_core.report.capacity_card import capacity_found, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.report.seed_figures import throughput_headline
+from arena_core.report.text import wrap_text
 from arena_core.results.cards import load_card, load_cards, scores_for
+from arena_core.types import ModelCard
+
+#: Which way is better for a row: more (throughput, score, quality) or less (latency, memory).
+HIGHER, LOWER = 1, -1
+
+
+def verdict(a: float | None, b: float | None, better: int) -> str:
+    """ "1.30x, A better": the ratio A / B, and which run it favours; "same" within 1 %."""
+    if a is None or b is None:
+        return "—"
+    if not b:
+        return "—" if not a else ("A better" if better == HIGHER else "B better")
+    ratio = a / b
+    if abs(ratio - 1) < 0.01:
+        return f"{ratio:.2f}x, same"
+    return f"{ratio:.2f}x, " + ("A better" if (ratio > 1) == (better == HIGHER) else "B better")
+
+
+class Rows:
+    """The compare table: a label, A's and B's figures as shown, and the verdict."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str]] = []
+
+    def add(self, label: str, a: float | None, b: float | None, shown: Callable[[float | None], str], better: int) -> None:
+        if a is None and b is None:
+            return
+        self.rows.append((label, shown(a), shown(b), verdict(a, b, better)))
+
+
+def _gb(value: float | None) -> str:
+    return f"{value:.1f} GB" if value is not None else "—"
+
+
+def _one(value: float | None) -> str:
+    return f"{value:.1f}" if value is not None else "—"
+
+
+def _rate(value: float | None) -> str:
+    return f"{value:.2f} req/s" if value is not None else "—"
 
 
 @click.command("compare")
@@ -22,8 +65,11 @@ from arena_core.results.cards import load_card, load_cards, scores_for
 @click.option("--profile", default="aggregate", show_default=True, help="The score shown: this profile of the default scorer, as each run's card shows it.")
 @click.pass_obj
 def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, profile: str) -> None:
-    """Two stored runs side by side, per workload, with the ratio A / B. Each run's score is its
-    own card's: scored among the stored runs its card is scored among, not between the two."""
+    """Two stored runs side by side: score, quality, throughput G, memory, benches, then per
+    workload tokens/s, TTFT p50 and the request rate served, each with the ratio A / B and which
+    run it favours (more is better for throughput, less for latency and memory). Each run's
+    score is its own card's: scored among the stored runs its card is scored among, not between
+    the two. A run is named by its id or a unique start or end of it."""
     store = results_dir(app, output)
     a, b = (load_card(store, run, app.hooks.registry) for run in (run_a, run_b))
     others, _ = load_cards(store, app.hooks.registry)
@@ -31,28 +77,36 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
     if profile not in scored[0]:
         raise click.BadParameter(f"{profile!r} is not a profile of the default scorer (it has {', '.join(scored[0])})", param_hint="--profile")
     sa, sb = (scores[profile] for scores in scored)
-
-    def ratio(x: float | None, y: float | None) -> str:
-        return f"{x / y:.2f}x" if x is not None and y else "—"
-
-    rows = [(f"score ({sa.version}, {profile})", sa.value, sb.value, ratio(sa.value, sb.value))]
-    for suite in dict.fromkeys(m.suite for card in (a, b) for m in card.measured_quality):
-        ma, mb = (next((m for m in card.measured_quality if m.suite == suite), None) for card in (a, b))
-        shown = [f"{m.value:.1f} [{m.low:.1f}–{m.high:.1f}]" if m else "—" for m in (ma, mb)]
-        rows.append((f"{(ma or mb).benchmark or suite} (measured)", *shown, ratio(ma and ma.value, mb and mb.value)))  # type: ignore[union-attr]
-        benchmark = (ma or mb).benchmark  # type: ignore[union-attr]
-        published = [card.published(benchmark) if benchmark else None for card in (a, b)]
-        if any(value is not None for value in published):
-            rows.append((f"{benchmark} (published)", *(f"{v:.1f}" if v is not None else "—" for v in published), ratio(*published)))
+    table = Rows()
+    table.add(f"score ({profile})", sa.value, sb.value, _one, HIGHER)
+    table.add("Q, quality", sa.quality, sb.quality, _one, HIGHER)
+    table.add("G, tok/s", throughput_headline(a)[0], throughput_headline(b)[0], fmt_tps, HIGHER)
+    table.add("memory" + (" (estimated)" if a.model_memory_estimated or b.model_memory_estimated else ""), a.model_memory_gb, b.model_memory_gb, _gb, LOWER)
+    table.add(f"benches of {len(a.expected)}", *(float(sum(1 for n in card.expected if card.workload(n))) for card in (a, b)), lambda v: f"{v:.0f}", HIGHER)
+    _quality_rows(table, a, b)
     found = [capacity_found(capacity_probes(card))[0] for card in (a, b)]
     if any(found):  # a capacity search: its answer, then its probes with the other workloads
-        rows.append(("capacity", *(best.label if best else "—" for best in found), ratio(*(best.load if best else None for best in found))))
+        table.rows.append(("capacity", *(best.label if best else "—" for best in found), verdict(*(best.load if best else None for best in found), HIGHER)))  # type: ignore[misc]
     extra = [line.name for card in (a, b) for line in card.workloads if line.name not in a.expected]
     for name in (*a.expected, *dict.fromkeys(extra)):
         la, lb = a.workload(name), b.workload(name)
-        ta, tb = (line.tokens_per_second if line else None for line in (la, lb))
-        fa, fb = (line.ttft_p50_s if line else None for line in (la, lb))
-        rows.append((f"{name} tok/s", fmt_tps(ta), fmt_tps(tb), ratio(ta, tb)))
-        rows.append((f"{name} TTFT p50", fmt_seconds(fa), fmt_seconds(fb), ratio(fa, fb)))
-    echo(f"A: {a.model_title} on {a.hardware} ({a.run_id})\nB: {b.model_title} on {b.hardware} ({b.run_id})")
-    echo(render_table(["", "A", "B", "A / B"], rows))
+        table.add(f"{name} tok/s", *(line.tokens_per_second if line else None for line in (la, lb)), fmt_tps, HIGHER)
+        table.add(f"{name} TTFT p50", *(line.ttft_p50_s if line else None for line in (la, lb)), fmt_seconds, LOWER)
+        table.add(f"{name} served", *(line.metrics.get("request_throughput") if line else None for line in (la, lb)), _rate, HIGHER)
+    echo(wrap_text(f"A: {a.model_title} on {a.hardware} ({a.run_id})", hanging="   "))
+    echo(wrap_text(f"B: {b.model_title} on {b.hardware} ({b.run_id})", hanging="   "))
+    echo(render_table(["", "A", "B", "A / B"], table.rows))
+    echo(wrap_text(f"Score: {sa.version}, as each run's card shows it. More is better for scores, quality and throughput; less for TTFT and memory."))
+
+
+def _quality_rows(table: Rows, a: ModelCard, b: ModelCard) -> None:
+    """Each quality suite measured on either run, and the published figure of its benchmark."""
+    for suite in dict.fromkeys(m.suite for card in (a, b) for m in card.measured_quality):
+        ma, mb = (next((m for m in card.measured_quality if m.suite == suite), None) for card in (a, b))
+        benchmark = (ma or mb).benchmark if (ma or mb) else ""  # type: ignore[union-attr]
+        label = f"{benchmark or suite} (measured)"
+        table.rows.append(
+            (label, *(f"{m.value:.1f} [{m.low:.1f}–{m.high:.1f}]" if m else "—" for m in (ma, mb)), verdict(ma and ma.value, mb and mb.value, HIGHER))
+        )
+        if benchmark:
+            table.add(f"{benchmark} (published)", a.published(benchmark), b.published(benchmark), _one, HIGHER)

@@ -15,8 +15,8 @@ from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
-from arena_core.report.text import WIDEST, wrap_text
 from arena_core.report.capacity_card import capacity_column
+from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.cards import load_cards, profiles_of, score_cohort, scorer_specs
 from arena_core.results.leaderboard import Row, choose, rank, row_dict
 from arena_core.results.predictions import NO_PREDICTOR, ledger_of, ledger_summary

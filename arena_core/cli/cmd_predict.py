@@ -17,6 +17,7 @@ from arena_core.loadgen.goodput import Slo, goodput, parse_slo
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
 from arena_core.run.capacity import Probe, search
 from arena_core.run.engine import default_workloads
@@ -31,10 +32,20 @@ from arena_core.types import ClosedLoopShape, Figures, PredictionSetup, Predicto
 @click.option("--capacity", "with_capacity", is_flag=True, help="Also predict how many chat users the box serves within --slo.")
 @click.option("--slo", default="interactive", show_default=True, help="The SLO of --capacity: interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+@click.option("--wide", is_flag=True, help="One line per workload, with what bounds it (wider than 80 columns).")
 @OUTPUT
 @click.pass_obj
 def predict_command(
-    app: CliApp, model: str, hardware: str, backend: str | None, workloads: str | None, with_capacity: bool, slo: str, as_json: bool, output: Path | None
+    app: CliApp,
+    model: str,
+    hardware: str,
+    backend: str | None,
+    workloads: str | None,
+    with_capacity: bool,
+    slo: str,
+    as_json: bool,
+    wide: bool,
+    output: Path | None,
 ) -> None:
     """Predict MODEL's figures on every workload (tokens/s per user and in total, TTFT p50, the
     seed site's G), each with an interval, and what bounds each: tier 1 with the efficiencies
@@ -67,17 +78,17 @@ def predict_command(
             )
         )
         return
-    echo(f"Predicted: {spec.title} on {profile.title} ({backend}); {tier}; not measured")
-    rows = [(p.workload, *(_range(p, key, shown) for key, shown in FIGURES), p.central.bound) for p in found]
-    echo(render_table(["workload", "tok/s per user [interval]", "tok/s total [interval]", "TTFT p50 [interval]", "seed's G [interval]", "bound by"], rows))
-    echo("G: the seed site's throughput per workload (closed loop: total decode tok/s of a round; open loop: total tok/s ÷ peak concurrent requests)")
+    echo(wrap_text(f"Predicted: {spec.title} on {profile.title} ({backend}); {tier}; not measured", hanging="  "))
+    rows = [(p.workload, *(_range(p, key, shown, one_line=wide) for key, shown in FIGURES), *([p.central.bound] if wide else [])) for p in found]
+    headers = ["workload", "tok/s per user", "tok/s total", "TTFT p50", "seed's G", *(["bound by"] if wide else [])]
+    echo(render_table(headers, rows, width=WIDEST if wide else None))
+    about = "Each figure with its interval [low–high] below it. G: the seed site's throughput per workload (closed loop: total decode tok/s of a round; open loop: total tok/s ÷ peak concurrent requests)."
+    echo(wrap_text(about + ("" if wide else " --wide: one line per workload, with what bounds it.")))
     for note in sorted({note for p in found for note in p.notes}):
-        echo(f"note: {note}")
+        echo(wrap_text(f"note: {note}", hanging="  "))
     if capacity is not None:
-        echo(
-            f"Predicted capacity: {capacity['users']} chat users ({objective.describe()})"
-            + (f", fails at {capacity['fails_at']}" if capacity["fails_at"] else "")
-        )
+        found_at = f"Predicted capacity: {capacity['users']} chat users ({objective.describe()})"
+        echo(wrap_text(found_at + (f", fails at {capacity['fails_at']}" if capacity["fails_at"] else ""), hanging="  "))
 
 
 #: The figures a prediction shows, each with how it is written.
@@ -89,13 +100,14 @@ FIGURES: tuple[tuple[str, Callable[[float | None], str]], ...] = (
 )
 
 
-def _range(prediction: WorkloadPrediction, key: str, shown: Callable[[float | None], str]) -> str:
+def _range(prediction: WorkloadPrediction, key: str, shown: Callable[[float | None], str], *, one_line: bool = False) -> str:
+    """ "145 [121–176]": the central figure and its interval, on one line or two."""
     central, low, high = (getattr(f, key) for f in (prediction.central, prediction.low, prediction.high))
     if central is None:
         return "—"
     # an open-loop schedule can reorder at other efficiencies: the interval always holds the central figure
     ends = sorted(v for v in (low, central, high) if v is not None)
-    return f"{shown(central)} [{shown(ends[0])}–{shown(ends[-1])}]" if ends else shown(central)
+    return f"{shown(central)}{' ' if one_line else chr(10)}[{shown(ends[0])}–{shown(ends[-1])}]" if ends else shown(central)
 
 
 def _as_dict(prediction: WorkloadPrediction) -> dict:
