@@ -1,4 +1,4 @@
-"""Comparing nested results from two implementations, number by number."""
+"""Comparing nested results from two implementations, number by number; terminal text as one line."""
 
 from __future__ import annotations
 
@@ -20,3 +20,11 @@ def assert_same(ours: Any, theirs: Any, path: str = "$", rel: float = 1e-9) -> N
         assert math.isclose(ours, theirs, rel_tol=rel, abs_tol=1e-9), f"{path}: {ours} != {theirs}"
     else:
         assert ours == theirs, f"{path}: {ours!r} != {theirs!r}"
+
+
+def flat(text: str) -> str:
+    """Terminal text as one line: a command's line continuations joined and every run of
+    whitespace one space, so a test reads a wrapped cell or a multi-line command as written."""
+    import re
+
+    return " ".join(re.sub(r" \\\n", " ", text).split())

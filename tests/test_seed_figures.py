@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from compare import flat
 
 from arena_core import ArenaHooks, WorkloadSpec, hookimpl
 from arena_core.plugins import BUILTIN_PLUGINS
@@ -98,7 +99,7 @@ def test_the_seed_figures_of_arenas_own_run(tmp_path, rig_run):
     assert chat["ttfr_mean_s"] > 0 and chat["ttft_p50_s"] > 0 and chat["decode_tps_total"] > 0
     assert peak["peak_concurrency"] >= 1 and peak["site_tps"] == pytest.approx(peak["total_tps"] / peak["peak_concurrency"])
     assert peak["ttft_p95_tool_s"] >= peak["ttft_p50_s"] > 0  # vllm bench serve's own p95, as the rate sweep judges it
-    card = arena("card", run_dir.name, "--output", "store", cwd=tmp_path).stdout
+    card = flat(arena("card", run_dir.name, "--output", "store", "--wide", cwd=tmp_path).stdout)  # --wide: table cells unwrapped
     assert "As the seed site counts it" in card and "total ÷ peak concurrency; TTFT p50" in card and "per user at c=10; TTFT mean" in card
     assert "Throughput (the seed site's G, mean over 2 workloads)" in card
     # the commands to type: the served model's id and the local tokenizer the run used

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from arena_core.cli.app import CliApp
-from arena_core.cli.output import echo
+from arena_core.cli.output import Steps, echo
 from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.results.cards import load_cards
 from arena_core.results.predictions import require_predictor, save_calibration
@@ -30,9 +30,12 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
     registry.get("hardware", hardware)
     served_by = registry.get("backends", backend)
     store = results_dir(app, output)
+    steps = Steps("arena calibrate")
+    steps.stage("reading the stored runs")
     cards, problems = load_cards(store, registry)
     for problem in problems:
         echo(f"warning: skipped {problem}", err=True)
+    steps.stage(f"fitting the predictor to {len(cards)} runs' results on {hardware}")
     report = predictor.calibrate(cards, hardware, served_by)
     path = save_calibration(store, report.calibration)
     for line in report.lines:

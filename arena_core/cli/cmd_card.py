@@ -22,11 +22,13 @@ from arena_core.results.predictions import ledger_of, why_not_predicted
 @click.argument("run_id")
 @OUTPUT
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--wide", is_flag=True, help="Tables as wide as they are (default: fitted to the terminal, 80 columns where it cannot tell).")
 @click.option("--slo", help="SLO for goodput and attainment: interactive, relaxed, batch, or limits such as ttft=2s,tps=10 (default: the config's [slo]).")
 @click.pass_obj
-def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, slo: str | None) -> None:
-    """The model card of stored run RUN_ID: scores, quality, per-workload figures, goodput within
-    an SLO (recomputed from the stored requests), findings."""
+def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, wide: bool, slo: str | None) -> None:
+    """The model card of stored run RUN_ID (its id, or a unique start or end of it): scores,
+    quality, per-workload figures and commands, goodput within an SLO (recomputed from the
+    stored requests), findings."""
     store = results_dir(app, output)
     configured = app.config.slo.objective
     objective = parse_slo(slo, "--slo") if slo else parse_slo(configured, f"{app.config.source}: $.slo.objective") if configured else None
@@ -39,4 +41,4 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, slo: s
     if fmt == "json":
         echo(render_json({**card_json(card, scores, found), "predictions": [attrs.asdict(line) for line in predictions or []], "not_predicted": uncovered}))
     else:
-        echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions, uncovered=uncovered), nl=False)
+        echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions, uncovered=uncovered, wide=wide), nl=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from arena_core.cli.app import CliApp
-from arena_core.cli.output import echo
+from arena_core.cli.output import Steps, echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
 from arena_core.results.cards import load_cards, scores_for_all
@@ -25,6 +25,8 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
     """Write a self-contained site into DIRECTORY (open DIRECTORY/index.html; no network needed)."""
     from arena_core.report.site import publish
 
+    steps = Steps("arena publish")
+    steps.stage("reading the stored runs")
     cards, problems = load_cards(results_dir(app, output), app.hooks.registry, slo_figures=True)  # a capacity run's page draws its curve
     for problem in problems:
         echo(f"warning: skipped {problem}", err=True)
@@ -36,10 +38,23 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
         raise UnknownNameError("scoring profile", profile, next(iter(all_scores.values())), source="--profile")
     found = {c.run_id: findings(c, cards) for c in cards}
     store = results_dir(app, output)
+    steps.stage(f"checking the integrity of {len(cards)} runs")
     integrity = {c.run_id: integrity_label(store / c.run_id) for c in cards}
     try:
+        steps.stage("predicting each run without it (the error ledger)")
         predictions = ledger_of(store, cards, app.hooks.registry, whole_store=True)  # each result without its own run; None: no predictor
-        index = publish(directory, cards, all_scores, found, profile=profile, integrity=integrity, predictions=predictions, registry=app.hooks.registry)
+        steps.stage("writing the pages")
+        index = publish(
+            directory,
+            cards,
+            all_scores,
+            found,
+            profile=profile,
+            integrity=integrity,
+            predictions=predictions,
+            registry=app.hooks.registry,
+            progress=steps.count,
+        )
     except OSError as exc:
         raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None
     echo(f"site written: {index} ({len(cards)} cards)")

@@ -10,6 +10,8 @@ secret redaction before it is written; a control character is shown as its ``\\u
 from __future__ import annotations
 
 import re
+import sys
+import time
 
 import click
 
@@ -27,3 +29,23 @@ def terminal_safe(text: str) -> str:
 def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
     """``click.echo`` of ``message`` made terminal-safe, with every known secret redacted."""
     click.echo(terminal_safe(redact(str(message))), err=err, nl=nl)
+
+
+class Steps:
+    """Progress of a command that takes more than a few seconds, on stderr (stdout stays the
+    command's answer): each stage as it starts, with the seconds so far; a count of pages or
+    items updated in place on a terminal, and said once at its end elsewhere."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.started = time.monotonic()
+        self.terminal = sys.stderr.isatty()
+
+    def stage(self, what: str) -> None:
+        echo(f"{self.command}: {what} ({time.monotonic() - self.started:.0f} s)", err=True)
+
+    def count(self, done: int, total: int, what: str) -> None:
+        if self.terminal:
+            click.echo(f"\r{self.command}: {done}/{total} {terminal_safe(what)[:60]}\x1b[K", err=True, nl=done == total)
+        elif done == total:
+            self.stage(f"{total} written")

@@ -1,71 +1,147 @@
-"""Charts as inline SVG: no script, no CDN, so a page works from ``file://`` and shows the
-same in every browser. Every text that reaches the SVG is escaped here."""
+"""The site's charts, drawn by matplotlib as SVG when the site is published and put inline in the
+page: axes with ticks and units, log scales where latencies span decades, the SLO's line.
+
+Why matplotlib: it is the most widely used and maintained plotting library in Python, it draws
+ticked linear and log axes itself, and its SVG needs no script, font or network in the page --
+a published site works from ``file://`` with its own files alone (a Vega-Lite or Observable Plot
+page would carry a JavaScript bundle and draw only where scripts run). Text stays text
+(``svg.fonttype: none``) so it is searchable and takes the page's font; math parsing is off so a
+model named with ``$`` is shown as written; matplotlib escapes every text it writes into the SVG.
+The SVG keeps only its viewBox, so the page's CSS scales it to the screen (phones included).
+"""
 
 from __future__ import annotations
 
+import io
 import math
+import re
 from collections.abc import Sequence
 
-from markupsafe import Markup, escape
+import matplotlib
 
-WIDTH, ROW, LABEL, PAD = 640, 24, 150, 8
-#: The longest point label a chart's label column holds whole (longer ones end in an ellipsis).
+matplotlib.use("Agg")  # no display: charts are files
+
+from markupsafe import Markup, escape  # noqa: E402
+from matplotlib import pyplot as plt  # noqa: E402  (after the backend is chosen)
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+#: How the charts look: text as text, no math parsing, the ids in the SVG the same on every run.
+STYLE = {
+    "svg.fonttype": "none",
+    "text.parse_math": False,
+    "svg.hashsalt": "arena",
+    "font.family": "sans-serif",
+    "font.size": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#e3e6ee",
+    "grid.linewidth": 0.8,
+    "axes.axisbelow": True,
+}
+BAR, POINT, LINE, SLO = "#3b6fd8", "#d8573b", "#1d2330", "#b00020"
+#: The longest label a chart shows whole (longer ones end in an ellipsis; the full name is in the point's tooltip).
 LABEL_CHARS = 34
 
 
-def _svg(height: int, body: list[str], title: str) -> Markup:
-    return Markup(
-        f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" xmlns="http://www.w3.org/2000/svg">'
-        f"<title>{escape(title)}</title>{''.join(body)}</svg>"
-    )
+def _label(name: str) -> str:
+    return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
 
-def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *, log: bool = False) -> Markup:
-    """Horizontal bars, one per row; a missing value is drawn as "—". ``log`` for latencies."""
-    rows = [(name, v if v is not None and 0 < v < math.inf else None) for name, v in rows]  # a bar has a positive length
-    values = [v for _, v in rows if v]
-    top = max(values, default=1.0)
-    low = min(values, default=1.0)
-    span = WIDTH - LABEL - 90
+def _svg(figure: Figure, title: str) -> Markup:
+    """The figure as inline SVG: its title for screen readers, its viewBox kept and its fixed
+    width and height dropped (CSS sizes it), the XML prologue left out."""
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(figure)
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]
+    text = re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r"<svg\1", text, count=1)
+    text = text.replace("<svg", f'<svg class="chart" role="img" aria-label="{escape(title)}"', 1)
+    head_end = text.index(">") + 1
+    return Markup(f"{text[:head_end]}<title>{escape(title)}</title>{text[head_end:]}")
 
-    def length(value: float) -> float:
-        if not log:
-            return span * value / top
-        lo, hi = math.log10(low) - 0.3, math.log10(top)
-        return span * (math.log10(value) - lo) / ((hi - lo) or 1.0)
 
-    body = []
-    for index, (name, value) in enumerate(rows):
-        y = PAD + index * ROW
-        body.append(f'<text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{escape(name)}</text>')
-        if value:
-            body.append(f'<rect x="{LABEL}" y="{y + 3}" width="{max(1.0, length(value)):.1f}" height="{ROW - 8}" class="bar"/>')
-            body.append(f'<text x="{LABEL + max(1.0, length(value)) + 4:.1f}" y="{y + 15}">{escape(_fmt(value))} {escape(unit)}</text>')
+def _log_axis(axis: matplotlib.axis.Axis) -> None:
+    """A log axis ticked at 1, 2 and 5 times each power of ten, written as plain numbers
+    (matplotlib's own labels are math text, which is off here)."""
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: _number(value)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _figure(width: float, height: float) -> tuple[Figure, plt.Axes]:
+    with plt.rc_context(STYLE):
+        figure = plt.figure(figsize=(width, height))
+        axes = figure.add_subplot()
+    return figure, axes
+
+
+def no_data(title: str) -> Markup:
+    return Markup(f'<p class="muted chart-empty" role="img" aria-label="{escape(title)}">no data for this chart</p>')
+
+
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and 0 < value < math.inf else None
+
+
+def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *, log: bool = False, limit: tuple[float, str] | None = None) -> Markup:
+    """Horizontal bars, one per row, each with its value; a row without one says "not measured".
+    ``log``: a ticked log axis (latencies that span decades); ``limit``: a line at (value, label),
+    an SLO's."""
+    rows = [(name, _positive(value)) for name, value in rows]
+    values = [v for _, v in rows if v is not None]
+    if not values:
+        return no_data(title)
+    with plt.rc_context(STYLE):
+        figure, axes = _figure(7.0, 0.42 * len(rows) + 1.0)
+        names = [name for name, _ in rows][::-1]
+        shown = [value or 0.0 for _, value in rows][::-1]
+        axes.barh(names, shown, color=BAR, height=0.6)
+        if log:
+            axes.set_xscale("log")
+            _log_axis(axes.xaxis)
+            axes.set_xlim(min(values) / 2, max(values) * 3)
         else:
-            body.append(f'<text x="{LABEL + 4}" y="{y + 15}" class="missing">—</text>')
-    if log:
-        body.append(f'<text x="{LABEL}" y="{PAD + len(rows) * ROW + 12}" class="axis">log scale</text>')
-    return _svg(PAD * 2 + len(rows) * ROW + 14, body, title)
+            axes.set_xlim(0, max(values) * 1.18)
+        for y, value in enumerate(shown):
+            axes.annotate(
+                f"{_number(value)} {unit}" if value else "not measured",
+                (value or axes.get_xlim()[0], y),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=9,
+                color="#667" if not value else LINE,
+            )
+        if limit is not None:
+            axes.axvline(limit[0], color=SLO, linestyle="--", linewidth=1.2)
+            axes.annotate(limit[1], (limit[0], len(rows) - 0.5), xytext=(3, 0), textcoords="offset points", color=SLO, fontsize=9, va="bottom")
+        axes.set_xlabel(f"{unit}, log scale" if log else unit)
+        axes.grid(axis="y", visible=False)
+        return _svg(figure, title)
 
 
-def _fmt(value: float) -> str:
+def _number(value: float) -> str:
     return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round tick values (1, 2 or 5 times a power of ten) covering ``low``..``high``."""
-    if not high > low:
-        high = low + 1.0
-    raw = (high - low) / max(1, count)
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first, last = math.floor(low / step), math.ceil(high / step)  # the ticks enclose low..high
-    return [round(index * step, 10) for index in range(first, last + 1)]
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """The indices of the points no other point beats on both axes (more is better on each),
+    by rising x."""
+    order = sorted(range(len(points)), key=lambda i: (-points[i][0], -points[i][1]))
+    front, best_y = [], -math.inf
+    for i in order:
+        if points[i][1] > best_y:
+            front.append(i)
+            best_y = points[i][1]
+    return sorted(front, key=lambda i: points[i][0])
 
 
 def spread_labels(wanted: Sequence[float], gap: float) -> list[float]:
     """Label heights as near to ``wanted`` as they can be while at least ``gap`` apart (in order
-    of height, pushed down, then the whole column pulled back up as far as it overshot)."""
+    of height, pushed up, then the whole column pulled back down as far as it overshot)."""
     order = sorted(range(len(wanted)), key=lambda i: wanted[i])
     placed = [0.0] * len(wanted)
     last = -math.inf
@@ -76,51 +152,63 @@ def spread_labels(wanted: Sequence[float], gap: float) -> list[float]:
     return [y - overshoot for y in placed]
 
 
-def bubble_chart(title: str, points: Sequence[tuple[str, float, float, float | None]], x_label: str, y_label: str, *, height: int = 380) -> Markup:
-    """Points at (x, y), their area proportional to a size (memory; say so in ``title``) where one is given; axes with
-    ticks and values; labels in a column beside the plot, each joined to its point, never on top
-    of one another."""
-    points = [p for p in points if 0 <= p[1] < math.inf and 0 <= p[2] < math.inf]
+def scatter_chart(
+    title: str, points: Sequence[tuple[str, float, float, float | None]], x_label: str, y_label: str, *, frontier: bool = False, x_log: bool = False
+) -> Markup:
+    """Points (name, x, y, size) with ticked axes; a point's area grows with its size (model
+    memory; say so in ``title``) where one is given. Labels stand in a column to the right of
+    the plot, each joined to its point by a thin line and never on top of one another.
+    ``frontier``: the Pareto frontier (more is better on both axes) drawn as a step line."""
+    points = [p for p in points if _positive(p[1]) is not None and p[2] is not None and 0 <= p[2] < math.inf]
     if not points:
-        return _svg(40, ['<text x="10" y="24" class="missing">no data</text>'], title)
-    left, right, top, bottom = 56, 270, 16, 44
-    x_ticks = nice_ticks(0.0, max(p[1] for p in points))
-    y_ticks = nice_ticks(min(0.0, min(p[2] for p in points)), max(p[2] for p in points))
-    x_hi, y_lo, y_hi = x_ticks[-1], y_ticks[0], y_ticks[-1]
-    plot_w, plot_h = WIDTH - left - right, height - top - bottom
+        return no_data(title)
+    with plt.rc_context(STYLE):
+        figure, axes = _figure(7.0, max(3.6, 0.24 * len(points) + 1.2))
+        sizes = [p[3] for p in points if p[3]]
+        biggest = max(sizes, default=1.0)
+        areas = [30 + 400 * (p[3] / biggest) if p[3] else 36 for p in points]
+        axes.scatter([p[1] for p in points], [p[2] for p in points], s=areas, color=POINT, alpha=0.55, edgecolors="white", linewidths=0.8, zorder=3)
+        if x_log:
+            axes.set_xscale("log")
+            _log_axis(axes.xaxis)
+        else:
+            axes.set_xlim(left=0)
+        axes.set_ylim(bottom=min(0.0, min(p[2] for p in points)))
+        axes.margins(x=0.08, y=0.08)
+        if frontier and len(points) > 1:
+            front = [points[i] for i in pareto_front([(p[1], p[2]) for p in points])]
+            axes.step([p[1] for p in front], [p[2] for p in front], where="post", color=LINE, linewidth=1.0, linestyle=":", label="Pareto frontier", zorder=2)
+            axes.legend(loc="lower right", fontsize=8, frameon=False)
+        axes.set_xlabel(x_label)
+        axes.set_ylabel(y_label)
+        low, high = axes.get_ylim()
+        span = (high - low) or 1.0
+        heights = spread_labels([(p[2] - low) / span for p in points], 1.0 / max(14, len(points) + 2))
+        for (name, x, y, _), height in zip(points, heights):
+            axes.annotate(
+                _label(name),
+                (x, y),
+                xytext=(1.04, height),
+                textcoords="axes fraction",
+                fontsize=8.5,
+                va="center",
+                arrowprops={"arrowstyle": "-", "color": "#c9ccd6", "linewidth": 0.7, "shrinkA": 0, "shrinkB": 3},
+            )
+        return _svg(figure, title)
 
-    def px(x: float) -> float:
-        return left + plot_w * x / (x_hi or 1.0)
 
-    def py(y: float) -> float:
-        return top + plot_h * (1 - (y - y_lo) / ((y_hi - y_lo) or 1.0))
-
-    body = [
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" class="axis-line"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis-line"/>',
-    ]
-    for tick in x_ticks:
-        body.append(f'<line x1="{px(tick):.1f}" y1="{top + plot_h}" x2="{px(tick):.1f}" y2="{top + plot_h + 4}" class="axis-line"/>')
-        body.append(f'<text x="{px(tick):.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="axis">{escape(_fmt(tick))}</text>')
-    for tick in y_ticks:
-        body.append(f'<line x1="{left - 4}" y1="{py(tick):.1f}" x2="{left}" y2="{py(tick):.1f}" class="axis-line"/>')
-        body.append(f'<text x="{left - 6}" y="{py(tick) + 4:.1f}" text-anchor="end" class="axis">{escape(_fmt(tick))}</text>')
-    body.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 8}" text-anchor="middle" class="axis">{escape(x_label)} →</text>')
-    body.append(
-        f'<text x="12" y="{top + plot_h / 2:.0f}" transform="rotate(-90 12 {top + plot_h / 2:.0f})" text-anchor="middle" class="axis">{escape(y_label)} →</text>'
-    )
-    sizes = [p[3] for p in points if p[3]]
-    biggest = max(sizes, default=1.0)
-    label_x = left + plot_w + 24
-    heights = spread_labels([py(p[2]) for p in points], 14.0)
-    for (name, x, y, size), label_y in zip(points, heights):
-        radius = 4 + 14 * math.sqrt(size / biggest) if size else 4
-        shown = name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
-        body.append(
-            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{radius:.1f}" class="point" fill-opacity="0.55">'
-            f"<title>{escape(name)}: {escape(_fmt(x))}, {escape(_fmt(y))}</title></circle>"
-        )
-        body.append(f'<line x1="{px(x):.1f}" y1="{py(y):.1f}" x2="{label_x - 3}" y2="{label_y - 4:.1f}" class="leader"/>')
-        body.append(f'<text x="{label_x}" y="{label_y:.1f}">{escape(shown)}</text>')
-    lowest = max([height, *(h + 8 for h in heights)])
-    return _svg(int(lowest), body, title)
+def line_chart(title: str, points: Sequence[tuple[float, float]], x_label: str, y_label: str, *, target: tuple[float, str] | None = None) -> Markup:
+    """A curve through (x, y), each point marked; ``target``: a horizontal line at (y, label)."""
+    points = sorted((x, y) for x, y in points if math.isfinite(x) and math.isfinite(y))
+    if not points:
+        return no_data(title)
+    with plt.rc_context(STYLE):
+        figure, axes = _figure(7.0, 3.4)
+        axes.plot([x for x, _ in points], [y for _, y in points], color=BAR, marker="o", linewidth=1.6)
+        if target is not None:
+            axes.axhline(target[0], color=SLO, linestyle="--", linewidth=1.2)
+            axes.annotate(target[1], (points[0][0], target[0]), xytext=(0, 4), textcoords="offset points", color=SLO, fontsize=9)
+        axes.set_xlabel(x_label)
+        axes.set_ylabel(y_label)
+        axes.set_ylim(bottom=0)
+        return _svg(figure, title)

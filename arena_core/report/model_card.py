@@ -17,6 +17,8 @@ from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.sweep import capacity_rows, sweep_steps
+from arena_core.report.text import WIDEST, render_table, wrap_text
+from arena_core.report.workload_blocks import summary_lines, workload_blocks
 from arena_core.results.predictions import NO_PREDICTOR
 from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score
 
@@ -55,13 +57,18 @@ def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
     for name in (*suite, *(line.name for line in card.workloads if line.name not in card.expected)):
         line = card.workload(name)
         if line is None:
-            rows.append((name, "—", "—", "—", "—", "not completed", ""))
+            rows.append((name, "—", "—", "—", "—", "not completed"))
             continue
-        notes = "; ".join((*line.reasons, *line.labels))
         rows.append(
-            (name, fmt_tps(line.tokens_per_second), fmt_seconds(line.ttft_p50_s), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID", notes)
+            (name, fmt_tps(line.tokens_per_second), fmt_seconds(line.ttft_p50_s), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID")
         )
     return rows
+
+
+def workload_notes(card: ModelCard) -> list[tuple[str, str]]:
+    """(workload, what its verdict says) of each line with reasons or labels, less the import's
+    attribution, which the card gives once."""
+    return [(block.name, block.notes) for block in workload_blocks(card) if block.notes]
 
 
 def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
@@ -81,8 +88,15 @@ def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
     return rows
 
 
+def seed_meanings(card: ModelCard) -> list[tuple[str, str]]:
+    """What the seed's figures are, once per kind of workload (closed, open loop) the card has."""
+    kinds = {row[5]: None for row in seed_rows(card)}
+    return [("open loop" if "peak" in how else "closed loop", how) for how in kinds]
+
+
 def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
-    rows = [("model memory", f"{card.model_memory_gb:.1f} GB ({card.model_memory_source})" if card.model_memory_gb is not None else "—")]
+    source = "as published: see the card's source" if card.model_memory_source == card.source else card.model_memory_source
+    rows = [("model memory", f"{card.model_memory_gb:.1f} GB ({source})" if card.model_memory_gb is not None else "—")]
     peaks = [(line.metrics["peak_memory_gb"], line.name) for line in card.workloads if line.metrics.get("peak_memory_gb")]
     if peaks:
         peak, name = max(peaks)
@@ -185,30 +199,6 @@ def score_lines(scores: Mapping[str, Score]) -> list[str]:
         made = score.arithmetic or (f"Q {score.quality:.1f}, P {score.performance:.1f}" if score.quality is not None else f"P {score.performance:.1f}")
         lines.append(f"- {name}: {made}" + (f"; {'; '.join(score.notes)}" if score.notes else ""))
     return lines
-
-
-def legend_rows(card: ModelCard) -> list[tuple[str, str, str]]:
-    """Each measured or expected workload: its title and description, and its parameters."""
-    return [(name, f"{legend.title}: {legend.description}", legend.parameters) for name, legend in card.legend.items()]
-
-
-def seed_literal(command: str) -> str | None:
-    """The seed site's literal multi-turn command, from Arena's: ``--depth 4`` (llama-benchy reads
-    it as 4 tokens of history, not the five turns the seed card describes; workloads.md)."""
-    if "--depth 0 2560 5120 7680 10240" not in command:
-        return None
-    return command.replace("--depth 0 2560 5120 7680 10240", "--depth 4").replace(" --enable-prefix-caching", "")
-
-
-def commands_of(line: CardWorkload) -> list[tuple[str, str]]:
-    """(label, command) of a workload: Arena's reference command, and for multi-turn the seed's
-    literal one beside it, labelled."""
-    if not line.command:
-        return []
-    found = [(line.name, line.command)]
-    if literal := seed_literal(line.command):
-        found.append((f"{line.name}, the seed site's literal command (measures 4 tokens of history, not five turns)", literal))
-    return found
 
 
 def slo_rows(card: ModelCard) -> list[tuple[str, ...]]:
@@ -330,16 +320,54 @@ def prediction_section(
         return []
     title = f"{h2}Predicted vs measured (the default predictor, fitted without this run: arena predict)"
     note = [PREDICTION_NOTE] if any(line.open_loop for line in predictions) else []
-    return [title, table_of(prediction_rows(predictions), PREDICTION_HEADERS), *note, G_NOTE, ""]
+    rows = prediction_rows(predictions)
+    tiers = sorted({row[10] for row in rows})
+    paired = [(row[0], *(f"{row[i]} → {row[i + 1]} ({row[i + 2]})" for i in (1, 4, 7)), *(row[10:] if len(tiers) > 1 else ())) for row in rows]
+    headers = ["workload", "tok/s", "TTFT p50", "G", *([""] if len(tiers) > 1 else [])]
+    how = f"Each: predicted → measured (absolute error){'; ' + tiers[0] if len(tiers) == 1 else ''}."
+    return [title, table_of(paired, headers), how, *note, G_NOTE, ""]
 
 
-def _tables(style: str) -> Callable[[Sequence[Sequence[str]], Sequence[str]], str]:
-    """A table in ``style`` of cells already written as the card shows them ("86.0" must not become 86)."""
+def _tables(markdown: bool, width: int | None) -> Callable[[Sequence[Sequence[str]], Sequence[str]], str]:
+    """A table of cells already written as the card shows them ("86.0" must not become 86):
+    markdown as it is, text fitted to ``width`` (default: the terminal's)."""
 
     def table_of(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
-        return tabulate(rows, headers=headers, tablefmt=style, disable_numparse=True)
+        if markdown:
+            return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+        return render_table(headers, rows, width=width)
 
     return table_of
+
+
+def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str, str, str]]:
+    """The card's four big figures, as the seed card leads with them: (figure, value, what it is)."""
+    first = next(iter(scores.items()), None)
+    throughput, count = throughput_headline(card)
+    measured = sum(1 for name in card.expected if card.workload(name) is not None)
+    memory = card.model_memory_gb
+    return [
+        ("score", f"{first[1].value:.1f}" if first and first[1].value is not None else "—", f"Arena score, {first[0]}" if first else "no scorer"),
+        ("throughput", f"{fmt_tps(throughput)} tok/s", f"G, mean of {count} workloads"),
+        ("memory", f"{memory:.1f} GB" if memory is not None else "—", "estimated: weights" if card.model_memory_estimated else "model memory"),
+        ("benches", f"{measured}/{len(card.expected)}", "workloads measured"),
+    ]
+
+
+def _block_lines(card: ModelCard, *, markdown: bool, wrap: Callable[..., str]) -> list[str]:
+    """One block per workload: title and runner, what it is, parameters, figures, the command."""
+    out = []
+    for block in workload_blocks(card):
+        out.append(f"### {block.title} ({block.name}) · {block.runner}" if markdown else f"{block.title} ({block.name}) · {block.runner}")
+        said = [block.description, f"parameters: {block.parameters}" if block.parameters else ""]
+        figures = f"tokens/s {block.per_user_tps}" + (" per user" if "closed" in block.runner else "") + f", {block.total_tps} in all · TTFT {block.ttft}"
+        said.append(figures + (f" · served {block.served}" if block.served else "") + f" · {block.verdict}" + (f": {block.notes}" if block.notes else ""))
+        out += [wrap(text, indent="  ", hanging="    ") for text in said if text]
+        for label, command in block.commands:
+            shown = "\n".join("    " + part for part in command.split("\n"))
+            out += [wrap(f"{label}:" if label != block.name else "command:", indent="  ", hanging="    "), f"```\n{command}\n```" if markdown else shown]
+        out.append("")
+    return out
 
 
 def render_model_card(
@@ -350,64 +378,67 @@ def render_model_card(
     markdown: bool = False,
     predictions: Sequence[LedgerLine] | None = (),
     uncovered: str = "",
+    wide: bool = False,
 ) -> str:
-    table_of = _tables("github" if markdown else "simple")
+    """The card in the seed card's order: the model and its four big figures, a two-line summary,
+    scores, quality, decode throughput, a table of the workloads, findings; then the details
+    (each workload's block and command, SLO, capacity, prediction, the seed's figures, hardware,
+    memory, the score's arithmetic). Text fits the terminal's width (``wide``: tables as wide as
+    they are)."""
+    width = WIDEST if wide or markdown else None
+    table_of = _tables(markdown, width)
+
+    def wrap(text: str, indent: str = "", hanging: str | None = None) -> str:
+        return text if markdown else wrap_text(text, width=width, indent=indent, hanging=hanging)
+
     h1, h2 = ("# ", "## ") if markdown else ("", "")
-    scale = f", scaled x{card.scale:g}" if card.scale != 1 else ""
+    scale = f" · scaled x{card.scale:g}" if card.scale != 1 else ""
+    figures = big_figures(card, scores)
     out = [
         f"{h1}{card.model_title} on {card.hardware_title}",
+        wrap(f"{card.backend} · {card.engine} · measured {card.measured_at or 'unknown'} · run {card.run_id}{scale}"),
+        wrap(f"Figures: {card.source}."),
         "",
-        f"{card.backend} · {card.engine} · measured {card.measured_at or 'unknown'} · run {card.run_id} · {card.source}{scale}",
+        table_of([[value for _, value, _ in figures], [what for _, _, what in figures]], [name for name, _, _ in figures]),
         "",
-        table_of(header_rows(card, scores), headers=["", ""]),
+        *(wrap(line) for line in summary_lines(card, findings)),
+        "",
+        f"{h2}Scores",
+        table_of(header_rows(card, scores), ["", ""]),
         "",
         f"{h2}Model",
-        table_of(model_rows(card) or [("—", "not in the catalog")], headers=["", ""]),
+        table_of(model_rows(card) or [("—", "not in the catalog")], ["", ""]),
         "",
         f"{h2}Quality: published, and measured by Arena on the served model",
-        table_of(quality_rows(card), headers=["benchmark", "score", "source"]),
+        table_of(quality_rows(card), ["benchmark", "score", "source"]),
         "",
         f"{h2}Decode throughput, total tok/s at c=10",
-        table_of([[fmt_tps(total) for _, total in decode_totals(card)]], headers=[label for label, _ in decode_totals(card)]),
+        table_of([[fmt_tps(total) for _, total in decode_totals(card)]], [label for label, _ in decode_totals(card)]),
         "",
         f"{h2}Workloads",
-        table_of(workload_rows(card), headers=["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict", "notes"]),
+        table_of(workload_rows(card), ["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict"]),
+        *(wrap(f"- {name}: {notes}", hanging="  ") for name, notes in workload_notes(card)),
         "",
-        f"{h2}What each workload is",
-        table_of(legend_rows(card) or [("—", "", "")], headers=["workload", "what it measures", "parameters"]),
+        f"{h2}Findings",
+        *(wrap(f"- {finding}", hanging="  ") for finding in findings or ["(none)"]),
         "",
+        f"{h2}Each workload: what it is, how it ran, the exact command",
+        *_block_lines(card, markdown=markdown, wrap=wrap),
         *slo_section(card, h2, table_of),
         *sweep_section(card, h2, table_of),
         *capacity_section(card, h2, table_of),
-        *prediction_section(predictions, h2, table_of, uncovered),
+        *(wrap(line) for line in prediction_section(predictions, h2, table_of, uncovered)),
         f"{h2}As the seed site counts it",
-        table_of(
-            seed_rows(card) or [("—", "", "", "", "", "")],
-            headers=["workload", "tokens/s (seed)", "TTFT (seed)", "G", "request rate served", "what the seed figures are"],
-        ),
-        "",
-        f"{h2}Findings",
-        *(f"- {finding}" for finding in findings or ["(none)"]),
+        table_of([row[:5] for row in seed_rows(card)] or [("—", "", "", "", "")], ["workload", "tok/s", "TTFT", "G", "request rate served"]),
+        *(wrap(f"tok/s and TTFT, {kind}: {how}") for kind, how in seed_meanings(card)),
         "",
         f"{h2}Hardware and backend",
-        table_of(platform_rows(card), headers=["", ""]),
+        table_of(platform_rows(card), ["", ""]),
         "",
         f"{h2}Memory and energy",
-        table_of(memory_rows(card), headers=["", ""]),
+        table_of(memory_rows(card), ["", ""]),
         "",
         f"{h2}Score explained",
-        *score_lines(scores),
-        "",
-        f"{h2}Commands",
-        *command_lines(card, markdown=markdown),
+        *(wrap(line, hanging="  ") for line in score_lines(scores)),
     ]
     return "\n".join(out) + "\n"
-
-
-def command_lines(card: ModelCard, *, markdown: bool) -> list[str]:
-    """Each workload's reference command under its label, indented (text) or fenced (markdown)."""
-    out = []
-    for line in card.workloads:
-        for label, command in commands_of(line):
-            out += [f"{label}:", f"    {command}" if not markdown else f"```\n{command}\n```"]
-    return out

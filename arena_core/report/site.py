@@ -1,7 +1,9 @@
 """``arena publish DIR``: a self-contained static site -- a leaderboard page per scoring preset
-(with size buckets, colour bands, a quality × throughput chart and a per-user × total throughput
-chart) and one page per model card, charts as inline SVG, no script and no CDN, so it works from
-``file://``.
+(tabs, size buckets, colour bands, a quality × throughput chart with its Pareto frontier and a
+per-user × total throughput chart) and one page per model card in the seed card's order. Charts
+are SVG drawn by matplotlib at publish time (:mod:`arena_core.report.charts`); one small script
+of the site's own (``site.js``) sorts and filters the leaderboard, and every page reads whole
+without it. No CDN: the site works from ``file://``.
 
 Templates are Jinja2 with autoescape on: every name and text a plugin supplies is escaped.
 """
@@ -9,26 +11,27 @@ Templates are Jinja2 with autoescape on: every name and text a plugin supplies i
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from arena_core import __version__
 from arena_core.registry import Registry
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
-from arena_core.report.charts import bar_chart, bubble_chart
-from arena_core.report.formats import fmt_score, fmt_tps
+from arena_core.report.charts import bar_chart, line_chart, scatter_chart
+from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.model_card import (
     G_NOTE,
     PREDICTION_HEADERS,
     PREDICTION_NOTE,
-    commands_of,
+    big_figures,
     decode_totals,
     headline_label,
     headline_tps,
-    legend_rows,
     memory_rows,
     model_rows,
     platform_rows,
@@ -37,35 +40,57 @@ from arena_core.report.model_card import (
     workload_rows,
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
+from arena_core.report.workload_blocks import summary_lines, workload_blocks
 from arena_core.results.leaderboard import Row, rank, row_dict
 from arena_core.results.predictions import NO_PREDICTOR, ledger_summary, why_not_predicted
 from arena_core.types import LedgerLine, ModelCard, Score
 
+#: The site's one script: sorting and filtering the leaderboard (every page reads whole without it).
+SITE_SCRIPT = Path(__file__).parent / "templates" / "site.js"
+_URL = re.compile(r"https?://[^\s<>\"'()&]+(?:&amp;[^\s<>\"'()&]+)*")
+
+
+def links(text: object) -> Markup:
+    """``text`` escaped, its http(s) addresses made links (opened in a new tab, no referrer)."""
+    escaped = str(escape(str(text)))
+    return Markup(_URL.sub(lambda m: f'<a href="{m.group()}" rel="noopener noreferrer" target="_blank">{m.group()}</a>', escaped))
+
 
 def environment() -> Environment:
-    return Environment(
+    env = Environment(
         loader=PackageLoader("arena_core", "report/templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
     )
+    env.filters["links"] = links
+    return env
 
 
 def _integrity(run_id: str, verified: Mapping[str, str]) -> str:
     return verified.get(run_id, "not checked")
 
 
-def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None]) -> list[dict]:
+def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None], slugs: Mapping[str, str]) -> list[dict]:
     found = []
     for row in rows:
+        card, score = row.card, row.score
         data = row_dict(row)
-        data["capacity"] = capacity_of(row.card) or "—"
-        data["integrity"] = _integrity(row.card.run_id, verified)
-        data["place"] = "—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank))
-        data["score"] = fmt_score(row.score) if row.score.value is not None else "—"
-        measured = " (measured)" if row.score.quality_source == "measured" else ""
-        data["quality"] = f"{row.score.quality:.1f}{measured}" if row.score.quality is not None else "—"
-        data["performance"] = f"{row.score.performance:.1f}"
+        headline = card.workload(card.layout.headline) if card.layout.headline else None
+        data.update(
+            href=f"cards/{slugs[card.run_id]}.html",
+            capacity=capacity_of(card) or "—",
+            integrity=_integrity(card.run_id, verified),
+            place="—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank)),
+            shown_score=(f"{score.value:.1f}" + ("†" if score.unmeasured_focus else "")) if score.value is not None else "—",
+            interval=f"{score.low:.1f}–{score.high:.1f}" if score.value is not None and score.low != score.high else "",
+            shown_quality=(f"{score.quality:.1f}" + (" m" if score.quality_source == "measured" else "")) if score.quality is not None else "—",
+            shown_performance=f"{score.performance:.1f}" if score.value is not None else "—",
+            memory=f"{card.model_memory_gb:.1f}" + ("*" if card.model_memory_estimated else "") if card.model_memory_gb is not None else "—",
+            chat_tps=fmt_tps(headline.tokens_per_second) if headline else "—",
+            chat_ttft=fmt_seconds(headline.ttft_p50_s) if headline else "—",
+            why=", ".join(label for label in row.labels if label.startswith("not ranked")).removeprefix("not ranked: "),
+        )
         found.append(data)
     return found
 
@@ -109,6 +134,22 @@ def _preset_pages(profiles: Sequence[str], first: str) -> list[tuple[str, str]]:
     return [(name, "index.html" if name == first else f"leaderboard-{name}.html") for name in profiles]
 
 
+def slug(text: str) -> str:
+    """A name for a URL: lower case letters, digits and single dashes."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80] or "run"
+
+
+def card_slugs(cards: Sequence[ModelCard]) -> dict[str, str]:
+    """Each card's page name, made from what it is (model, hardware, backend) so that it stays
+    the same when the site is published again; the date and then the run id only where two
+    runs would share one."""
+    first = {card.run_id: slug(f"{card.model_title} {card.hardware} {card.backend}") for card in cards}
+    taken = Counter(first.values())
+    dated = {run_id: name if taken[name] == 1 else f"{name}-{slug(card.measured_at)}" for card in cards for run_id, name in [(card.run_id, first[card.run_id])]}
+    taken = Counter(dated.values())
+    return {run_id: name if taken[name] == 1 else f"{name}-{slug(run_id)}" for run_id, name in dated.items()}
+
+
 def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
     quality_points, user_points = [], []
     headline = next((card.layout.headline for card in cards if card.layout.headline), None)
@@ -121,13 +162,21 @@ def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
         if line is not None and line.tokens_per_second and line.metrics.get("decode_tps_total"):
             user_points.append((card.model_title, line.tokens_per_second, line.metrics["decode_tps_total"], None))
     return {
-        "quality_chart": bubble_chart(
-            "Quality against throughput; point area: model memory",
+        "quality_chart": scatter_chart(
+            "Quality against throughput; point area: model memory; dotted: the Pareto frontier",
             quality_points,
-            "throughput G, tok/s (mean over workloads)",
+            "throughput G, tok/s (mean over the workloads measured), log scale",
             "quality Q (published, else measured)",
+            frontier=True,
+            x_log=True,
         ),
-        "users_chart": bubble_chart(f"Per-user against total throughput, {headline} at c=10", user_points, "tok/s per user", "tok/s total"),
+        "users_chart": scatter_chart(
+            f"Per-user against total throughput, {headline} at c=10",
+            user_points,
+            "tok/s per user (one of ten users)",
+            "tok/s in all (ten users)",
+            frontier=True,
+        ),
         "users_chart_workload": headline or "",
     }
 
@@ -142,58 +191,88 @@ def publish(
     integrity: Mapping[str, str] | None = None,
     predictions: Sequence[LedgerLine] | None = (),
     registry: Registry | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> Path:
     """Write the site into ``directory``: a leaderboard page per profile of the default scorer
     (``profile``'s is index.html) and a page per card; ``all_scores[run_id][profile]``;
     ``integrity[run_id]`` is what ``arena verify`` said of the run (absent: not checked);
     ``predictions``: the default predictor's error ledger (:func:`arena_core.results.predictions.ledger_of`;
     ``None``: no predictor, and the pages say so); ``registry``: to say why a card has no
-    prediction (a run the predictor does not cover)."""
+    prediction (a run the predictor does not cover); ``progress(done, total, page)`` after each
+    page written."""
     verified = integrity or {}
     env = environment()
     versions = sorted({score.version for scores in all_scores.values() for score in scores.values()})
     profiles = [name for name in next(iter(all_scores.values())) if "(" not in name]
     pages = _preset_pages(profiles, profile)
-    common = {"version": __version__, "score_version": ", ".join(versions), "nav": [(f"Leaderboard · {name}", href) for name, href in pages]}
+    common = {"version": __version__, "score_version": ", ".join(versions), "nav": pages, "current": ""}
     (directory / "cards").mkdir(parents=True, exist_ok=True)
+    (directory / "site.js").write_text(SITE_SCRIPT.read_text(encoding="utf-8"), encoding="utf-8")
+    step = progress or (lambda _done, _total, _what: None)
+    total = len(pages) + len(cards)
     charts = _charts(cards)
     capacity_of = capacity_column(cards)
+    slugs = card_slugs(cards)
     # credit where figures were published by others (the seed site's cohort is CC-BY-4.0)
     attribution = sorted({card.source for card in cards if card.source.startswith("published by")})
-    for name, href in pages:
-        rows = rank(cards, {c.run_id: all_scores[c.run_id][name] for c in cards})
+    for done, (name, href) in enumerate(pages, start=1):
+        scores = {c.run_id: all_scores[c.run_id][name] for c in cards}
+        rows = rank(cards, scores)
         (directory / href).write_text(
             env.get_template("leaderboard.html.j2").render(
-                **common,
+                **{**common, "current": href},
                 title=f"Leaderboard · {name}",
                 root="",
                 profile=name,
+                formula=next((score.formula for score in scores.values() if score.formula), ""),
                 attribution=attribution,
                 ledger_rows=ledger_summary(predictions or []),
                 prediction_absent=NO_PREDICTOR if predictions is None else "",
-                **_board(rows, verified, capacity_of),
+                **_board(rows, verified, capacity_of, slugs),
                 **charts,
             ),
             encoding="utf-8",
         )
-    for card in cards:
+        step(done, total, href)
+    for done, card in enumerate(cards, start=len(pages) + 1):
         mine = None if predictions is None else [line for line in predictions if line.run_id == card.run_id]
         uncovered = why_not_predicted(card, registry) if mine == [] and registry is not None else ""
         page = _card_page(env, common, card, all_scores[card.run_id], found, verified, mine, uncovered)
-        (directory / "cards" / f"{card.run_id}.html").write_text(page, encoding="utf-8")
+        (directory / "cards" / f"{slugs[card.run_id]}.html").write_text(page, encoding="utf-8")
+        step(done, total, f"cards/{slugs[card.run_id]}.html")
     return directory / "index.html"
 
 
-def _board(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None]) -> dict:
-    """The table rows (with size bucket and colour band) and the same rows grouped by size."""
-    data = _leaderboard_rows(rows, verified, capacity_of)
+#: Columns a leaderboard drops where every row says the same (the page's header says it once).
+CONSTANT_COLUMNS = (("hardware", "hardware"), ("backend", "backend"), ("integrity", "integrity"))
+
+
+def _board(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None], slugs: Mapping[str, str]) -> dict:
+    """The ranked rows (with size bucket and colour band), the unranked ones with their reason,
+    the same ranked rows grouped by size, and the columns every row says alike."""
+    data = _leaderboard_rows(rows, verified, capacity_of, slugs)
     values = [row.score.value for row in rows if row.rank and row.score.value is not None]
     low, high = min(values, default=0.0), max(values, default=0.0)
     for row, shown in zip(rows, data):
         shown["size"] = size_bucket(row.card)
         shown["band"] = _band(row.score.value if row.rank else None, low, high)
-    buckets = {name: [d for d in data if d["size"] == name and d["place"] != "—"] for name, _ in SIZE_BUCKETS}
-    return {"rows": data, "buckets": [(name, found) for name, found in buckets.items() if found]}
+    ranked = [d for d in data if d["place"] != "—"]
+    buckets = {name: [d for d in ranked if d["size"] == name] for name, _ in SIZE_BUCKETS}
+    alike = [(label, data[0][key]) for label, key in CONSTANT_COLUMNS if data and len({d[key] for d in data}) == 1]
+    varying = [key for label, key in CONSTANT_COLUMNS if (label, data[0][key] if data else None) not in alike]
+    return {
+        "rows": ranked,
+        "unranked": [d for d in data if d["place"] == "—"],
+        "buckets": [(name, found) for name, found in buckets.items() if found],
+        "sizes": sorted({d["size"] for d in ranked}),
+        "alike": alike,
+        "varying": varying,
+        "marks": {
+            "†": any("†" in d["shown_score"] for d in ranked),
+            "m": any(" m" in d["shown_quality"] for d in ranked),
+            "*": any("*" in d["memory"] for d in ranked),
+        },
+    }
 
 
 def _capacity(card: ModelCard) -> dict | None:
@@ -202,14 +281,38 @@ def _capacity(card: ModelCard) -> dict | None:
     probes = capacity_probes(card)
     if not probes:
         return None
+    unit = "requests/s offered" if probes[0].unit == "rate" else "concurrent users"
     return {
         "headline": capacity_headline(card),
-        "curve": bar_chart("Share of requests within the SLO, per probe", [(p.label, (p.attainment or 0.0) * 100) for p in probes], "%"),
-        "pareto": bubble_chart(
+        "curve": line_chart(
+            "Share of requests within the SLO, per probe",
+            [(p.load, (p.attainment or 0.0) * 100) for p in probes],
+            unit,
+            "% of requests within the SLO",
+            target=(card.slo.target * 100, f"target {card.slo.target:.0%}"),
+        ),
+        "pareto": scatter_chart(
             "Per-user against total throughput, per probe",
             [(p.label, p.per_user_tps, p.total_tps, None) for p in probes if p.per_user_tps is not None and p.total_tps is not None],
             "tok/s per user",
-            "tok/s total",
+            "tok/s in all",
+            frontier=True,
+        ),
+    }
+
+
+def _card_charts(card: ModelCard) -> dict[str, Markup]:
+    """A card's three charts, one kind of figure on each axis: one user's decode speed (closed
+    loop), throughput in all (every workload), and TTFT on a log axis with the SLO's limit."""
+    lines = [(name, card.workload(name)) for name in card.expected]
+    closed = [(name, line.tokens_per_second if line else None) for name, line in lines if line is None or not line.open_loop]
+    totals = [(name, (line.metrics.get("total_tps") if line.open_loop else line.metrics.get("decode_tps_total")) if line else None) for name, line in lines]
+    limit = (card.slo.ttft_s, f"SLO: TTFT ≤ {card.slo.ttft_s:g} s") if card.slo.ttft_s else None
+    return {
+        "per_user_chart": bar_chart("Decode tok/s of one user, closed-loop workloads (c=10)", closed, "tok/s per user"),
+        "total_chart": bar_chart("Throughput in all, every workload (closed loop: decode at c=10; open loop: output and input)", totals, "tok/s in all"),
+        "ttft_chart": bar_chart(
+            "Time to first token, p50, per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True, limit=limit
         ),
     }
 
@@ -224,28 +327,28 @@ def _card_page(
     predictions: Sequence[LedgerLine] | None = (),
     uncovered: str = "",
 ) -> str:
-    measured = sum(1 for name in card.expected if card.workload(name) is not None)
-    lines = [(name, card.workload(name)) for name in card.expected]
-    throughput, count = throughput_headline(card)
+    """A card page in the seed card's order: the model and four big figures, a two-line summary,
+    quality, decode throughput at c=10, a block per workload with its command, findings, charts,
+    then the details."""
+    findings_of = found.get(card.run_id, [])
     return env.get_template("card.html.j2").render(
         **common,
         title=card.model_title,
         root="../",
         card=card,
+        facts=" · ".join(value for _, value in model_rows(card)[:4]),
+        figures=big_figures(card, scores),
+        summary=summary_lines(card, findings_of),
         scores=[(n, fmt_score(s)) for n, s in scores.items()],
         headline=fmt_tps(headline_tps(card)),
         headline_label=headline_label(card),
-        throughput=f"{fmt_tps(throughput)} tok/s (mean G over {count} workloads)",
-        memory=f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—",
-        measured=f"{measured}/{len(card.expected)}",
         model_rows=model_rows(card),
         quality_rows=quality_rows(card),
         decode_totals=[(label, fmt_tps(total)) for label, total in decode_totals(card)],
+        blocks=workload_blocks(card),
         workload_rows=workload_rows(card),
         seed_rows=seed_rows(card),
-        legend_rows=legend_rows(card),
-        commands=[found for line in card.workloads for found in commands_of(line)],
-        findings=found.get(card.run_id, []),
+        findings=findings_of,
         memory_rows=memory_rows(card),
         platform_rows=platform_rows(card),
         explained=_explained(scores),
@@ -255,6 +358,5 @@ def _card_page(
         prediction_headers=PREDICTION_HEADERS,
         prediction_note="; ".join([*([PREDICTION_NOTE] if any(line.open_loop for line in predictions or []) else []), G_NOTE]),
         prediction_absent=NO_PREDICTOR if predictions is None else uncovered,
-        tps_chart=bar_chart("Tokens/s per workload", [(n, line.tokens_per_second if line else None) for n, line in lines], "tok/s"),
-        ttft_chart=bar_chart("TTFT p50 per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True),
+        **_card_charts(card),
     )

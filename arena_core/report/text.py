@@ -23,8 +23,12 @@ DEFAULT_WIDTH, NARROWEST, WIDEST = 80, 40, 1000
 TEXT_MIN, NUMBER_MIN = 10, 6
 #: The space between two columns in tabulate's "simple" format.
 GAP = 2
-#: A cell that reads as a number (or a figure with its unit), a rank, or "no figure".
-_NUMERIC = re.compile(r"[=~≈<>+\-−]?\d[\d.,]*[%x×†*m]*(?:[\s/]|$)|∞")
+#: A cell that is a figure: a number with its mark (a rank's "=", a footnote's "*"), a unit, an
+#: interval or a note in brackets -- "=3", "8/9", "1.21 s", "73.1 [70.0–75.0] (Q measured)",
+#: "145\n[121–176]" -- or no figure ("—", "∞").
+_NUMERIC = re.compile(
+    r"[=~≈<>+\-−]?\d[\d.,]*(?:/\d+)?[%x×†*m]*(?: ?(?:ms|s|GB|GB\*|tok/s|tok/s/GB|req/s|J|W|µs|%))?(?:\s+[\[(][^\])]{0,30}[\])])*|—|-|∞.*", re.S
+)
 
 
 def terminal_width() -> int:
@@ -38,7 +42,7 @@ def _cell(value: Any) -> str:
 
 def _is_number_column(cells: Sequence[str]) -> bool:
     shown = [cell for cell in cells if cell not in ("", "—", "-")]
-    return bool(shown) and all(_NUMERIC.match(cell) for cell in shown)
+    return bool(shown) and all(_NUMERIC.fullmatch(cell) for cell in shown)
 
 
 def _line_width(text: str) -> int:
@@ -74,10 +78,12 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, width
     columns = [[row[i] for row in cells] for i in range(count)]
     numeric = [_is_number_column(column) for column in columns]
     align = ["right" if n else "left" for n in numeric]
-    natural = [max([_line_width(headers[i]), *(_line_width(c) for c in columns[i])]) for i in range(count)]
+    # tabulate pads a header by MIN_PADDING (2): a column is at least its header's width plus 2
+    natural = [max([_line_width(headers[i]) + (2 if headers[i] else 0), *(_line_width(c) for c in columns[i])]) for i in range(count)]
     limit = width or terminal_width()
     fitted = _fitted_widths(natural, numeric, limit)
-    wrap = {"maxcolwidths": fitted, "maxheadercolwidths": fitted} if any(fitted) and cells else {}
+    header_widths = [max(1, w - 2) if w is not None else None for w in fitted]
+    wrap = {"maxcolwidths": fitted, "maxheadercolwidths": header_widths} if any(fitted) and cells else {}
     return tabulate(cells, headers=headers, tablefmt="simple", disable_numparse=True, colalign=align, **wrap)  # "86.0" stays 86.0
 
 

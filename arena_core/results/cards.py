@@ -134,7 +134,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         model_facts=facts,
         measured_shapes=_measured_shapes(manifest.config.get("measured_shapes")),
         server_settings=_server_settings(manifest),
-        slo=CardSlo(objective=objective.describe(), name=recorded[0] if recorded else "", target=objective.target),
+        slo=CardSlo(objective=objective.describe(), name=recorded[0] if recorded else "", target=objective.target, ttft_s=objective.ttft_s),
         legend={
             name: _legend(registry.workloads[name].item)
             for name in (*(expected if set(expected) & set(manifest.workloads) else ()), *manifest.workloads)

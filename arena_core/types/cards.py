@@ -156,6 +156,8 @@ class CardSlo:
     objective: str = ""
     name: str = ""
     target: float = 0.95
+    #: the objective's limit on the time to first token (a TTFT chart draws it)
+    ttft_s: float | None = None
 
 
 @frozen(kw_only=True)

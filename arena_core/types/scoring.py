@@ -78,3 +78,5 @@ class Score:
     #: the workload the profile is about (its G) where this run did not measure it: G then
     #: stands in from the others, and a leaderboard ranks the run after those that measured it
     unmeasured_focus: str = ""
+    #: the profile's formula in a line ("0.7 Q + 0.2 G + 0.1 E; G: chat"), for a page's header
+    formula: str = ""

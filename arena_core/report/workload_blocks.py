@@ -1,0 +1,164 @@
+"""What a card says of each workload, as the seed card does: one block per workload (what it is,
+the runner that drove it, its parameters, its figures, the exact command), the two-line summary
+at the top, and commands that a reader can paste and run.
+
+Shared by the terminal card and the site's card page, so that both say the same thing.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from attrs import frozen
+
+from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.report.seed_figures import rate_served, throughput_headline
+from arena_core.types import CardWorkload, ModelCard
+
+#: How the reference tools name the model: the API name (``--model``), the tokenizer, and the
+#: name the server answers to when it is not the model's id (runners.md, A and B).
+MODEL_FLAG, TOKENIZER_FLAG, SERVED_FLAG = "--model", "--tokenizer", "--served-model-name"
+
+
+@frozen(kw_only=True)
+class WorkloadBlock:
+    """One workload on a card: what it is and how it was driven, its figures as measured, and
+    the commands that reproduce it (label, command written on several lines)."""
+
+    name: str
+    title: str
+    description: str
+    runner: str
+    parameters: str
+    per_user_tps: str
+    total_tps: str
+    ttft: str
+    ttft_p50: str
+    served: str
+    #: the request rate served, and what it is of ("of 0.30 req/s asked"), for a big figure
+    served_rate: str
+    served_of: str
+    verdict: str
+    notes: str
+    commands: tuple[tuple[str, str], ...]
+
+
+def runnable_command(command: str, hf_model: str = "") -> str:
+    """``command`` as a reader runs it: the model named by its Hugging Face id (``--model`` and
+    ``--tokenizer``; the server's own name for it kept as ``--served-model-name``), every word
+    shell-quoted, one option per line."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not a shell command (an imported card's text): shown as it is
+        return command
+    if hf_model and MODEL_FLAG in words[:-1]:
+        at = words.index(MODEL_FLAG) + 1
+        served = words[at]
+        if served != hf_model:
+            words[at] = hf_model
+            if SERVED_FLAG not in words:
+                words[at + 1 : at + 1] = [SERVED_FLAG, served]
+        if TOKENIZER_FLAG in words[:-1]:
+            words[words.index(TOKENIZER_FLAG) + 1] = hf_model  # a local path means nothing on the reader's machine
+        else:
+            words[at + 1 : at + 1] = [TOKENIZER_FLAG, hf_model]
+    return _one_option_per_line(words)
+
+
+def _one_option_per_line(words: Sequence[str]) -> str:
+    """The program's words on the first line, then each ``--option`` with its values on its own."""
+    lines: list[list[str]] = [[]]
+    for word in words:
+        if word.startswith("--") and lines[-1]:
+            lines.append([])
+        lines[-1].append(shlex.quote(word))
+    return " \\\n  ".join(" ".join(line) for line in lines)
+
+
+def seed_literal(command: str) -> str | None:
+    """The seed site's literal multi-turn command, from Arena's: ``--depth 4`` (llama-benchy reads
+    it as 4 tokens of history, not the five turns the seed card describes; workloads.md)."""
+    if "--depth 0 2560 5120 7680 10240" not in command:
+        return None
+    return command.replace("--depth 0 2560 5120 7680 10240", "--depth 4").replace(" --enable-prefix-caching", "")
+
+
+def commands_of(line: CardWorkload, hf_model: str = "") -> list[tuple[str, str]]:
+    """(label, command) of a workload: Arena's reference command, and for multi-turn the seed's
+    literal one beside it, labelled; each runnable as written (:func:`runnable_command`)."""
+    if not line.command:
+        return []
+    found = [(line.name, runnable_command(line.command, hf_model))]
+    if literal := seed_literal(line.command):
+        found.append((f"{line.name}, the seed site's literal command (measures 4 tokens of history, not five turns)", runnable_command(literal, hf_model)))
+    return found
+
+
+def _runner(line: CardWorkload) -> str:
+    tool = "vllm bench serve" if line.command and "vllm bench serve" in line.command else "llama-benchy" if line.command else ""
+    kind = "open loop" if line.open_loop else "closed loop"
+    return f"{kind}, as {tool}" if tool else kind
+
+
+def _notes(card: ModelCard, line: CardWorkload) -> str:
+    """A line's reasons and labels, less the import's attribution (the card says it once)."""
+    said = f"imported: {card.source}"
+    return "; ".join(note for note in (*line.reasons, *line.labels) if note != said)
+
+
+def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
+    """A block per workload of the suite the run measured, in the suite's order, then any other
+    it measured (probes, optional workloads)."""
+    blocks = []
+    names = [name for name in card.expected if card.workload(name)] + [line.name for line in card.workloads if line.name not in card.expected]
+    for name in names:
+        line = card.workload(name)
+        assert line is not None
+        legend = card.legend.get(name)
+        total = line.metrics.get("total_tps") if line.open_loop else line.metrics.get("decode_tps_total")
+        ttft = " · ".join(
+            f"{label} {fmt_seconds(value)}"
+            for label, value in (("p50", line.ttft_p50_s), ("p90", line.metrics.get("ttft_p90_s")), ("p99", line.metrics.get("ttft_p99_s")))
+            if value is not None
+        )
+        blocks.append(
+            WorkloadBlock(
+                name=name,
+                title=legend.title if legend else name,
+                description=legend.description if legend else "",
+                runner=_runner(line),
+                parameters=legend.parameters if legend else "",
+                per_user_tps=fmt_tps(line.tokens_per_second),
+                total_tps=fmt_tps(total),
+                ttft=ttft or "—",
+                ttft_p50=fmt_seconds(line.ttft_p50_s),
+                served=rate_served(line),
+                served_rate=f"{served:.2f}" if (served := line.metrics.get("request_throughput")) is not None else "",
+                served_of=f"req/s served of {asked:.2f} asked" if (asked := line.metrics.get("requested_rate")) else "req/s served",
+                verdict="valid" if line.valid else "INVALID",
+                notes=_notes(card, line),
+                commands=tuple(commands_of(line, card.model_facts.hf_model)),
+            )
+        )
+    return blocks
+
+
+def summary_lines(card: ModelCard, findings: Sequence[str]) -> list[str]:
+    """The card's two-line summary, written from its own figures: the headline workload as one of
+    ten users sees it, then what the findings say first (the prefill wall, a saturated workload)."""
+    first = []
+    line = card.workload(card.layout.headline) if card.layout.headline else None
+    if line is not None and line.tokens_per_second is not None:
+        total = line.metrics.get("decode_tps_total")
+        first.append(
+            f"{line.name.capitalize()} for ten users at once: {fmt_tps(line.tokens_per_second)} tok/s each"
+            + (f" ({fmt_tps(total)} in all)" if total is not None else "")
+            + (f", first token in {fmt_seconds(line.ttft_p50_s)}" if line.ttft_p50_s is not None else "")
+        )
+    throughput, count = throughput_headline(card)
+    measured = sum(1 for name in card.expected if card.workload(name))
+    if throughput is not None:
+        first.append(f"{fmt_tps(throughput)} tok/s mean throughput over {count} workloads ({measured}/{len(card.expected)} measured).")
+    said = [f for f in findings if f.startswith(("Prefill wall", "Saturated", "Served"))] or [f for f in findings if not f.startswith("Did not")]
+    return [("; ".join(first) if first else "No workload measured."), *said[:1]]
