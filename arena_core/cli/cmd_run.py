@@ -17,7 +17,7 @@ import click
 from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
-from arena_core.cli.params import Within, quality_options, regular_file, server_options
+from arena_core.cli.params import Duration, Within, quality_options, regular_file, server_options
 from arena_core.config import ArenaConfig, structure_config, with_settings
 from arena_core.errors import ConfigError, InvalidResults, UnknownNameError, UsageError
 from arena_core.hooks import ArenaHooks
@@ -50,7 +50,7 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 
 #: What a resumed run keeps from its start: a flag that would change it is refused, not ignored.
 #: (Given the same as the run had, a flag is fine: a resume command may repeat the original.)
-RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "engine", "exact_output")
+RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "engine", "exact_output", "budget_s")
 #: What a resumed run takes from the flags when they are given: where to find things, not what to measure.
 RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "dataset", "corpus")
 
@@ -60,6 +60,12 @@ RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tok
 @server_options
 @click.option("--workloads", callback=_workload_names, help="Comma-separated workload names (default: all).")
 @click.option("--scale", type=Within(bounds.SCALE), help="Multiply token lengths and request counts, up to 100 (default: 0.1 for the embedded server, else 1).")
+@click.option(
+    "--budget",
+    "budget_s",
+    type=Duration(),
+    help="Fit the run into this time (10m, 90s, none) by choosing its scale; said before it starts and on the card (default: 10m for the embedded server without --scale).",
+)
 @click.option("--engine", type=click.Choice(["native", "external"]), help="Arena's own instrument, or the reference tools.")
 @click.option(
     "--dataset",
@@ -99,7 +105,11 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
         manifest = read_manifest(find_run(flags["output"] or Path(config.run.output), resume))
         if SearchSettings.recorded(manifest.config):
             raise UsageError(f"run {resume} is a capacity search: carry it on with arena capacity --resume {resume}")
-        changed = [f"--{name.replace('_', '-')}" for name in RESUME_FIXES if flags[name] not in (None, ()) and flags[name] != getattr(manifest, name)]
+        changed = [
+            f"--{name.removesuffix('_s').replace('_', '-')}"
+            for name in RESUME_FIXES
+            if flags[name] not in (None, ()) and flags[name] != getattr(manifest, name)
+        ]
         if settings:
             changed.append("--set")
         if changed:

@@ -78,6 +78,26 @@ class Within(click.ParamType):
         return number
 
 
+class Duration(click.ParamType):
+    """A time: "10m", "90s", "1h", a number of seconds, or "none" (0: no limit); at most a day."""
+
+    name = "duration"
+    UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        text = str(value).strip().lower()
+        if text in ("none", "off", "0"):
+            return 0.0
+        number, unit = text.rstrip("minsh"), text[len(text.rstrip("minsh")) :] or "s"
+        try:
+            seconds = float(number) * self.UNITS[unit]
+        except (ValueError, KeyError):
+            self.fail(f"{value!r} is not a time (say 10m, 90s, 1h or none)", param, ctx)
+        if not 10 <= seconds <= 86_400:
+            self.fail(f"{value!r} is out of range (10 s to 24 h, or none)", param, ctx)
+        return seconds
+
+
 #: The options that say which server to measure and how to reach it, shared by ``arena run`` and
 #: ``arena capacity`` (named as :class:`~arena_core.run.engine.RunRequest`'s fields).
 _SERVER_OPTIONS = (

@@ -117,7 +117,9 @@ def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *
             )
         if limit is not None:
             axes.axvline(limit[0], color=SLO, linestyle="--", linewidth=1.2)
-            axes.annotate(limit[1], (limit[0], len(rows) - 0.5), xytext=(3, 0), textcoords="offset points", color=SLO, fontsize=9, va="bottom")
+            axes.annotate(
+                limit[1], (limit[0], len(rows) - 0.5), xytext=(3, 0), textcoords="offset points", color=SLO, fontsize=9, va="bottom", annotation_clip=False
+            )
         axes.set_xlabel(f"{unit}, log scale" if log else unit)
         axes.grid(axis="y", visible=False)
         return _svg(figure, title)

@@ -20,6 +20,7 @@ from arena_core.report.sweep import capacity_rows, sweep_steps
 from arena_core.report.text import WIDEST, render_table, wrap_text
 from arena_core.report.workload_blocks import summary_lines, workload_blocks
 from arena_core.results.predictions import NO_PREDICTOR
+from arena_core.run.budget import minutes
 from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score
 
 
@@ -340,6 +341,16 @@ def _tables(markdown: bool, width: int | None) -> Callable[[Sequence[Sequence[st
     return table_of
 
 
+def time_line(card: ModelCard) -> str:
+    """ "Time: 9 min 40 s; expected 9 min 58 s; budget 10 min (--budget)", or "" where unknown."""
+    parts = [f"took {minutes(card.took_s)}"] if card.took_s is not None else []
+    if card.expected_s is not None:
+        parts.append(f"expected {minutes(card.expected_s)} before it started")
+    if card.budget_s:
+        parts.append(f"budget {minutes(card.budget_s)}, the scale x{card.scale:g} chosen to fit it")
+    return "Time: " + "; ".join(parts) + "." if parts else ""
+
+
 def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str, str, str]]:
     """The card's four big figures, as the seed card leads with them: (figure, value, what it is)."""
     first = next(iter(scores.items()), None)
@@ -398,6 +409,7 @@ def render_model_card(
         f"{h1}{card.model_title} on {card.hardware_title}",
         wrap(f"{card.backend} · {card.engine} · measured {card.measured_at or 'unknown'} · run {card.run_id}{scale}"),
         wrap(f"Figures: {card.source}."),
+        *([wrap(line)] if (line := time_line(card)) else []),
         "",
         table_of([[value for _, value, _ in figures], [what for _, _, what in figures]], [name for name, _, _ in figures]),
         "",

@@ -37,6 +37,7 @@ from arena_core.report.model_card import (
     platform_rows,
     prediction_rows,
     quality_rows,
+    time_line,
     workload_rows,
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
@@ -338,6 +339,7 @@ def _card_page(
         card=card,
         facts=" · ".join(value for _, value in model_rows(card)[:4]),
         figures=big_figures(card, scores),
+        time_line=time_line(card),
         summary=summary_lines(card, findings_of),
         scores=[(n, fmt_score(s)) for n, s in scores.items()],
         headline=fmt_tps(headline_tps(card)),

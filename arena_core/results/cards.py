@@ -8,6 +8,7 @@ rescored and re-rendered by a later version.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,9 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         model_memory_gb=memory_gb,
         model_memory_source=memory_source,
         model_memory_estimated=manifest.model_memory is None and memory_gb is not None,
+        budget_s=manifest.budget_s,
+        expected_s=manifest.expected_s,
+        took_s=_took(manifest),
         status=manifest.status,
         server=manifest.base_url or "",
         backend_facts=dict(manifest.backend_facts),
@@ -170,6 +174,16 @@ def _model_facts(recorded: Mapping[str, Any], model: ModelSpec | None) -> ModelF
     if model is None:
         return facts
     return attrs.evolve(facts, hf_model=facts.hf_model or model.hf_id, precision=facts.precision or model.precision)
+
+
+def _took(manifest: Manifest) -> float | None:
+    """Seconds from a measured run's start to its end (an import's times say nothing of it)."""
+    if manifest.imported_at or not manifest.finished_at:
+        return None
+    try:
+        return (datetime.fromisoformat(manifest.finished_at) - datetime.fromisoformat(manifest.started_at)).total_seconds()
+    except ValueError:  # a manifest edited by hand: no time, rather than a wrong one
+        return None
 
 
 #: Bytes per weight of each precision a card may state, scales and all (NVFP4: 4 bits and one

@@ -10,7 +10,7 @@ with ``--resume RUN_ID``: finished workloads are kept, the unfinished one starts
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -26,7 +26,9 @@ from arena_core.loadgen.http import HttpError
 from arena_core.redaction import remember
 from arena_core.registry import Registry
 from arena_core.report.expected import expected_work
+from arena_core.run import budget
 from arena_core.run.attach import UNNAMED_SERVER, ask_about_its_machine
+from arena_core.run.budget import DEFAULT_BUDGET_S, Expected, Timing, minutes, scale_for
 from arena_core.run.identity import CATALOG_IDENTITY, UNNAMED, ask_the_server, identify, served_facts, unique_name
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
@@ -63,7 +65,7 @@ REMOTE_NOTE = "the server runs on another machine: its memory and power are not 
 #: The files a run was given, recorded by name so that a resumed run reads them again.
 RECORDED_PATHS = ("tokenizer", "dataset", "corpus")
 #: The quality requests a run keeps in flight (fewer where the server Arena starts has fewer slots).
-QUALITY_CONCURRENCY = 4
+QUALITY_CONCURRENCY = budget.QUALITY_CONCURRENCY
 #: The context a server Arena starts only for quality needs: a prompt and its answer.
 QUALITY_CONTEXT_TOKENS = 4096
 
@@ -103,6 +105,9 @@ class RunRequest:
     quality_suites: tuple[str, ...] = ()
     #: Measure quality only, no workload (``arena quality``).
     quality_only: bool = False
+    #: Choose the scale so the run fits this many seconds (0: no budget); None: 10 minutes for
+    #: the embedded server when no scale is given, else none.
+    budget_s: float | None = None
 
     @classmethod
     def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
@@ -136,6 +141,9 @@ class RunPlan:
     quality: tuple[QualitySuiteSpec, ...] = ()
     quality_full: bool = False
     model_title: str | None = None
+    #: the time budget (``--budget``) the scale was chosen to fit, and the run's expected time
+    budget_s: float | None = None
+    expected: Expected | None = None
 
 
 def default_workloads(registry: Registry) -> tuple[str, ...]:
@@ -158,16 +166,22 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         model = registry.get("models", model_name)
     here = server_is_here(endpoint.base_url)
     hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks, here=here)
-    scale = request.scale or (run.scale if run.scale != 1.0 else (embedded.scale if embedded else 1.0))
-    workloads = []
+    chosen_scale = request.scale or (run.scale if run.scale != 1.0 else None)
+    # a budget by default only where Arena chose the scale for its own embedded server
+    budget = request.budget_s if request.budget_s is not None else (DEFAULT_BUDGET_S if embedded and chosen_scale is None and not request.workloads else None)
+    scale = chosen_scale or (embedded.scale if embedded else 1.0)
+    unscaled = []
     for name in () if request.quality_only else request.workloads or run.workloads or default_workloads(registry):
         spec = registry.get("workloads", name)
-        if name in config.workloads:
-            spec = apply_override(spec, config.workloads[name], source=config.source)
-        try:
-            workloads.append(spec.scaled(scale))
-        except ValueError as exc:  # a shape at its bounds, grown past them
-            raise UsageError(f"--scale {scale:g}: workload {name!r} would be out of range ({exc})") from None
+        unscaled.append(apply_override(spec, config.workloads[name], source=config.source) if name in config.workloads else spec)
+    quality = _quality_suites(request, registry)
+    try:
+        timing = Timing.of(hooks, model, hardware, backend, request.output or Path(run.output), quality, request.quality_full)
+    except (ValueError, ArithmeticError, UsageError):  # a time estimate never stops a run: it is then not said
+        timing = None
+    if budget and timing is not None:
+        scale = scale_for(budget, scale, lambda s: timing.expected(_scaled(unscaled, s)))
+    workloads = _scaled(unscaled, scale)
     engine = request.engine or run.engine
     _check_engine(engine, workloads, registry)
     exact = request.exact_output if request.exact_output is not None else bool(embedded and embedded.exact_output)
@@ -186,10 +200,19 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         endpoint=endpoint,
         config=config,
         slots=_slots(request.slots, backend, endpoint),
-        quality=_quality_suites(request, registry),
+        quality=quality,
         quality_full=request.quality_full,
         model_title=request.model_title or run.model_title,
+        budget_s=budget or None,
+        expected=timing.expected(workloads) if timing is not None else None,
     )
+
+
+def _scaled(workloads: Sequence[WorkloadSpec], scale: float) -> list[WorkloadSpec]:
+    try:
+        return [spec.scaled(scale) for spec in workloads]
+    except ValueError as exc:  # a shape at its bounds, grown past them
+        raise UsageError(f"--scale {scale:g}: a workload would be out of range ({exc})") from None
 
 
 def _quality_suites(request: RunRequest, registry: Registry) -> tuple[QualitySuiteSpec, ...]:
@@ -294,6 +317,8 @@ def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
         quality_suites=tuple(suite.name for suite in plan.quality),
         quality_full=plan.quality_full,
         model_title=plan.model_title,
+        budget_s=plan.budget_s,
+        expected_s=round(plan.expected.total_s) if plan.expected is not None else None,
         exact_output=options.exact_output,
         request_timeout_s=options.request_timeout_s,
         **{name: str(value) for name in RECORDED_PATHS if (value := getattr(options, name))},
@@ -509,7 +534,8 @@ class RunSession:
         )  # the server's own, where its backend says
         result = apply_ceiling(result.scaled(plan.scale).customised(workload.custom), plan.model, plan.hardware, workload, kv_bytes)
         telemetry = summarise(samples, unified=plan.hardware.unified_memory, output_tokens=result.metrics.get("output_tokens"))
-        result = attrs.evolve(result, metrics={**result.metrics, **telemetry})
+        # the workload's time on the wall: what a later run's time estimate learns from (run.budget)
+        result = attrs.evolve(result, metrics={**result.metrics, **telemetry, "wall_s": round(time.perf_counter() - started, 1)})
         store_result(self.run_dir, result)
         self.progress(f"[{index}/{count}] {workload.name}: {_headline(result)} ({time.perf_counter() - started:.0f} s)")
         return result
@@ -569,6 +595,9 @@ def execute(
     scaled = f", scaled x{plan.scale:g}" if plan.scale != 1 else ""
     progress(f"run {session.run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}{scaled}")
     progress(expected_work(plan.workloads))
+    if plan.expected is not None:
+        budget = f"; the budget is {minutes(plan.budget_s)} (--budget), the scale x{plan.scale:g} chosen to fit it" if plan.budget_s else ""
+        progress(f"expected time: {plan.expected.describe()}{budget}")
     status = "failed"
     try:
         endpoint = session.start_backend()

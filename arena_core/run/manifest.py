@@ -93,6 +93,10 @@ class Manifest:
     #: title, quality scores (with their provenance) and facts (vendor, parameters, architecture,
     #: the publisher's own scores); the catalog's entry is used where these are empty.
     model_title: str | None = None
+    #: the time budget the run's scale was chosen to fit (``--budget``), and the time it was
+    #: expected to take, said before it started (:mod:`arena_core.run.budget`); None: no budget
+    budget_s: float | None = None
+    expected_s: float | None = None
     quality: tuple[QualityScore, ...] = ()
     model_facts: Mapping[str, Any] = field(factory=dict)
     #: The quality suites the run measures after its workloads (on their full sets with

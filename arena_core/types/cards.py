@@ -217,6 +217,11 @@ class ModelCard:
     model_memory_source: str | None = None
     #: no memory was measured or stated: ``model_memory_gb`` is the weights' size (labelled so)
     model_memory_estimated: bool = False
+    #: the run's time: the budget its scale was chosen to fit, the time expected before it
+    #: started, and the time it took (seconds; None where not known)
+    budget_s: float | None = None
+    expected_s: float | None = None
+    took_s: float | None = None
     #: the run's status in its manifest (complete, interrupted, ...)
     status: str = ""
     #: the address of the server measured, where Arena attached to one ("" for a server it started)

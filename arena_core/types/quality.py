@@ -85,3 +85,5 @@ class QualitySuiteSpec:
     run: Callable[[QualityRequest], MeasuredQuality]
     #: whether a run measures it when nothing names suites
     default: bool = True
+    #: the most tokens an answer may take: what a run's time estimate assumes each answer takes
+    answer_tokens: int = field(default=256, validator=bounds.TOKENS)

@@ -25,6 +25,7 @@ def arena_register_quality_suites(register: Callable[[QualitySuiteSpec], None]) 
             subset_size=humaneval.SUBSET_SIZE,
             full_size=humaneval.FULL_SIZE,
             run=humaneval.run,
+            answer_tokens=humaneval.MAX_TOKENS,
         )
     )
     register(
@@ -35,5 +36,6 @@ def arena_register_quality_suites(register: Callable[[QualitySuiteSpec], None]) 
             subset_size=canary.SUBSET_SIZE,
             full_size=canary.FULL_SIZE,
             run=canary.run,
+            answer_tokens=canary.MAX_TOKENS,
         )
     )

@@ -1,0 +1,173 @@
+"""A run in a stated time: how long a run will take, said before it starts, and the scale that
+fits a time budget (``arena run --budget``).
+
+The time of each workload comes from the default predictor (``arena predict``'s step simulator):
+a closed-loop workload takes its warm-up and measured rounds, each as long as the simulated round;
+an open-loop one its simulated span (the arrival schedule, or the server's pace where that is
+slower). The quality phase takes its items in rounds of the concurrency it asks at. Simulated
+seconds are then multiplied by how much slower this server was than predicted on its last run
+stored here (the ``wall_s`` of its results), else by a prior measured on this project's own 2-core
+machine. A workload's time grows with its scale (token lengths and request counts), so the scale
+that fits a budget is found by bisection.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+from attrs import frozen
+
+from arena_core.hooks import ArenaHooks
+from arena_core.registry import Registry
+from arena_core.results.predictions import default_predictor, load_calibration
+from arena_core.run.store import list_runs, load_result
+from arena_core.types import BackendSpec, ClosedLoopShape, HardwareProfile, ModelSpec, PredictionSetup, Predictor, QualitySuiteSpec, WorkloadSpec
+
+#: How much slower the embedded default ran than its tier-0 prediction on a 2-core machine of
+#: this project (2026-12-02: the nine workloads at x0.1 took 937 s; simulated 474 s), the
+#: factor used until a run of the same model on this machine is stored.
+PRIOR_SLOWDOWN = 2.0
+#: What a workload costs beside its requests: the runner's preflight, telemetry, the result written.
+PER_WORKLOAD_S = 4.0
+#: Starting the server and checking it answers, before the first workload.
+STARTUP_S = 20.0
+#: The smallest scale a budget may choose (below it the prompts are a few tokens long).
+SMALLEST_SCALE = 0.01
+#: A quality item's prompt, in tokens (a HumanEval problem, a canary instruction).
+QUALITY_PROMPT_TOKENS = 200
+#: The requests the quality phase keeps in flight (the engine asks at this concurrency).
+QUALITY_CONCURRENCY = 4
+#: The budget of the embedded default when no scale is given (``arena run`` on a fresh machine).
+DEFAULT_BUDGET_S = 600.0
+
+
+@frozen(kw_only=True)
+class Expected:
+    """How long a run is expected to take, and what the estimate rests on."""
+
+    workloads_s: float
+    quality_s: float
+    startup_s: float
+    slowdown: float
+    basis: str
+
+    @property
+    def total_s(self) -> float:
+        return self.workloads_s + self.quality_s + self.startup_s
+
+    def describe(self) -> str:
+        return (
+            f"about {minutes(self.total_s)} (workloads {minutes(self.workloads_s)}, quality {minutes(self.quality_s)}, "
+            f"starting {minutes(self.startup_s)}; {self.basis})"
+        )
+
+
+def minutes(seconds: float) -> str:
+    """ "9 min 40 s", "45 s"."""
+    seconds = round(seconds)
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
+
+
+def simulated_seconds(workload: WorkloadSpec, predictor: Predictor, setup: PredictionSetup) -> float:
+    """The workload's time as the predictor serves it: every round of a closed-loop workload
+    (the warm-up and the measured ones), the whole schedule of an open-loop one."""
+    records = predictor.serve(workload, setup)
+    if not records:
+        return 0.0
+    span = (max(r.end_ns or r.sent_ns for r in records) - min(r.sent_ns for r in records)) / 1e9
+    rounds = workload.shape.runs + 1 if isinstance(workload.shape, ClosedLoopShape) else 1
+    return span * rounds
+
+
+def quality_seconds(
+    suites: Sequence[QualitySuiteSpec], chat: WorkloadSpec | None, predictor: Predictor, setup: PredictionSetup, *, full: bool, concurrency: int
+) -> float:
+    """The quality phase's time: each suite's items asked ``concurrency`` at a time, each answer
+    as long as the suite allows, at the speed the predictor gives a chat of that shape."""
+    if chat is None or not isinstance(chat.shape, ClosedLoopShape):
+        return 0.0
+    total = 0.0
+    for suite in suites:
+        items = suite.full_size if full else suite.subset_size
+        shape = attrs.evolve(
+            chat.shape, prompt_tokens=QUALITY_PROMPT_TOKENS, generated_tokens=suite.answer_tokens, concurrency=concurrency, runs=1, turns=1, depth=0
+        )
+        one_round = simulated_seconds(attrs.evolve(chat, shape=shape), predictor, setup) / 2  # one round, not the warm-up too
+        total += math.ceil(items / concurrency) * one_round
+    return total
+
+
+def slowdown_of(output: Path, setup: PredictionSetup, predictor: Predictor, registry: Registry) -> tuple[float, str]:
+    """How much slower than simulated the newest stored run of this model, hardware and backend
+    was (its workloads' measured ``wall_s`` against their simulated time), else the prior."""
+    same = [row for row in list_runs(output) if (row["model"], row["hardware"], row["backend"]) == (setup.model.name, setup.hardware.name, setup.backend.name)]
+    for row in reversed(same):
+        measured = simulated = 0.0
+        for name in str(row["workloads"] or "").split(","):
+            result = load_result(output / row["run_id"], name) if name in registry.workloads else None
+            wall = result.metrics.get("wall_s") if result is not None else None
+            if wall and result is not None:
+                measured += max(0.0, wall - PER_WORKLOAD_S)
+                simulated += simulated_seconds(registry.get("workloads", name).scaled(result.scale), predictor, setup)
+        if measured > 0 and simulated > 0:
+            return measured / simulated, f"the predictor's time x{measured / simulated:.2f}, as run {row['run_id']} of this model here measured"
+    return PRIOR_SLOWDOWN, f"the predictor's time x{PRIOR_SLOWDOWN:g}, the prior measured on a 2-core machine (no run of this model stored here yet)"
+
+
+@frozen(kw_only=True)
+class Timing:
+    """What a run's expected time is computed from: the predictor and its setup, how much slower
+    this server runs than simulated, and the quality phase's simulated time."""
+
+    predictor: Predictor
+    setup: PredictionSetup
+    slowdown: float
+    basis: str
+    quality_s: float
+
+    @classmethod
+    def of(
+        cls, hooks: ArenaHooks, model: ModelSpec, hardware: HardwareProfile, backend: BackendSpec, output: Path, quality: Sequence[QualitySuiteSpec], full: bool
+    ) -> Timing | None:
+        """None where no predictor is registered or it does not cover this backend."""
+        registry = hooks.registry
+        chosen = default_predictor(registry)
+        if chosen is None or model.params_total_b is None:
+            return None
+        if hardware.measure is not None:
+            hardware = hardware.measured()  # a CPU host's bandwidth, measured here
+        setup = PredictionSetup(model=model, hardware=hardware, backend=backend, calibration=load_calibration(output, hardware.name, backend))
+        predictor = chosen.predictor
+        if predictor.coverage(setup) is not None:
+            return None
+        slowdown, basis = slowdown_of(output, setup, predictor, registry)
+        chat = registry.get("workloads", name) if (name := registry.with_role("headline")) else None
+        quality_s = quality_seconds(quality, chat, predictor, setup, full=full, concurrency=QUALITY_CONCURRENCY)
+        return cls(predictor=predictor, setup=setup, slowdown=slowdown, basis=basis, quality_s=quality_s)
+
+    def expected(self, workloads: Sequence[WorkloadSpec]) -> Expected:
+        simulated = sum(simulated_seconds(w, self.predictor, self.setup) for w in workloads)
+        return Expected(
+            workloads_s=simulated * self.slowdown + PER_WORKLOAD_S * len(workloads),
+            quality_s=self.quality_s * self.slowdown,
+            startup_s=STARTUP_S,
+            slowdown=self.slowdown,
+            basis=self.basis,
+        )
+
+
+def scale_for(budget_s: float, largest: float, at_scale: Callable[[float], Expected]) -> float:
+    """The largest scale, at most ``largest``, whose expected time fits ``budget_s`` (bisection
+    to 1 %); the smallest scale when even that does not fit."""
+    if at_scale(largest).total_s <= budget_s:
+        return largest
+    low, high = SMALLEST_SCALE, largest
+    if at_scale(low).total_s > budget_s:
+        return low
+    while high / low > 1.01:
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if at_scale(middle).total_s <= budget_s else (low, middle)
+    return round(low, 4)
