@@ -1,0 +1,81 @@
+"""A run in a stated time: the expected time is said before a run starts, and the embedded
+default chooses its scale to fit its budget (issue 31, "the main job in a stated time")."""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from arena_core.cli.params import Duration
+from arena_core.config import load_config
+from arena_core.run.budget import PRIOR_SLOWDOWN, Expected, minutes, scale_for
+from arena_core.run.engine import RunRequest, plan_run
+from arena_core.run.manifest import read_manifest, write_manifest
+from arena_core.run.store import index_run, new_run_dir, store_result
+from arena_core.types import Verdict, WorkloadResult
+
+
+def plan(hooks, tmp_path, **request):
+    return plan_run(RunRequest(output=tmp_path / "store", **request), load_config(None), hooks)
+
+
+def test_the_embedded_default_fits_its_budget_and_says_how_long_it_will_take(hooks, tmp_path):
+    default = plan(hooks, tmp_path)
+    assert default.budget_s == 600 and default.expected is not None
+    assert default.scale < 0.1 and default.expected.total_s <= 600  # the scale chosen so the run fits 10 minutes
+    assert default.expected.slowdown == PRIOR_SLOWDOWN and "prior" in default.expected.describe()
+    longer = plan(hooks, tmp_path, budget_s=1200)
+    assert default.scale < longer.scale <= 0.1 and longer.expected.total_s <= 1200  # more time, a larger scale
+    fixed = plan(hooks, tmp_path, scale=0.1)
+    assert fixed.scale == 0.1 and fixed.budget_s is None and fixed.expected.total_s > 600  # a scale given: no budget, the time still said
+    assert plan(hooks, tmp_path, workloads=("chat",)).budget_s is None  # a quick check of named workloads keeps its scale
+
+
+def test_a_stored_run_of_the_model_teaches_the_estimate_its_speed(hooks, tmp_path):
+    """A run stored here that took twice its simulated time makes the next estimate twice the
+    simulation, and says it learnt so from that run."""
+    first = plan(hooks, tmp_path, scale=0.05, workloads=("chat",), quality=False)
+    run_id, run_dir = new_run_dir(tmp_path / "store")
+    from arena_core.run.engine import new_manifest
+
+    write_manifest(run_dir, new_manifest(first, run_id))
+    index_run(tmp_path / "store", read_manifest(run_dir))
+    simulated = first.expected.workloads_s - 4.0  # the per-workload cost aside
+    slowed = (simulated / PRIOR_SLOWDOWN) * 5.0 + 4.0  # a machine five times slower than simulated
+    result = WorkloadResult(
+        workload="chat",
+        runner="llama-benchy",
+        engine="native",
+        requests=10,
+        failed=0,
+        tokens_per_second=1.0,
+        ttft_p50_s=1.0,
+        verdict=Verdict(valid=True),
+        scale=0.05,
+        metrics={"wall_s": slowed},
+    )
+    store_result(run_dir, result)
+    again = plan(hooks, tmp_path, scale=0.05, workloads=("chat",), quality=False)
+    assert again.expected.slowdown == pytest.approx(5.0, rel=0.02) and run_id in again.expected.basis
+
+
+def test_the_scale_is_the_largest_that_fits():
+    def at(scale: float) -> Expected:
+        return Expected(workloads_s=6000 * scale, quality_s=200, startup_s=20, slowdown=1.0, basis="")
+
+    found = scale_for(600, 0.1, at)
+    assert at(found).total_s <= 600 < at(found * 1.02).total_s  # within the bisection's 1 %
+    assert scale_for(6000, 0.1, at) == 0.1  # fits as it is
+    assert scale_for(100, 0.1, at) == 0.01  # even the smallest does not fit: the smallest, said
+    assert minutes(598) == "9 min 58 s" and minutes(45) == "45 s"
+
+
+@pytest.mark.parametrize(("given", "seconds"), [("10m", 600), ("90s", 90), ("1h", 3600), ("600", 600), ("none", 0), ("2.5min", 150)])
+def test_a_budget_is_a_time(given, seconds):
+    assert Duration().convert(given, None, None) == seconds
+
+
+@pytest.mark.parametrize("given", ["soon", "5", "2d", "-10m", "nan"])
+def test_a_budget_that_is_not_a_time_is_refused(given):
+    with pytest.raises(click.BadParameter):
+        Duration().convert(given, None, None)

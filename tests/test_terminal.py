@@ -1,0 +1,94 @@
+"""What a person reads in a terminal: at 80 columns no line of card, leaderboard, compare or
+predict is longer, numbers are right-aligned, a run is named by a short unique part of its id,
+compare says which run each figure favours, and a board ranks the runs that measured its preset's
+workload first (issue 31, on the seed cohort)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from arena_core.report.text import render_table
+
+ARENA = [sys.executable, "-m", "arena_core"]
+
+
+def arena(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": str(columns)}
+    return subprocess.run([*ARENA, *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory):
+    store = tmp_path_factory.mktemp("seeds")
+    assert arena("import", "--seeds", "--output", str(store)).returncode == 0
+    board = json.loads(arena("leaderboard", "--output", str(store), "--json").stdout)
+    return store, {row["model"]: row["run_id"] for row in board}
+
+
+def longest(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def test_every_command_fits_80_columns(seeds):
+    store, run_of = seeds
+    big, small = run_of["qwen3.6-35b-a3b"], run_of["qwen3.5-0.8b"]
+    printed = {
+        "card": arena("card", big, "--output", str(store)),
+        "leaderboard": arena("leaderboard", "--output", str(store)),
+        "reasoning board": arena("leaderboard", "--output", str(store), "--profile", "reasoning"),
+        "compare": arena("compare", big, small, "--output", str(store)),
+        "predict": arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--capacity", "--output", str(store)),
+    }
+    for name, done in printed.items():
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        assert longest(done.stdout) <= 80, (name, max(done.stdout.splitlines(), key=len))
+    assert len(printed["card"].stdout.splitlines()) > 100  # the whole card, fitted: nothing left out to fit
+    wide = arena("leaderboard", "--output", str(store), "--wide")
+    assert wide.returncode == 0 and longest(wide.stdout) > 80 and "hardware" in wide.stdout  # --wide: the rest, as wide as it is
+
+
+def test_a_table_fits_by_wrapping_text_and_keeps_numbers_right_aligned():
+    rows = [("1", "Qwen3.6-35B-A3B (FP8), a model with a very long name indeed", "73.1", "38.0 GB"), ("=12", "x", "5.0", "2.0 GB")]
+    table = render_table(["rank", "model", "score", "memory"], rows, width=40)
+    lines = table.splitlines()
+    assert longest(table) <= 40 and "very long" in table  # the name wrapped in its column
+    assert lines[2].startswith("     1") and lines[-1].startswith("   =12")  # ranks right-aligned
+    assert any(line.rstrip().endswith("38.0 GB") for line in lines) and any(line.rstrip().endswith(" 2.0 GB") for line in lines)
+    assert render_table(["a", "b"], [("x" * 30, "1")], width=200) == render_table(["a", "b"], [("x" * 30, "1")], width=1000)  # fits: as it is
+
+
+def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
+    store, run_of = seeds
+    run_id = run_of["qwen3.6-35b-a3b"]
+    for short in (run_id[-4:], run_id):
+        card = arena("card", short, "--output", str(store), "--format", "json")
+        assert card.returncode == 0 and json.loads(card.stdout)["card"]["run_id"] == run_id, card.stderr
+    shared = arena("card", run_id[:8], "--output", str(store))  # every seed run starts so
+    assert shared.returncode == 2 and "is the start or end of 17 runs" in shared.stderr and "Traceback" not in shared.stderr
+    board = arena("leaderboard", "--output", str(store)).stdout
+    assert f"  {run_id[-4:]}\n" in board  # the leaderboard shows each run by the end that names it
+
+
+def test_compare_marks_each_figure_better_or_worse_in_its_direction(seeds):
+    store, run_of = seeds
+    big, small = run_of["qwen3.6-35b-a3b"], run_of["qwen3.5-0.8b"]
+    rows = {line.split("  ")[0]: line for line in arena("compare", big, small, "--output", str(store), columns=200).stdout.splitlines()}
+    assert rows["score (aggregate)"].endswith("A better")  # 73.1 against 46.9: more is better
+    assert rows["memory"].endswith("B better")  # 38 GB against 2 GB: less is better
+    assert rows["chat TTFT p50"].endswith("B better") and rows["chat tok/s"].endswith("B better")  # 1.21 s vs faster small model
+    assert "monday-peak served" in rows and "benches of 9" in rows and "G, tok/s" in rows
+
+
+def test_the_reasoning_board_ranks_the_runs_that_ran_reasoning_first(seeds):
+    store, _ = seeds
+    board = json.loads(arena("leaderboard", "--output", str(store), "--profile", "reasoning", "--json").stdout)
+    ranked = [row for row in board if row["rank"]]
+    measured = [row for row in ranked if not any("reasoning not measured" in label for label in row["labels"])]
+    assert 0 < len(measured) < len(ranked) and ranked[: len(measured)] == measured
+    text = arena("leaderboard", "--output", str(store), "--profile", "reasoning").stdout
+    assert "†" in text and "ranked after the runs that measured it" in " ".join(text.split())
