@@ -22,12 +22,10 @@ from markupsafe import Markup, escape
 from arena_core import __version__
 from arena_core.registry import Registry
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
+from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, prediction_rows
 from arena_core.report.charts import bar_chart, line_chart, scatter_chart
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.model_card import (
-    G_NOTE,
-    PREDICTION_HEADERS,
-    PREDICTION_NOTE,
     big_figures,
     decode_totals,
     headline_label,
@@ -35,7 +33,6 @@ from arena_core.report.model_card import (
     memory_rows,
     model_rows,
     platform_rows,
-    prediction_rows,
     quality_rows,
     time_line,
     workload_rows,
