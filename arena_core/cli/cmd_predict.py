@@ -3,15 +3,17 @@ it, each figure with an interval: the default predictor's answer (``arena list p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 import click
 
+from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
-from arena_core.cli.params import OUTPUT, results_dir
+from arena_core.cli.params import OUTPUT, Within, results_dir
 from arena_core.errors import UsageError
 from arena_core.loadgen.goodput import Slo, goodput, parse_slo
 from arena_core.registry import Registry
@@ -21,11 +23,24 @@ from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
 from arena_core.run.capacity import Probe, search
 from arena_core.run.engine import default_workloads
-from arena_core.types import ClosedLoopShape, Figures, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
+from arena_core.run.model_config import describe, find_config, read_config
+from arena_core.run.roofline import bytes_per_param
+from arena_core.types import ClosedLoopShape, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
 
 
 @click.command("predict")
-@click.argument("model")
+@click.argument("model", required=False)
+@click.option(
+    "--model-config",
+    "config_path",
+    help="A Hugging Face config.json describing a model the catalog lacks: a file, a folder holding one, or a model id in the local Hugging Face cache "
+    "(--config is Arena's own arena.toml).",
+)
+@click.option(
+    "--params", "params_b", type=Within(bounds.FIGURE), help="Total parameters, in billions (overrides the config's count, or describes a model alone)."
+)
+@click.option("--active-params", "active_params_b", type=Within(bounds.FIGURE), help="Parameters active per token, in billions (a mixture of experts).")
+@click.option("--precision", help="The weights' precision: bf16, fp8, nvfp4, mxfp4, int4, q4_k_m, ... (a catalog model at another precision, too).")
 @click.option("--hardware", required=True, help="The hardware profile to predict for (arena list hardware).")
 @click.option("--backend", help="The backend whose scheduling is simulated (default: the first registered that declares it; arena list backends).")
 @click.option("--workloads", help="Comma-separated workload names (default: the nine).")
@@ -37,7 +52,11 @@ from arena_core.types import ClosedLoopShape, Figures, PredictionSetup, Predicto
 @click.pass_obj
 def predict_command(
     app: CliApp,
-    model: str,
+    model: str | None,
+    config_path: str | None,
+    params_b: float | None,
+    active_params_b: float | None,
+    precision: str | None,
     hardware: str,
     backend: str | None,
     workloads: str | None,
@@ -53,7 +72,8 @@ def predict_command(
     engine's priors)."""
     registry = app.hooks.registry
     chosen_predictor = require_predictor(registry).predictor
-    spec = registry.get("models", model)
+    spec, assumptions = _described(registry, model, config_path, params_b, active_params_b, precision)
+    model = spec.name
     profile = registry.get("hardware", hardware)
     if profile.measure is not None:
         profile = profile.measured()  # a CPU host's bandwidth is measured here, not known ahead
@@ -74,7 +94,15 @@ def predict_command(
     if as_json:
         echo(
             render_json(
-                {"model": model, "hardware": hardware, "backend": backend, "tier": tier, "workloads": [_as_dict(p) for p in found], "capacity": capacity}
+                {
+                    "model": model,
+                    "hardware": hardware,
+                    "backend": backend,
+                    "tier": tier,
+                    "assumptions": list(assumptions),
+                    "workloads": [_as_dict(p) for p in found],
+                    "capacity": capacity,
+                }
             )
         )
         return
@@ -84,11 +112,74 @@ def predict_command(
     echo(render_table(headers, rows, width=WIDEST if wide else None))
     about = "Each figure with its interval [low–high] below it. G: the seed site's throughput per workload (closed loop: total decode tok/s of a round; open loop: total tok/s ÷ peak concurrent requests)."
     echo(wrap_text(about + ("" if wide else " --wide: one line per workload, with what bounds it.")))
+    for assumed in assumptions:
+        echo(wrap_text(f"assumed: {assumed}", hanging="  "))
     for note in sorted({note for p in found for note in p.notes}):
         echo(wrap_text(f"note: {note}", hanging="  "))
     if capacity is not None:
         found_at = f"Predicted capacity: {capacity['users']} chat users ({objective.describe()})"
         echo(wrap_text(found_at + (f", fails at {capacity['fails_at']}" if capacity["fails_at"] else ""), hanging="  "))
+
+
+def _described(
+    registry: Registry, model: str | None, config_path: str | None, params_b: float | None, active_params_b: float | None, precision: str | None
+) -> tuple[ModelSpec, tuple[str, ...]]:
+    """The model to predict and what had to be assumed of it: a config.json's
+    (:mod:`arena_core.run.model_config`), a catalog entry (at another precision or size where one
+    is given), or the facts given alone."""
+    if active_params_b is not None and params_b is not None and active_params_b > params_b:
+        raise UsageError(f"--active-params {active_params_b:g} is more than --params {params_b:g}")
+    if config_path:
+        path = find_config(config_path)
+        data = read_config(path)
+        described = describe(
+            data,
+            name=_valid(model) if model else _name_of(data, path),
+            precision=precision,
+            params_b=params_b,
+            active_params_b=active_params_b,
+            source=path.name,
+        )
+        return described.spec, described.assumptions
+    if model is not None and model in registry.models:
+        spec = registry.get("models", model)
+        changed = {key: value for key, value in (("precision", precision), ("params_total_b", params_b), ("params_active_b", active_params_b)) if value}
+        if precision is not None and bytes_per_param(precision) is None:
+            raise UsageError(f"--precision: {precision!r} is not a precision Arena knows (bf16, fp16, fp8, int8, nvfp4, mxfp4, int4, q4_k_m, ...)")
+        said = tuple(f"{key.replace('_', ' ')} {value} instead of the catalog's {getattr(spec, key)}" for key, value in changed.items())
+        return attrs.evolve(spec, **changed), said
+    if params_b is None:
+        if model is None:
+            raise UsageError("arena predict: name a catalog MODEL (arena list models), or describe one with --model-config config.json or --params")
+        registry.get("models", model)  # the one-line error that names the catalog's models
+    said = ["no layout (layers, heads, KV cache) known: the KV cache and attention are left out; --model-config gives them"]
+    if precision is None:
+        said.append("no --precision: BF16 assumed")
+    if active_params_b is None:
+        said.append("no --active-params: dense (every parameter active for each token)")
+    spec = ModelSpec(
+        name=_valid(model or "described-model"),
+        title=model or f"a {params_b:g}B model",
+        description="described by flags",
+        hf_id="",
+        precision=precision or "BF16",
+        params_total_b=params_b,
+        params_active_b=active_params_b,
+    )
+    if bytes_per_param(spec.precision) is None:
+        raise UsageError(f"--precision: {spec.precision!r} is not a precision Arena knows (bf16, fp16, fp8, int8, nvfp4, mxfp4, int4, q4_k_m, ...)")
+    return spec, tuple(said)
+
+
+def _name_of(config: dict, path: Path) -> str:
+    """A name for a described model: the config's own ``_name_or_path``, else its folder's."""
+    said = config.get("_name_or_path")
+    return _valid(said.rsplit("/", 1)[-1] if isinstance(said, str) and said else path.parent.name)
+
+
+def _valid(text: str) -> str:
+    """``text`` as a registered name: lower case, words joined by dashes."""
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")[:80] or "described-model"
 
 
 #: The figures a prediction shows, each with how it is written.

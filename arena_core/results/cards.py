@@ -24,6 +24,7 @@ from arena_core.run.capacity import SearchSettings
 from arena_core.run.engine import default_workloads
 from arena_core.run.identity import UNNAMED
 from arena_core.run.manifest import MANIFEST, Manifest, read_manifest
+from arena_core.run.roofline import bytes_per_param
 from arena_core.run.store import find_run, list_runs, load_result, workload_dir
 from arena_core.types import (
     CardLayout,
@@ -186,23 +187,19 @@ def _took(manifest: Manifest) -> float | None:
         return None
 
 
-#: Bytes per weight of each precision a card may state, scales and all (NVFP4: 4 bits and one
-#: 8-bit scale per 16 weights; GGUF Q4_K_M: 4.85 bits on average, llama.cpp's own table).
-BYTES_PER_WEIGHT = {"BF16": 2.0, "FP16": 2.0, "F16": 2.0, "FP8": 1.0, "INT8": 1.0, "Q8_0": 1.0625, "NVFP4": 0.5625, "MXFP4": 0.53125, "Q4_K_M": 0.606}
-
-
 def estimated_memory(facts: ModelFacts) -> tuple[float | None, str | None]:
     """A model's memory where the run states none: the size of its weights (the weights file's
     where the server named one, else parameters × bytes per weight of its precision), said to
     be an estimate -- KV cache and activations come on top of it."""
     if facts.file_gb:
         return facts.file_gb, f"estimated: the weights file's size ({facts.file_gb:g} GB; KV cache not included)"
-    precision = (facts.quantisation or facts.precision).split(" ")[0].upper()
-    per_weight = BYTES_PER_WEIGHT.get(precision)
+    precision = facts.quantisation or facts.precision
+    per_weight = bytes_per_param(precision)  # the roofline's one table
     if facts.params_total_b is None or per_weight is None:
         return None, None
     gb = round(facts.params_total_b * per_weight, 1)
-    return gb, f"estimated: weight size, {facts.params_total_b:g}B parameters × {per_weight:g} bytes ({precision}; KV cache not included)"
+    shown = precision.split()[0]
+    return gb, f"estimated: weight size, {facts.params_total_b:g}B parameters × {per_weight:g} bytes ({shown}; KV cache not included)"
 
 
 def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:

@@ -1,0 +1,257 @@
+"""A model Arena has never heard of, from what describes it: a Hugging Face ``config.json`` (a
+file, or a model id found in the local Hugging Face cache) and a few stated facts.
+
+The fields that matter to serving are read per architecture family -- layers, width, query and
+KV heads, head size, the MLP's width, experts (routed, per token, shared), sliding windows and
+their pattern, linear-attention (Gated DeltaNet) and Mamba state layers, tied embeddings, the
+quantisation -- and the parameter counts are computed from them. What had to be assumed is
+returned with the model, so that a prediction says it; nothing is silently guessed: a mixture of
+experts whose active parameters can be neither read nor computed is an error, never dense.
+
+A config is outside data: every number is checked against bounds, every string cut and cleaned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from arena_core.errors import UsageError
+from arena_core.files import read_json_file
+from arena_core.run.roofline import bytes_per_param
+from arena_core.types import ModelArchitecture, ModelSpec
+
+#: The largest config.json read (real ones are a few kilobytes; a multimodal one tens).
+MAX_CONFIG_BYTES = 1_000_000
+#: Bounds on what a config may say (the largest models published have some 256 layers, 64k
+#: width, 1k experts, a 1M-token window).
+LIMITS = {"layers": 1024, "width": 1 << 17, "heads": 4096, "experts": 4096, "vocab": 1 << 22, "window": 1 << 24}
+#: quantization_config's ``quant_method`` (and a few of their formats) to the precision Arena knows.
+QUANT_METHODS = {"fp8": "FP8", "fbgemm_fp8": "FP8", "mxfp4": "MXFP4", "awq": "AWQ", "gptq": "INT4", "bitsandbytes": "INT8"}
+
+
+@frozen(kw_only=True)
+class DescribedModel:
+    """A model read from a config: its catalog-shaped spec and what had to be assumed for it."""
+
+    spec: ModelSpec
+    assumptions: tuple[str, ...]
+
+
+def find_config(given: str) -> Path:
+    """``given`` as a config.json: a file, a folder holding one, or a Hugging Face model id in the
+    local cache (``HF_HOME``, else ``~/.cache/huggingface``): nothing is downloaded."""
+    path = Path(given).expanduser()
+    if path.is_file():
+        return path
+    if (path / "config.json").is_file():
+        return path / "config.json"
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", given):
+        home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+        snapshots = home / "hub" / f"models--{given.replace('/', '--')}" / "snapshots"
+        found = sorted(snapshots.glob("*/config.json"), key=lambda p: p.stat().st_mtime) if snapshots.is_dir() else []
+        if found:
+            return found[-1].resolve()  # the cache's snapshot links to its blob
+        raise UsageError(f"--model-config: {given!r} is not in the local Hugging Face cache ({snapshots.parent}); download its config.json first")
+    raise UsageError(f"--model-config: {given}: no such file (give a config.json, a folder holding one, or a model id in the Hugging Face cache)")
+
+
+def _number(config: Mapping[str, Any], *keys: str, limit: int, default: int | None = None) -> int | None:
+    """The first of ``keys`` the config sets, as a whole number within ``limit``."""
+    for key in keys:
+        value = config.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or not 0 < value <= limit:
+            raise UsageError(f"--model-config: {key} = {repr(value)[:40]} is not a whole number from 1 to {limit}")
+        return int(value)
+    return default
+
+
+def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A multimodal config keeps the language model's fields under ``text_config``."""
+    inner = config.get("text_config")
+    return {**config, **inner} if isinstance(inner, Mapping) else config
+
+
+def _layer_kinds(config: Mapping[str, Any], layers: int) -> list[str]:
+    """Each layer's kind: "full", "window", "linear" (Gated DeltaNet) or "mamba", from
+    ``layer_types``, a sliding-window pattern, or Nemotron-H's ``hybrid_override_pattern``."""
+    kinds = config.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        named = {"full_attention": "full", "sliding_attention": "window", "linear_attention": "linear", "mamba": "mamba", "attention": "full"}
+        return [named.get(str(kind), "full") for kind in kinds[:layers]]
+    pattern = config.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:
+        return ["mamba" if c == "M" else "full" for c in pattern if c in "M*"][:layers]  # "-" is an MLP layer: no attention
+    every = config.get("sliding_window_pattern")
+    if isinstance(every, int) and every > 1 and config.get("sliding_window"):
+        return ["full" if (index + 1) % every == 0 else "window" for index in range(layers)]
+    return ["full"] * layers
+
+
+def describe(
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    precision: str | None = None,
+    params_b: float | None = None,
+    active_params_b: float | None = None,
+    source: str = "config.json",
+) -> DescribedModel:
+    """The model a config describes; ``precision``, ``params_b`` and ``active_params_b`` given
+    by the user override what the config says or what is computed from it."""
+    text = _text_config(config)
+    assumed: list[str] = []
+    layers = _number(text, "num_hidden_layers", "n_layer", limit=LIMITS["layers"])
+    hidden = _number(text, "hidden_size", "d_model", "n_embd", limit=LIMITS["width"])
+    heads = _number(text, "num_attention_heads", "n_head", limit=LIMITS["heads"])
+    vocab = _number(text, "vocab_size", limit=LIMITS["vocab"])
+    if layers is None or hidden is None or heads is None or vocab is None:
+        missing = [k for k, v in (("num_hidden_layers", layers), ("hidden_size", hidden), ("num_attention_heads", heads), ("vocab_size", vocab)) if v is None]
+        raise UsageError(f"--model-config: {source} does not say {', '.join(missing)}: not a language model's config.json")
+    kv_heads = _number(text, "num_key_value_heads", limit=LIMITS["heads"])
+    if kv_heads is None:
+        kv_heads = heads
+        assumed.append(f"no num_key_value_heads: every query head has its own KV head ({heads})")
+    head_dim = _number(text, "head_dim", limit=LIMITS["width"]) or hidden // heads
+    kinds = _layer_kinds(text, layers)
+    window = _number(text, "sliding_window", limit=LIMITS["window"], default=0) if "window" in kinds else 0
+    experts = _number(text, "num_experts", "num_local_experts", "n_routed_experts", limit=LIMITS["experts"], default=0) or 0
+    per_token = _number(text, "num_experts_per_tok", "moe_topk", limit=LIMITS["experts"], default=0) or 0
+    if experts and not per_token:
+        raise UsageError(f"--model-config: {source} has {experts} experts but no num_experts_per_tok: say --active-params, never simulated as dense")
+    arch = ModelArchitecture(
+        layers=layers,
+        full_attention_layers=kinds.count("full"),
+        sliding_window_layers=kinds.count("window"),
+        sliding_window=window or 0,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab=vocab,
+        hidden=hidden,
+        query_heads=heads,
+        experts=experts,
+        experts_per_token=per_token,
+        source=f"{source} ({text.get('model_type', 'unknown type')!s:.40})",
+        **_state_layers(text, kinds, assumed),
+    )
+    total, active = _parameters(text, arch, kinds)
+    chosen_precision = precision or _precision(text, assumed)
+    if params_b is not None:
+        total = params_b * 1e9
+    if active_params_b is not None:
+        active = active_params_b * 1e9
+    if params_b is not None and active_params_b is None and experts:
+        active = total * (active / max(1.0, _parameters(text, arch, kinds)[0]))  # the config's share active, at the size given
+        assumed.append("active parameters scaled from the config's share of them")
+    if not experts and active_params_b is not None and active_params_b * 1e9 < total:
+        assumed.append("fewer active than total parameters but no experts in the config: a mixture of experts of unknown layout")
+    if bytes_per_param(chosen_precision) is None:
+        raise UsageError(
+            f"--precision: {chosen_precision!r} is not a precision Arena knows (bf16, fp16, fp8, int8, nvfp4, mxfp4, int4, awq, q8_0, q4_k_m, ...)"
+        )
+    spec = ModelSpec(
+        name=name,
+        title=name,
+        description=f"described by {source}",
+        hf_id="",
+        precision=chosen_precision,
+        params_total_b=round(total / 1e9, 3),
+        params_active_b=round(active / 1e9, 3),
+        context_length=_number(text, "max_position_embeddings", limit=LIMITS["window"]),
+        architecture=arch,
+    )
+    return DescribedModel(spec=spec, assumptions=tuple(assumed))
+
+
+def _state_layers(text: Mapping[str, Any], kinds: list[str], assumed: list[str]) -> dict[str, int]:
+    """The linear-attention (Gated DeltaNet) or Mamba-2 layers' state: heads, sizes, kernel."""
+    if "linear" in kinds:
+        return {
+            "linear_attention_layers": kinds.count("linear"),
+            "linear_key_heads": _number(text, "linear_num_key_heads", limit=LIMITS["heads"], default=16) or 16,
+            "linear_value_heads": _number(text, "linear_num_value_heads", limit=LIMITS["heads"], default=32) or 32,
+            "linear_head_dim": _number(text, "linear_value_head_dim", "linear_key_head_dim", limit=LIMITS["width"], default=128) or 128,
+            "linear_conv_kernel": _number(text, "linear_conv_kernel_dim", limit=64, default=4) or 4,
+        }
+    if "mamba" in kinds:
+        return {
+            "linear_attention_layers": kinds.count("mamba"),
+            "linear_key_heads": _number(text, "n_groups", limit=LIMITS["heads"], default=8) or 8,
+            "linear_value_heads": _number(text, "mamba_num_heads", limit=LIMITS["heads"], default=64) or 64,
+            "linear_head_dim": _number(text, "mamba_head_dim", limit=LIMITS["width"], default=64) or 64,
+            "linear_key_dim": _number(text, "ssm_state_size", limit=LIMITS["width"], default=128) or 128,
+            "linear_conv_kernel": _number(text, "conv_kernel", limit=64, default=4) or 4,
+        }
+    return {}
+
+
+def _parameters(text: Mapping[str, Any], arch: ModelArchitecture, kinds: list[str]) -> tuple[float, float]:
+    """Total and active parameters from the layout: embeddings (and an untied LM head), each
+    layer's attention or state projections, and its MLP -- dense, or routed experts (all of them
+    in total, ``experts_per_token`` active) plus shared ones."""
+    hidden, q, kv = arch.hidden, arch.query_heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    attention = hidden * (2 * q + 2 * kv)  # q, k, v and the output projection
+    linear = 0.0
+    if arch.linear_attention_layers:
+        key = arch.linear_key_dim or arch.linear_head_dim
+        width = 2 * arch.linear_key_heads * key + 2 * arch.linear_value_heads * arch.linear_head_dim
+        linear = hidden * width + arch.linear_value_heads * arch.linear_head_dim * hidden
+    dense = _number(text, "intermediate_size", "ffn_hidden_size", limit=LIMITS["width"] * 8, default=4 * hidden) or 4 * hidden
+    expert_width = _number(text, "moe_intermediate_size", "expert_intermediate_size", limit=LIMITS["width"] * 8, default=dense) or dense
+    shared_width = _number(text, "shared_expert_intermediate_size", limit=LIMITS["width"] * 8, default=0) or 0
+    shared_width = shared_width or (_number(text, "n_shared_experts", "num_shared_experts", limit=64, default=0) or 0) * expert_width
+    mixer = sum(attention if kind in ("full", "window") else linear for kind in kinds)
+    pattern = text.get("hybrid_override_pattern")
+    # a hybrid pattern gives each layer one part: "M" Mamba, "*" attention, "-" MLP, "E" experts
+    mlp_layers = sum(1 for c in pattern if c in "-E") if isinstance(pattern, str) and pattern else arch.layers
+    # a gated MLP (SwiGLU, GeGLU) has three matrices; Nemotron-H's squared ReLU two
+    matrices = 2 if str(text.get("mlp_hidden_act") or text.get("hidden_act")) == "relu2" else 3
+    if arch.experts:
+        routed = arch.experts * matrices * hidden * expert_width
+        routed_active = arch.experts_per_token * matrices * hidden * expert_width
+        shared = matrices * hidden * shared_width + hidden * arch.experts  # and the router
+        mlp_total, mlp_active = mlp_layers * (routed + shared), mlp_layers * (routed_active + shared)
+    else:
+        mlp_total = mlp_active = mlp_layers * matrices * hidden * dense
+    embeddings = arch.vocab * hidden * (1 if text.get("tie_word_embeddings", False) else 2)
+    return embeddings + mixer + mlp_total, embeddings + mixer + mlp_active
+
+
+def _precision(text: Mapping[str, Any], assumed: list[str]) -> str:
+    """The weights' precision from ``quantization_config``, else ``torch_dtype``/``dtype``."""
+    quant = text.get("quantization_config")
+    if isinstance(quant, Mapping):
+        method = str(quant.get("quant_method", "")).lower()
+        if method in QUANT_METHODS:
+            return QUANT_METHODS[method]
+        formats = json.dumps(quant)[:4000].lower()
+        if "nvfp4" in formats or "fp4" in formats:
+            return "NVFP4"
+        if "float-quantized" in formats or '"fp8"' in formats or "e4m3" in formats:
+            return "FP8"
+        assumed.append(f"quantisation {method or 'unnamed'!r} not known: BF16 assumed")
+        return "BF16"
+    dtype = str(text.get("torch_dtype") or text.get("dtype") or "").lower()
+    if dtype in ("bfloat16", "float16", "float32"):
+        return {"bfloat16": "BF16", "float16": "FP16", "float32": "FP32"}[dtype]
+    assumed.append("no dtype or quantisation stated: BF16 assumed")
+    return "BF16"
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The config file's JSON object, size-capped; a one-line error naming the file otherwise."""
+    try:
+        data = read_json_file(path, max_bytes=MAX_CONFIG_BYTES)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--model-config: {path}: not a readable config.json ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--model-config: {path}: not a JSON object")
+    return data

@@ -1,0 +1,192 @@
+"""A model the catalog lacks, from its Hugging Face config.json (issue 32, "any model from what
+describes it"): configs written from the catalog's published layouts (each with its source) read
+back into the same layouts, one per family -- dense, mixture of experts, sliding window, hybrid
+linear attention, Mamba-style state -- and a mixture of experts is never silently dense."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import attrs
+import pytest
+
+from arena_core.errors import UsageError
+from arena_core.run.model_config import describe, find_config
+from arena_models import cohort
+
+ARENA = [sys.executable, "-m", "arena_core"]
+
+
+def qwen_hybrid(arch, **extra) -> dict:
+    """Qwen3.5 / 3.6's config.json: every 4th layer full attention, the rest Gated DeltaNet."""
+    return {
+        "model_type": "qwen3_5_moe" if arch.experts else "qwen3_5",
+        "num_hidden_layers": arch.layers,
+        "hidden_size": arch.hidden,
+        "num_attention_heads": arch.query_heads,
+        "num_key_value_heads": arch.kv_heads,
+        "head_dim": arch.head_dim,
+        "vocab_size": arch.vocab,
+        "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(arch.layers)],
+        "linear_num_key_heads": arch.linear_key_heads,
+        "linear_num_value_heads": arch.linear_value_heads,
+        "linear_key_head_dim": arch.linear_head_dim,
+        "linear_value_head_dim": arch.linear_head_dim,
+        "linear_conv_kernel_dim": arch.linear_conv_kernel,
+        "torch_dtype": "bfloat16",
+        **extra,
+    }
+
+
+#: (catalog layout, its config.json as the source names it, the catalog's total and active billions)
+FAMILIES = {
+    "dense": (
+        cohort.MINISTRAL3_3B,
+        {
+            "model_type": "ministral3",
+            "num_hidden_layers": 26,
+            "hidden_size": 3072,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "vocab_size": 131072,
+            "intermediate_size": 9216,
+            "tie_word_embeddings": True,
+            "torch_dtype": "bfloat16",
+        },
+        (3.0, 3.0),
+    ),
+    "mixture of experts": (
+        cohort.QWEN36_35B_A3B,
+        qwen_hybrid(
+            cohort.QWEN36_35B_A3B,
+            num_experts=256,
+            num_experts_per_tok=8,
+            moe_intermediate_size=512,
+            shared_expert_intermediate_size=512,
+            quantization_config={"quant_method": "fp8", "fmt": "e4m3"},
+        ),
+        (35.0, 3.0),
+    ),
+    "sliding window": (
+        None,  # gemma-3-270m, the embedded default's model (the catalog's own entry)
+        {
+            "model_type": "gemma3_text",
+            "num_hidden_layers": 18,
+            "hidden_size": 640,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 1,
+            "head_dim": 256,
+            "vocab_size": 262144,
+            "intermediate_size": 2048,
+            "sliding_window": 512,
+            "sliding_window_pattern": 6,
+            "tie_word_embeddings": True,
+            "torch_dtype": "bfloat16",
+        },
+        (0.27, 0.27),
+    ),
+    "hybrid linear attention": (cohort.QWEN35_08B, qwen_hybrid(cohort.QWEN35_08B, intermediate_size=3584, tie_word_embeddings=True), (0.8, 0.8)),
+    "Mamba-style state": (
+        cohort.NEMOTRON3_NANO_4B,
+        {
+            "model_type": "nemotron_h",
+            "num_hidden_layers": 42,
+            "hidden_size": 3136,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "vocab_size": 131072,
+            "hybrid_override_pattern": "M-" * 17 + "MMMM****",  # 21 Mamba-2, 17 MLP, 4 attention layers
+            "mamba_num_heads": 96,
+            "mamba_head_dim": 80,
+            "ssm_state_size": 128,
+            "n_groups": 8,
+            "conv_kernel": 4,
+            "intermediate_size": 12544,
+            "mlp_hidden_act": "relu2",
+            "torch_dtype": "bfloat16",
+        },
+        (4.0, 4.0),
+    ),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_config_reads_back_into_the_catalogs_layout(family, registry):
+    arch, config, (total, active) = FAMILIES[family]
+    arch = arch or registry.get("models", "gemma-3-270m").architecture
+    described = describe(config, name="described")
+    found = described.spec.architecture
+    for field in attrs.fields(type(arch)):
+        if field.name in ("source", "window_kv_heads", "window_head_dim"):
+            continue
+        assert getattr(found, field.name) == getattr(arch, field.name), (family, field.name)
+    assert described.spec.params_total_b == pytest.approx(total, rel=0.15), family  # counted from the layout
+    assert described.spec.params_active_b == pytest.approx(active, rel=0.25), family
+    assert described.assumptions == ()  # a whole config: nothing assumed
+
+
+def test_a_mixture_of_experts_is_never_silently_dense():
+    _, config, _ = FAMILIES["mixture of experts"]
+    routed = {key: value for key, value in config.items() if key != "num_experts_per_tok"}
+    with pytest.raises(UsageError, match="256 experts but no num_experts_per_tok: say --active-params"):
+        describe(routed, name="moe")
+    described = describe(config, name="moe")
+    assert described.spec.params_active_b < described.spec.params_total_b / 5 and described.spec.precision == "FP8"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"num_hidden_layers": 10**9}, "num_hidden_layers = 1000000000 is not a whole number"),
+        ({"hidden_size": "4096"}, "hidden_size = '4096' is not a whole number"),
+        ({"vocab_size": None}, "does not say vocab_size"),
+        ({"num_attention_heads": 0.5}, "num_attention_heads = 0.5 is not"),
+    ],
+)
+def test_a_config_is_outside_data(change, message):
+    _, config, _ = FAMILIES["dense"]
+    with pytest.raises(UsageError, match=message):
+        describe({**config, **change}, name="bad")
+
+
+def test_what_a_config_does_not_say_is_assumed_and_said():
+    _, config, _ = FAMILIES["dense"]
+    sparse = {key: value for key, value in config.items() if key not in ("num_key_value_heads", "torch_dtype")}
+    described = describe(sparse, name="sparse")
+    assert any("no num_key_value_heads" in said for said in described.assumptions)
+    assert any("BF16 assumed" in said for said in described.assumptions) and described.spec.precision == "BF16"
+
+
+def test_a_config_in_the_hugging_face_cache_is_found_without_a_download(tmp_path, monkeypatch):
+    snapshot = tmp_path / "hub" / "models--org--new-model" / "snapshots" / "abc123"
+    blob = tmp_path / "hub" / "models--org--new-model" / "blobs" / "f00"
+    blob.parent.mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    blob.write_text("{}")
+    (snapshot / "config.json").symlink_to(blob)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    assert find_config("org/new-model") == blob.resolve()
+    with pytest.raises(UsageError, match="is not in the local Hugging Face cache"):
+        find_config("org/other-model")
+
+
+def test_arena_predict_a_model_outside_the_catalog_from_its_config(tmp_path):
+    _, config, _ = FAMILIES["mixture of experts"]
+    path = tmp_path / "new-moe" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({**config, "_name_or_path": "someone/New-MoE-35B"}))
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run([*ARENA, "predict", "--model-config", str(path), "--hardware", "gb10", "--capacity"], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Predicted: new-moe-35b on NVIDIA DGX Spark (GB10)" in done.stdout
+    assert all(name in done.stdout for name in ("chat", "rag-8k", "monday-peak", "reasoning")) and "Predicted capacity:" in done.stdout
+    flags = subprocess.run([*ARENA, "predict", "big", "--params", "120", "--hardware", "gb10", "--json"], capture_output=True, text=True, timeout=300, env=env)
+    said = json.loads(flags.stdout)["assumptions"]
+    assert any("BF16 assumed" in s for s in said) and any("dense" in s for s in said)  # every assumption said, and stored with the answer
+    unknown = subprocess.run([*ARENA, "predict", "nope", "--hardware", "gb10"], capture_output=True, text=True, timeout=60, env=env)
+    assert unknown.returncode == 2 and "unknown model 'nope'" in unknown.stderr
