@@ -67,7 +67,7 @@ def test_the_scale_is_the_largest_that_fits():
     assert at(found).total_s <= 600 < at(found * 1.02).total_s  # within the bisection's 1 %
     assert scale_for(6000, 0.1, at) == 0.1  # fits as it is
     assert scale_for(100, 0.1, at) == 0.01  # even the smallest does not fit: the smallest, said
-    assert minutes(598) == "9 min 58 s" and minutes(45) == "45 s"
+    assert minutes(598) == "9 min 58 s" and minutes(45) == "45 s" and minutes(600) == "10 min"
 
 
 @pytest.mark.parametrize(("given", "seconds"), [("10m", 600), ("90s", 90), ("1h", 3600), ("600", 600), ("none", 0), ("2.5min", 150)])

@@ -181,7 +181,9 @@ def test_arena_predict_a_model_outside_the_catalog_from_its_config(tmp_path):
     path.parent.mkdir()
     path.write_text(json.dumps({**config, "_name_or_path": "someone/New-MoE-35B"}))
     env = {**os.environ, "COLUMNS": "80"}
-    done = subprocess.run([*ARENA, "predict", "--model-config", str(path), "--hardware", "gb10", "--capacity"], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [*ARENA, "predict", "--model-config", str(path), "--hardware", "gb10", "--capacity"], capture_output=True, text=True, timeout=300, env=env
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Predicted: new-moe-35b on NVIDIA DGX Spark (GB10)" in done.stdout
     assert all(name in done.stdout for name in ("chat", "rag-8k", "monday-peak", "reasoning")) and "Predicted capacity:" in done.stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from arena_core.report.text import render_table
+from arena_core.report.text import render_table, wrap_text
 from arena_core.types import WorkloadResult
 
 
@@ -43,13 +43,23 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
                 notes,
             )
         )
-    headers = ["workload", "tokens/s", "TTFT p50", "ok/requests", "server memory" if server_memory else "machine memory", "bandwidth eff.", "verdict", "notes"]
+    headers = ["workload", "tok/s", "TTFT p50", "ok", "memory", "bw eff.", "verdict", "notes"]
     if any(r.metrics.get("energy_per_1k_output_tokens_j") is not None for r in results):  # only where a probe reads energy
         headers.insert(6, "J / 1k tokens")
         rows = [(*row[:6], _energy(by_name.get(row[0])), *row[6:]) for row in rows]
     measured = sum(1 for name in expected if name in by_name)
+    common = [note for note in rows[0][-1].split("; ") if note and all(note in row[-1].split("; ") for row in rows)] if rows else []
+    if common:  # said once under the table, not on every row
+        rows = [(*row[:-1], "; ".join(note for note in row[-1].split("; ") if note not in common)) for row in rows]
+    if not any(row[-1] for row in rows):
+        headers, rows = headers[:-1], [row[:-1] for row in rows]
     table = render_table(headers, rows)
-    return f"{title}  (benches measured {measured}/{len(expected)})\n{table}"
+    legend = [
+        "memory: " + ("server memory, its own processes' peak (RSS)" if server_memory else "machine memory, in use on the whole machine at its peak"),
+        "bw eff.: decode's share of the memory-bandwidth ceiling; ok: requests answered of those sent",
+        *(f"every workload: {note}" for note in common),
+    ]
+    return f"{title}  (benches measured {measured}/{len(expected)})\n{table}\n" + "\n".join(wrap_text(line, hanging="  ") for line in legend)
 
 
 def _memory(metrics: Mapping[str, float | None], server_memory: bool) -> str:

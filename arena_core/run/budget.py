@@ -68,7 +68,9 @@ class Expected:
 def minutes(seconds: float) -> str:
     """ "9 min 40 s", "45 s"."""
     seconds = round(seconds)
-    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
+    if seconds < 60:
+        return f"{seconds} s"
+    return f"{seconds // 60} min" + (f" {seconds % 60:02d} s" if seconds % 60 else "")
 
 
 def simulated_seconds(workload: WorkloadSpec, predictor: Predictor, setup: PredictionSetup) -> float:
