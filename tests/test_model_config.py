@@ -192,3 +192,31 @@ def test_arena_predict_a_model_outside_the_catalog_from_its_config(tmp_path):
     assert any("BF16 assumed" in s for s in said) and any("dense" in s for s in said)  # every assumption said, and stored with the answer
     unknown = subprocess.run([*ARENA, "predict", "nope", "--hardware", "gb10"], capture_output=True, text=True, timeout=60, env=env)
     assert unknown.returncode == 2 and "unknown model 'nope'" in unknown.stderr
+
+
+def predicted(*args: str) -> dict:
+    done = subprocess.run([*ARENA, "predict", *args, "--hardware", "gb10", "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_every_setting_that_changes_the_answer_is_an_input():
+    """The KV cache's type, the server's slots and its step budget change the prediction and are
+    said where they were assumed; the calibration is chosen explicitly."""
+    workloads = ("--workloads", "long-context-25k,chat")
+    base = predicted("qwen3.6-27b", *workloads, "--calibration", "none")
+    fp8 = predicted("qwen3.6-27b", *workloads, "--calibration", "none", "--kv-cache", "fp8")
+    one = predicted("qwen3.6-27b", *workloads, "--calibration", "none", "--slots", "1")
+
+    def figure(answer: dict, workload: str, key: str) -> float:
+        return next(w for w in answer["workloads"] if w["workload"] == workload)["central"][key]
+
+    assert figure(fp8, "long-context-25k", "per_user_tps") > figure(base, "long-context-25k", "per_user_tps")  # half the KV bytes to read
+    assert figure(one, "chat", "total_tps") < figure(base, "chat", "total_tps") / 3  # one sequence at a time
+    assert any("16-bit KV cache" in said for said in base["assumptions"]) and not any("KV cache" in said for said in fp8["assumptions"])
+    assert any("default slots" in said for said in base["assumptions"]) and not any("default slots" in said for said in one["assumptions"])
+    assert base["tier"].startswith("tier 0")
+    bf16 = predicted("qwen3.6-35b-a3b", "--precision", "bf16", "--workloads", "chat")  # a catalog model at another precision
+    assert any("precision bf16 instead of the catalog's fp8" in said for said in bf16["assumptions"])
+    missing = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--calibration", "/nonexistent.json"], capture_output=True, text=True)
+    assert missing.returncode == 2 and "--calibration: /nonexistent.json: not a readable calibration" in missing.stderr

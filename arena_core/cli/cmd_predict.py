@@ -24,8 +24,8 @@ from arena_core.results.predictions import load_calibration, predicting_backend,
 from arena_core.run.capacity import Probe, search
 from arena_core.run.engine import default_workloads
 from arena_core.run.model_config import describe, find_config, read_config
-from arena_core.run.roofline import bytes_per_param
-from arena_core.types import ClosedLoopShape, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
+from arena_core.run.roofline import KV_CACHE_BYTES, bytes_per_param
+from arena_core.types import BackendSpec, Calibration, ClosedLoopShape, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
 
 
 @click.command("predict")
@@ -42,6 +42,16 @@ from arena_core.types import ClosedLoopShape, Figures, ModelSpec, PredictionSetu
 @click.option("--active-params", "active_params_b", type=Within(bounds.FIGURE), help="Parameters active per token, in billions (a mixture of experts).")
 @click.option("--precision", help="The weights' precision: bf16, fp8, nvfp4, mxfp4, int4, q4_k_m, ... (a catalog model at another precision, too).")
 @click.option("--hardware", required=True, help="The hardware profile to predict for (arena list hardware).")
+@click.option("--kv-cache", type=click.Choice(sorted(KV_CACHE_BYTES)), help="The KV cache's type on the server (default: 16-bit, the engines' own default).")
+@click.option(
+    "--slots", type=click.IntRange(1, 4096), help="Sequences the server serves at once (vLLM --max-num-seqs, llama.cpp --parallel; default: the backend's)."
+)
+@click.option("--token-budget", type=click.IntRange(16, 1 << 20), help="Tokens one engine step takes (vLLM --max-num-batched-tokens; default: the backend's).")
+@click.option(
+    "--calibration",
+    "calibration_given",
+    help="The fit to predict with: a calibration file, or none (tier 0: the specs and the engine's priors); default: the store's for this hardware and engine.",
+)
 @click.option("--backend", help="The backend whose scheduling is simulated (default: the first registered that declares it; arena list backends).")
 @click.option("--workloads", help="Comma-separated workload names (default: the nine).")
 @click.option("--capacity", "with_capacity", is_flag=True, help="Also predict how many chat users the box serves within --slo.")
@@ -58,6 +68,10 @@ def predict_command(
     active_params_b: float | None,
     precision: str | None,
     hardware: str,
+    kv_cache: str | None,
+    slots: int | None,
+    token_budget: int | None,
+    calibration_given: str | None,
     backend: str | None,
     workloads: str | None,
     with_capacity: bool,
@@ -81,7 +95,11 @@ def predict_command(
     objective = parse_slo(slo, "--slo")
     names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(default_workloads(registry))
     chosen = [registry.get("workloads", name) for name in names]
-    setup = PredictionSetup(model=spec, hardware=profile, backend=served_by, calibration=load_calibration(results_dir(app, output), hardware, served_by))
+    served_by, settings = _served_as(served_by, slots, token_budget)
+    calibration = _calibration(calibration_given, results_dir(app, output), hardware, served_by)
+    kv_bytes = KV_CACHE_BYTES[kv_cache] if kv_cache else 2.0
+    assumptions = (*assumptions, *settings, *([] if kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
+    setup = PredictionSetup(model=spec, hardware=profile, backend=served_by, calibration=calibration, kv_bytes_per_element=kv_bytes)
     if (why := chosen_predictor.coverage(setup)) is not None:
         raise UsageError(f"cannot predict {model} on {hardware} with --backend {served_by.name}: {why}")
     try:
@@ -108,9 +126,13 @@ def predict_command(
         return
     echo(wrap_text(f"Predicted: {spec.title} on {profile.title} ({backend}); {tier}; not measured", hanging="  "))
     rows = [(p.workload, *(_range(p, key, shown, one_line=wide) for key, shown in FIGURES), *([p.central.bound] if wide else [])) for p in found]
-    headers = ["workload", "tok/s per user", "tok/s total", "TTFT p50", "seed's G", *(["bound by"] if wide else [])]
+    headers = ["workload", "tok/s per user", "tok/s total", "TTFT", "seed's G", *(["bound by"] if wide else [])]
     echo(render_table(headers, rows, width=WIDEST if wide else None))
-    about = "Each figure with its interval [low–high] below it. G: the seed site's throughput per workload (closed loop: total decode tok/s of a round; open loop: total tok/s ÷ peak concurrent requests)."
+    about = (
+        "Each figure with its interval [low–high] below it. TTFT: the mean over a closed-loop workload's requests (as llama-benchy gives it), "
+        "the p50 of an open-loop one's (as vllm bench serve does). G: the seed site's throughput per workload (closed loop: total decode tok/s "
+        "of a round, answers of full length assumed; open loop: total tok/s ÷ peak concurrent requests)."
+    )
     echo(wrap_text(about + ("" if wide else " --wide: one line per workload, with what bounds it.")))
     for assumed in assumptions:
         echo(wrap_text(f"assumed: {assumed}", hanging="  "))
@@ -169,6 +191,32 @@ def _described(
     if bytes_per_param(spec.precision) is None:
         raise UsageError(f"--precision: {spec.precision!r} is not a precision Arena knows (bf16, fp16, fp8, int8, nvfp4, mxfp4, int4, q4_k_m, ...)")
     return spec, tuple(said)
+
+
+def _served_as(backend: BackendSpec, slots: int | None, token_budget: int | None) -> tuple[BackendSpec, list[str]]:
+    """The backend with the server's settings given, and the defaults taken, said."""
+    scheduling = backend.scheduling
+    if scheduling is None:
+        return backend, []
+    changed = attrs.evolve(scheduling, slots=slots or scheduling.slots, token_budget=token_budget or scheduling.token_budget)
+    said = []
+    if slots is None:
+        said.append(f"{backend.name}'s default slots: " + (f"{scheduling.slots}" if scheduling.slots else "one per concurrent request") + " (--slots)")
+    if token_budget is None:
+        said.append(f"{backend.name}'s default step budget: {scheduling.token_budget} tokens (--token-budget)")
+    return attrs.evolve(backend, scheduling=changed), said
+
+
+def _calibration(given: str | None, store: Path, hardware: str, backend: BackendSpec) -> Calibration | None:
+    """The fit named by ``--calibration``: none, a file, else the store's own."""
+    if given is not None and given.strip().lower() == "none":
+        return None
+    if given is None:
+        return load_calibration(store, hardware, backend)
+    found = load_calibration(store, hardware, backend, path=Path(given))
+    if found is None:
+        raise UsageError(f"--calibration: {given}: not a readable calibration (arena calibrate writes one into the store's calibrations/)")
+    return found
 
 
 def _name_of(config: dict, path: Path) -> str:

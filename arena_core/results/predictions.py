@@ -83,9 +83,10 @@ def save_calibration(store: Path, calibration: Calibration) -> Path:
     return path
 
 
-def load_calibration(store: Path, hardware: str, backend: BackendSpec) -> Calibration | None:
-    """The stored fit of ``hardware`` and ``backend``'s engine, or None (none stored, or not readable)."""
-    path = calibration_path(store, hardware, engine_name(backend))
+def load_calibration(store: Path, hardware: str, backend: BackendSpec, *, path: Path | None = None) -> Calibration | None:
+    """The stored fit of ``hardware`` and ``backend``'s engine (or the one in ``path``), or None
+    (none stored, or not readable)."""
+    path = path or calibration_path(store, hardware, engine_name(backend))
     try:
         return CONVERTER.structure(read_json_file(path, max_bytes=MAX_CALIBRATION_BYTES), Calibration)
     except (OSError, ValueError, TypeError, KeyError, BaseValidationError):  # a damaged file is no calibration, never a crash

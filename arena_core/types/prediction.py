@@ -117,6 +117,9 @@ class PredictionSetup:
     hardware: HardwareProfile
     backend: BackendSpec
     calibration: Calibration | None = None
+    #: bytes per element of the KV cache the server keeps (2: 16 bits, the engines' default;
+    #: 1: an FP8 cache, as ``--kv-cache-dtype fp8`` makes it)
+    kv_bytes_per_element: float = 2.0
 
 
 #: What a predictor keeps in the store between commands (fits of sets of stored runs, the ledger

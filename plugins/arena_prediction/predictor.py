@@ -72,17 +72,24 @@ class StepSimulator:
         return f"tier 0: the specs and {setup.backend.name}'s priors ({settings}); arena calibrate fits them to stored runs"
 
     def predict(self, workload: WorkloadSpec, setup: PredictionSetup) -> WorkloadPrediction:
-        return predict(workload, setup.model, setup.hardware, scheduling=self._scheduling(setup), efficiency=self.efficiency(setup))
+        return predict(
+            workload,
+            setup.model,
+            setup.hardware,
+            scheduling=self._scheduling(setup),
+            efficiency=self.efficiency(setup),
+            kv_bytes_per_element=setup.kv_bytes_per_element,
+        )
 
     def serve(self, workload: WorkloadSpec, setup: PredictionSetup) -> tuple[RequestRecord, ...]:
         scheduling, efficiency = self._scheduling(setup), self.efficiency(setup)
         machine = Machine.of(setup.hardware, setup.model)
         if isinstance(workload.shape, ClosedLoopShape):
-            rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling)
+            rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)
             return tuple(record for turn, done in enumerate(rounds) for record in _records(workload.name, done.served, turn=turn, open_loop=False, gated=False))
         requests, _ = open_requests(workload.shape, workload.seed)
         slots = min(scheduling.slots or 64, workload.shape.max_concurrency or 10**9)
-        costs = physics(setup.model)
+        costs = physics(setup.model, setup.kv_bytes_per_element)
         done = simulate(requests, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=prompt_breaks(scheduling, costs))
         return _records(workload.name, done.served, turn=0, open_loop=True, gated=workload.shape.max_concurrency is not None)
 

@@ -97,7 +97,7 @@ def closed_rounds(
     """A closed-loop workload's rounds, simulated: their steps do not depend on their timing, so
     :class:`RetimedRounds` serves any other efficiency."""
     assert isinstance(workload.shape, ClosedLoopShape)
-    slots = max(scheduling.slots, workload.shape.concurrency)
+    slots = scheduling.slots or workload.shape.concurrency  # more slots than requests change nothing; fewer hold some back
     costs = physics(model, kv_bytes_per_element)
     return [
         simulate(round_, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=prompt_breaks(scheduling, costs))
@@ -187,7 +187,13 @@ def speculative(model: ModelSpec) -> bool:
 
 
 def predict(
-    workload: WorkloadSpec, model: ModelSpec, hardware: HardwareProfile, *, scheduling: Scheduling, efficiency: Efficiency | None = None
+    workload: WorkloadSpec,
+    model: ModelSpec,
+    hardware: HardwareProfile,
+    *,
+    scheduling: Scheduling,
+    efficiency: Efficiency | None = None,
+    kv_bytes_per_element: float = 2.0,
 ) -> WorkloadPrediction:
     """``workload`` on ``model`` served by an engine that schedules as ``scheduling`` on
     ``hardware``: the central figures at ``efficiency`` (default: the engine's prior), and an
@@ -215,11 +221,11 @@ def predict(
     )
     notes = list(physics(model).notes)
     if isinstance(workload.shape, ClosedLoopShape):
-        rounds = closed_rounds(workload, model, machine, central_eff, scheduling)
+        rounds = closed_rounds(workload, model, machine, central_eff, scheduling, kv_bytes_per_element=kv_bytes_per_element)
         central, low, high = closed_figures(rounds), closed_figures(rounds, machine, slow), closed_figures(rounds, machine, fast)
     else:
         notes += open_requests(workload.shape, workload.seed)[1]
-        central, low, high = (open_run(workload, model, machine, e, scheduling) for e in (central_eff, slow, fast))
+        central, low, high = (open_run(workload, model, machine, e, scheduling, kv_bytes_per_element=kv_bytes_per_element) for e in (central_eff, slow, fast))
     if speculative(model):
         notes.append("speculative decoding (MTP) is not covered: predicted without it")
     return WorkloadPrediction(workload=workload.name, central=central, low=low, high=high, notes=tuple(notes))
