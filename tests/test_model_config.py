@@ -186,7 +186,9 @@ def test_arena_predict_a_model_outside_the_catalog_from_its_config(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Predicted: new-moe-35b on NVIDIA DGX Spark (GB10)" in done.stdout
-    assert all(name in done.stdout for name in ("chat", "rag-8k", "monday-peak", "reasoning")) and "Predicted capacity:" in done.stdout
+    assert all(name in done.stdout for name in ("chat", "rag-8k", "monday-peak", "reasoning"))
+    said = " ".join(done.stdout.split())
+    assert "chat users [" in said and all("req/s [" in said and f"TTFT p95 ≤ {limit} s" in said for limit in (2, 5, 10))  # capacity both ways
     flags = subprocess.run([*ARENA, "predict", "big", "--params", "120", "--hardware", "gb10", "--json"], capture_output=True, text=True, timeout=300, env=env)
     said = json.loads(flags.stdout)["assumptions"]
     assert any("BF16 assumed" in s for s in said) and any("dense" in s for s in said)  # every assumption said, and stored with the answer
@@ -220,3 +222,12 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     assert any("precision bf16 instead of the catalog's fp8" in said for said in bf16["assumptions"])
     missing = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--calibration", "/nonexistent.json"], capture_output=True, text=True)
     assert missing.returncode == 2 and "--calibration: /nonexistent.json: not a readable calibration" in missing.stderr
+
+
+def test_capacity_is_predicted_both_ways_with_intervals():
+    answer = predicted("qwen3.5-0.8b", "--workloads", "chat", "--capacity", "--calibration", "none")
+    users, *rates = answer["capacity"]
+    assert users["load"] == "users" and [r["limit"].split(",")[0] for r in rates] == ["TTFT p95 ≤ 2 s", "TTFT p95 ≤ 5 s", "TTFT p95 ≤ 10 s"]
+    for found in (users, *rates):
+        assert found["central"] is not None and found["low"] <= found["central"] <= found["high"], found
+    assert [r["central"] for r in rates] == sorted(r["central"] for r in rates)  # a looser TTFT limit never serves less

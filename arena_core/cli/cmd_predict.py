@@ -15,17 +15,17 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, Within, results_dir
 from arena_core.errors import UsageError
-from arena_core.loadgen.goodput import Slo, goodput, parse_slo
+from arena_core.loadgen.goodput import Slo, parse_slo
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.report.text import WIDEST, wrap_text
+from arena_core.results.predicted_capacity import RATE_LIMITS_S, PredictedCapacity, rate_capacity, users_capacity
 from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
-from arena_core.run.capacity import Probe, search
 from arena_core.run.engine import default_workloads
 from arena_core.run.model_config import describe, find_config, read_config
 from arena_core.run.roofline import KV_CACHE_BYTES, bytes_per_param
-from arena_core.types import BackendSpec, Calibration, ClosedLoopShape, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
+from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
 
 
 @click.command("predict")
@@ -54,7 +54,12 @@ from arena_core.types import BackendSpec, Calibration, ClosedLoopShape, Figures,
 )
 @click.option("--backend", help="The backend whose scheduling is simulated (default: the first registered that declares it; arena list backends).")
 @click.option("--workloads", help="Comma-separated workload names (default: the nine).")
-@click.option("--capacity", "with_capacity", is_flag=True, help="Also predict how many chat users the box serves within --slo.")
+@click.option(
+    "--capacity",
+    "with_capacity",
+    is_flag=True,
+    help="Also predict the capacity both ways, each with its interval: the chat users served within --slo, and the request rate served with TTFT p95 within 2, 5 and 10 s.",
+)
 @click.option("--slo", default="interactive", show_default=True, help="The SLO of --capacity: interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
 @click.option("--wide", is_flag=True, help="One line per workload, with what bounds it (wider than 80 columns).")
@@ -104,7 +109,7 @@ def predict_command(
         raise UsageError(f"cannot predict {model} on {hardware} with --backend {served_by.name}: {why}")
     try:
         found = [chosen_predictor.predict(workload, setup) for workload in chosen]
-        capacity = _capacity(chosen_predictor, setup, _headline(registry), objective) if with_capacity else None
+        capacity = _capacities(chosen_predictor, setup, registry, objective) if with_capacity else []
     except ValueError as exc:
         raise UsageError(f"cannot predict {model} on {hardware}: {exc}") from None
     tier = chosen_predictor.basis(setup)
@@ -119,7 +124,7 @@ def predict_command(
                     "tier": tier,
                     "assumptions": list(assumptions),
                     "workloads": [_as_dict(p) for p in found],
-                    "capacity": capacity,
+                    "capacity": [found.as_dict() for found in capacity] if with_capacity else None,
                 }
             )
         )
@@ -138,9 +143,8 @@ def predict_command(
         echo(wrap_text(f"assumed: {assumed}", hanging="  "))
     for note in sorted({note for p in found for note in p.notes}):
         echo(wrap_text(f"note: {note}", hanging="  "))
-    if capacity is not None:
-        found_at = f"Predicted capacity: {capacity['users']} chat users ({objective.describe()})"
-        echo(wrap_text(found_at + (f", fails at {capacity['fails_at']}" if capacity["fails_at"] else ""), hanging="  "))
+    for found_capacity in capacity:
+        echo(wrap_text(f"Predicted capacity: {found_capacity.describe()}", hanging="  "))
 
 
 def _described(
@@ -270,16 +274,10 @@ def _headline(registry: Registry) -> WorkloadSpec:
     return registry.get("workloads", name)
 
 
-def _capacity(predictor: Predictor, setup: PredictionSetup, chat: WorkloadSpec, objective: Slo) -> dict:
-    """The capacity search of ``arena capacity``, run on the predictor: each probe one closed-loop
-    round of ``users`` chat requests as the predictor serves them, judged by the SLO rule that
-    judges measured requests (:func:`~arena_core.loadgen.goodput.goodput`)."""
-    assert isinstance(chat.shape, ClosedLoopShape)
-
-    def probe(users: float) -> Probe:
-        workload = attrs.evolve(chat, shape=attrs.evolve(chat.shape, concurrency=int(users), runs=1))
-        attainment = goodput(predictor.serve(workload, setup), objective).get("slo_attainment") or 0.0
-        return Probe(load=users, passed=attainment >= objective.target, attainment=attainment, failed=0)
-
-    found = search(probe, start=1, limit=256, precision=0.1)
-    return {"users": int(found.found) if found.found else 0, "fails_at": int(found.failed_at) if found.failed_at else None}
+def _capacities(predictor: Predictor, setup: PredictionSetup, registry: Registry, objective: Slo) -> list[PredictedCapacity]:
+    """The capacity both ways: chat users within ``objective`` (the headline workload), and the
+    request rate within each of the seed's TTFT p95 limits (the rate-capacity workload's shape)."""
+    found = [users_capacity(predictor, setup, _headline(registry), objective)]
+    if name := registry.with_role("rate-capacity"):
+        found += [rate_capacity(predictor, setup, registry.get("workloads", name), limit) for limit in RATE_LIMITS_S]
+    return found

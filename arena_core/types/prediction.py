@@ -145,10 +145,11 @@ class Predictor(Protocol):
         """``workload``'s figures with their interval; ``ValueError`` when it cannot be served."""
         ...
 
-    def serve(self, workload: WorkloadSpec, setup: PredictionSetup) -> tuple[RequestRecord, ...]:
-        """``workload``'s requests as the central prediction serves them, as request records (one
-        run of a closed-loop workload), so that the SLO rule that judges measured requests
-        judges predicted ones too."""
+    def serve(self, workload: WorkloadSpec, setup: PredictionSetup, *, at: str = "central") -> tuple[RequestRecord, ...]:
+        """``workload``'s requests as the prediction serves them, as request records (one run of
+        a closed-loop workload), so that the SLO rule that judges measured requests judges
+        predicted ones too; ``at``: "central", or an end of the prediction's interval, "slow" or
+        "fast" (a predicted capacity's interval)."""
         ...
 
     def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec) -> CalibrationReport:

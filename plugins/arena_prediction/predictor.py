@@ -28,7 +28,7 @@ from arena_core import (
 from arena_prediction.calibration import error_of, fit, samples_of, scheduling_of
 from arena_prediction.ledger import ledger
 from arena_prediction.simulator import Efficiency, Machine, Served, physics, prior_of, simulate
-from arena_prediction.workloads import closed_rounds, open_requests, predict, prompt_breaks
+from arena_prediction.workloads import closed_rounds, interval_ends, open_requests, predict, prompt_breaks
 
 NAME = "step-simulator"
 
@@ -81,8 +81,11 @@ class StepSimulator:
             kv_bytes_per_element=setup.kv_bytes_per_element,
         )
 
-    def serve(self, workload: WorkloadSpec, setup: PredictionSetup) -> tuple[RequestRecord, ...]:
+    def serve(self, workload: WorkloadSpec, setup: PredictionSetup, *, at: str = "central") -> tuple[RequestRecord, ...]:
         scheduling, efficiency = self._scheduling(setup), self.efficiency(setup)
+        if at != "central":
+            slow, fast = interval_ends(efficiency)
+            efficiency = {"slow": slow, "fast": fast}[at]
         machine = Machine.of(setup.hardware, setup.model)
         if isinstance(workload.shape, ClosedLoopShape):
             rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)

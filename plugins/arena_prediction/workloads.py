@@ -186,6 +186,30 @@ def speculative(model: ModelSpec) -> bool:
     return "mtp" in model.precision.lower() or "mtp" in model.name.lower()
 
 
+def interval_ends(central: Efficiency) -> tuple[Efficiency, Efficiency]:
+    """The slow and the fast end of the efficiencies' plausible range around ``central``
+    (bandwidth, compute and step overhead as :data:`SPREAD` says): a prediction's interval."""
+    slow = attrs.evolve(
+        central,
+        bandwidth=central.bandwidth * SPREAD["bandwidth"][0],
+        compute=central.compute * SPREAD["compute"][0],
+        moe_compute=central.moe_compute * SPREAD["compute"][0],
+        scan_compute=central.scan_compute * SPREAD["compute"][0],
+        overhead_s=central.overhead_s * SPREAD["overhead_s"][1],
+        layer_overhead_s=central.layer_overhead_s * SPREAD["overhead_s"][1],
+    )
+    fast = attrs.evolve(
+        central,
+        bandwidth=min(1.0, central.bandwidth * SPREAD["bandwidth"][1]),
+        compute=min(1.0, central.compute * SPREAD["compute"][1]),
+        moe_compute=min(1.0, central.moe_compute * SPREAD["compute"][1]),
+        scan_compute=min(1.0, central.scan_compute * SPREAD["compute"][1]),
+        overhead_s=central.overhead_s * SPREAD["overhead_s"][0],
+        layer_overhead_s=central.layer_overhead_s * SPREAD["overhead_s"][0],
+    )
+    return slow, fast
+
+
 def predict(
     workload: WorkloadSpec,
     model: ModelSpec,
@@ -201,24 +225,7 @@ def predict(
     ends; an open-loop one, whose steps depend on their timing, simulated at each)."""
     central_eff = efficiency or prior_of(scheduling.engine)
     machine = Machine.of(hardware, model)
-    slow = attrs.evolve(
-        central_eff,
-        bandwidth=central_eff.bandwidth * SPREAD["bandwidth"][0],
-        compute=central_eff.compute * SPREAD["compute"][0],
-        moe_compute=central_eff.moe_compute * SPREAD["compute"][0],
-        scan_compute=central_eff.scan_compute * SPREAD["compute"][0],
-        overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][1],
-        layer_overhead_s=central_eff.layer_overhead_s * SPREAD["overhead_s"][1],
-    )
-    fast = attrs.evolve(
-        central_eff,
-        bandwidth=min(1.0, central_eff.bandwidth * SPREAD["bandwidth"][1]),
-        compute=min(1.0, central_eff.compute * SPREAD["compute"][1]),
-        moe_compute=min(1.0, central_eff.moe_compute * SPREAD["compute"][1]),
-        scan_compute=min(1.0, central_eff.scan_compute * SPREAD["compute"][1]),
-        overhead_s=central_eff.overhead_s * SPREAD["overhead_s"][0],
-        layer_overhead_s=central_eff.layer_overhead_s * SPREAD["overhead_s"][0],
-    )
+    slow, fast = interval_ends(central_eff)
     notes = list(physics(model).notes)
     if isinstance(workload.shape, ClosedLoopShape):
         rounds = closed_rounds(workload, model, machine, central_eff, scheduling, kv_bytes_per_element=kv_bytes_per_element)
