@@ -9,6 +9,7 @@ import sys
 
 import attrs
 import pytest
+from compare import flat
 
 from arena_backends import LLAMA_CPP_SCHEDULING, VLLM_SCHEDULING
 from arena_core import ArenaHooks, make_plugin_manager
@@ -219,7 +220,8 @@ def test_arena_predict_prints_every_workload_for_a_model_never_measured(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     for name in ("chat", "rag-8k", "long-output", "long-context-25k", "multi-turn", "office-baseline", "sharegpt", "monday-peak", "reasoning"):
         assert name in done.stdout
-    assert "tier 0" in done.stdout and "seed's G [interval]" in done.stdout.splitlines()[1]
+    header = next(line for line in done.stdout.splitlines() if line.startswith("workload"))
+    assert "tier 0" in done.stdout and "seed's G" in header and "[interval]" not in header  # each interval under its figure
     found = subprocess.run(
         [sys.executable, "-m", "arena_core", "predict", "qwen3.6-27b", "--hardware", "h100-sxm", "--workloads", "chat,monday-peak", "--json"],
         capture_output=True,
@@ -430,7 +432,7 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
     )
     assert after < before
     predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
-    assert predicted.returncode == 0 and "tier 1: calibrated on 80 results of 16 runs on gb10" in predicted.stdout
+    assert predicted.returncode == 0 and "tier 1: calibrated on 80 results of 16 runs on gb10" in flat(predicted.stdout)
     stored = json.loads((store / "calibrations" / "gb10--vllm.json").read_text())
     (store / "calibrations" / "gb10--vllm.json").write_text(json.dumps({**stored, "efficiency": {**stored["efficiency"], "bandwidth": 50}}))
     impossible = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
@@ -438,8 +440,8 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
     (store / "calibrations" / "gb10--vllm.json").write_text("{not json")
     damaged = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
     assert damaged.returncode == 0 and "tier 0" in damaged.stdout
-    runs = arena("runs", "--output", str(store)).stdout
-    run_id = next(line.split()[0] for line in runs.splitlines() if " qwen3.6-35b-a3b " in line)
+    runs = json.loads(arena("runs", "--output", str(store), "--json").stdout)
+    run_id = next(run["run_id"] for run in runs if run["model"] == "qwen3.6-35b-a3b")
     card = arena("card", run_id, "--output", str(store), "--format", "json")
     lines = json.loads(card.stdout)["predictions"]
     closed = ["chat", "rag-8k", "long-output", "long-context-25k", "multi-turn"]

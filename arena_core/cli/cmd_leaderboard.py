@@ -93,7 +93,7 @@ def leaderboard_command(
     if unranked:
         echo(f"\nNot ranked ({len(unranked)}):")
         cells = [(row.card.model_title, ", ".join(row.labels).removeprefix("not ranked: "), short[row.card.run_id]) for row in unranked]
-        echo(render_table(["model", "why", "run"], cells))
+        echo(render_table(["model", "why", "run"], cells, whole=("run",)))
     about = f"Score: {rows[0].score.version}, {profile}. Q: quality, G: throughput, each as a % of the best run"
     about += f" (the cohort: the {len(cohort)} runs shown)." if spec.relative else "."
     about += "".join(f" {mark}: {meaning}." for mark, meaning in marks)

@@ -11,7 +11,7 @@ import json
 import re
 import shutil
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from tabulate import tabulate
@@ -49,13 +49,13 @@ def _line_width(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 
 
-def _fitted_widths(natural: list[int], numeric: list[bool], width: int) -> list[int | None]:
+def _fitted_widths(natural: list[int], numeric: list[bool], width: int, whole: list[bool]) -> list[int | None]:
     """Column widths that make a table of ``natural`` widths fit ``width``: the widest text
-    column is narrowed first, one character at a time, then numbers; ``None`` where a column
-    keeps its own width."""
+    column is narrowed first, one character at a time, then numbers, never a ``whole`` one;
+    ``None`` where a column keeps its own width."""
     widths = list(natural)
     excess = sum(widths) + GAP * (len(widths) - 1) - width
-    for allowed in ([not n for n in numeric], [True] * len(widths)):
+    for allowed in ([not n and not w for n, w in zip(numeric, whole)], [not w for w in whole]):
         while excess > 0:
             floor = [TEXT_MIN if not n else NUMBER_MIN for n in numeric]
             candidates = [i for i, ok in enumerate(allowed) if ok and widths[i] > floor[i]]
@@ -67,9 +67,10 @@ def _fitted_widths(natural: list[int], numeric: list[bool], width: int) -> list[
     return [w if w < n else None for w, n in zip(widths, natural)]
 
 
-def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, width: int | None = None) -> str:
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, width: int | None = None, whole: Collection[str] = ()) -> str:
     """A plain table, fitted to ``width`` (default: the terminal's) by wrapping its widest text
-    columns; ``None`` cells show as a dash; columns of numbers are right-aligned."""
+    columns, never those headed as in ``whole`` (a run id, which a reader copies); ``None``
+    cells show as a dash; columns of numbers are right-aligned."""
     cells = [[_cell(value) for value in row] for row in rows]
     headers = [str(h) for h in headers]
     count = max([len(headers), *(len(row) for row in cells)])
@@ -81,7 +82,7 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, width
     # tabulate pads a header by MIN_PADDING (2): a column is at least its header's width plus 2
     natural = [max([_line_width(headers[i]) + (2 if headers[i] else 0), *(_line_width(c) for c in columns[i])]) for i in range(count)]
     limit = width or terminal_width()
-    fitted = _fitted_widths(natural, numeric, limit)
+    fitted = _fitted_widths(natural, numeric, limit, [header in whole for header in headers])
     header_widths = [max(1, w - 2) if w is not None else None for w in fitted]
     wrap = {"maxcolwidths": fitted, "maxheadercolwidths": header_widths} if any(fitted) and cells else {}
     return tabulate(cells, headers=headers, tablefmt="simple", disable_numparse=True, colalign=align, **wrap)  # "86.0" stays 86.0
