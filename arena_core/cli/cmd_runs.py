@@ -24,5 +24,15 @@ def runs_command(app: CliApp, output: Path | None, as_json: bool) -> None:
     elif not runs:
         echo("No runs stored yet (arena run measures one).")
     else:
-        rows = [[run["run_id"], str(run["started_at"] or "")[:16].replace("T", " "), run["status"], run["model"], f"{run['hardware']}, {run['backend']}", run["scale"]] for run in runs]
+        rows = [
+            [
+                run["run_id"],
+                str(run["started_at"] or "")[:16].replace("T", " "),
+                run["status"],
+                run["model"],
+                f"{run['hardware']}, {run['backend']}",
+                run["scale"],
+            ]
+            for run in runs
+        ]
         echo(render_table(["run", "started", "status", "model", "on", "scale"], rows, whole=("run", "started")))

@@ -205,3 +205,10 @@ def ledger_summary(lines: Sequence[LedgerLine]) -> list[tuple[str, str, int, flo
                 label = "output_tps" if metric == "tps" and all(line.open_loop for line in mine) else metric
                 rows.append((workload, label, len(errors), statistics.median(errors), errors[max(0, math.ceil(0.9 * len(errors)) - 1)]))
     return rows
+
+
+def interval_coverage(lines: Sequence[LedgerLine], metric: str) -> tuple[int, int]:
+    """(inside, of): how many of the ledger's measured ``tps`` or ``ttft`` figures fall inside the
+    interval predicted for them without their own run, of those with an interval."""
+    judged = [inside for line in lines if (inside := line.inside(metric)) is not None]
+    return sum(judged), len(judged)

@@ -96,6 +96,18 @@ class LedgerLine:
     #: the seed site's G (scoring.md), predicted and measured
     predicted_site_tps: float | None = None
     measured_site_tps: float | None = None
+    #: the prediction's interval (its slow and fast ends) of tokens/s and TTFT, where computed
+    #: (closed-loop results: re-timing them costs nothing); what the interval's coverage is measured on
+    predicted_tps_interval: tuple[float, float] | None = None
+    predicted_ttft_interval_s: tuple[float, float] | None = None
+
+    def inside(self, metric: str) -> bool | None:
+        """Whether the measured ``tps`` or ``ttft`` falls inside the predicted interval (None:
+        no interval or no measurement)."""
+        interval, actual = {"tps": (self.predicted_tps_interval, self.measured_tps), "ttft": (self.predicted_ttft_interval_s, self.measured_ttft_s)}[metric]
+        if interval is None or actual is None:
+            return None
+        return min(interval) <= actual <= max(interval)
 
     def error(self, metric: str) -> float | None:
         """Absolute % error of ``tps``, ``ttft`` or ``site_tps`` (the seed's G)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
@@ -25,6 +25,7 @@ import attrs
 from arena_core import CONVERTER, FitCache, LedgerLine, ModelCard, Registry, __version__
 from arena_prediction.calibration import OpenResult, Sample, fit, model_of, open_results_of, samples_of, scheduling_of
 from arena_prediction.simulator import Efficiency, prior_of
+from arena_prediction.workloads import interval_ends
 
 #: The most fits the ledger makes per hardware and engine. Up to this many runs, each run's
 #: results are predicted by a fit to all the others; with more, runs are dealt into this many
@@ -199,6 +200,7 @@ def _ledger_lines(run_id: str, results: Sequence[Sample | OpenResult], efficienc
             figures = sample.figures(efficiency)
         except ValueError:  # an open-loop run the simulator cannot finish: no prediction, never a crash
             continue
+        ends = [sample.figures(end) for end in interval_ends(efficiency)] if isinstance(sample, Sample) else []
         lines.append(
             LedgerLine(
                 run_id=run_id,
@@ -211,6 +213,14 @@ def _ledger_lines(run_id: str, results: Sequence[Sample | OpenResult], efficienc
                 open_loop=isinstance(sample, OpenResult),
                 predicted_site_tps=figures.site_tps,
                 measured_site_tps=sample.site_tps,
+                predicted_tps_interval=_pair(end.per_user_tps for end in ends),
+                predicted_ttft_interval_s=_pair(end.ttft_p50_s for end in ends),
             )
         )
     return lines
+
+
+def _pair(values: Iterable[float | None]) -> tuple[float, float] | None:
+    """(least, most) of an interval's two ends, or None where an end is missing."""
+    found = list(values)
+    return (min(found), max(found)) if len(found) == 2 and None not in found else None  # type: ignore[type-var]
