@@ -94,7 +94,7 @@ def leaderboard_command(
         echo(f"\nNot ranked ({len(unranked)}):")
         cells = [(row.card.model_title, ", ".join(row.labels).removeprefix("not ranked: "), short[row.card.run_id]) for row in unranked]
         echo(render_table(["model", "why", "run"], cells, whole=("run",)))
-    about = f"Score: {rows[0].score.version}, {profile}. Q: quality, G: throughput, each as a % of the best run"
+    about = f"Score: {rows[0].score.version}, {profile}. Q: quality (the mean of the published scores, else measured); G: throughput as a % of the best run's"
     about += f" (the cohort: the {len(cohort)} runs shown)." if spec.relative else "."
     about += "".join(f" {mark}: {meaning}." for mark, meaning in marks)
     about += " arena card RUN shows a run (its id, or a unique start or end of it)." + ("" if wide else " --wide: more columns.")

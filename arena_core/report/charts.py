@@ -32,7 +32,7 @@ STYLE = {
     "text.parse_math": False,
     "svg.hashsalt": "arena",
     "font.family": "sans-serif",
-    "font.size": 10,
+    "font.size": 11,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -95,7 +95,7 @@ def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *
     if not values:
         return no_data(title)
     with plt.rc_context(STYLE):
-        figure, axes = _figure(7.0, 0.42 * len(rows) + 1.0)
+        figure, axes = _figure(6.5, 0.42 * len(rows) + 1.0)
         names = [name for name, _ in rows][::-1]
         shown = [value or 0.0 for _, value in rows][::-1]
         axes.barh(names, shown, color=BAR, height=0.6)
@@ -107,7 +107,7 @@ def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *
             axes.set_xlim(0, max(values) * 1.18)
         for y, value in enumerate(shown):
             axes.annotate(
-                f"{_number(value)} {unit}" if value else "not measured",
+                (f"{_number(value)} {unit}" if log else _number(value)) if value else "not measured",
                 (value or axes.get_xlim()[0], y),
                 xytext=(4, 0),
                 textcoords="offset points",
@@ -165,7 +165,7 @@ def scatter_chart(
     if not points:
         return no_data(title)
     with plt.rc_context(STYLE):
-        figure, axes = _figure(7.0, max(3.6, 0.24 * len(points) + 1.2))
+        figure, axes = _figure(6.5, max(3.6, 0.26 * len(points) + 1.2))
         sizes = [p[3] for p in points if p[3]]
         biggest = max(sizes, default=1.0)
         areas = [30 + 400 * (p[3] / biggest) if p[3] else 36 for p in points]
@@ -175,8 +175,8 @@ def scatter_chart(
             _log_axis(axes.xaxis)
         else:
             axes.set_xlim(left=0)
-        axes.set_ylim(bottom=min(0.0, min(p[2] for p in points)))
         axes.margins(x=0.08, y=0.08)
+        axes.set_ylim(min(0.0, min(p[2] for p in points)), max(p[2] for p in points) * 1.08 or 1.0)  # the top tick above the highest point
         if frontier and len(points) > 1:
             front = [points[i] for i in pareto_front([(p[1], p[2]) for p in points])]
             axes.step([p[1] for p in front], [p[2] for p in front], where="post", color=LINE, linewidth=1.0, linestyle=":", label="Pareto frontier", zorder=2)
@@ -205,7 +205,7 @@ def line_chart(title: str, points: Sequence[tuple[float, float]], x_label: str, 
     if not points:
         return no_data(title)
     with plt.rc_context(STYLE):
-        figure, axes = _figure(7.0, 3.4)
+        figure, axes = _figure(6.5, 3.4)
         axes.plot([x for x, _ in points], [y for _, y in points], color=BAR, marker="o", linewidth=1.6)
         if target is not None:
             axes.axhline(target[0], color=SLO, linestyle="--", linewidth=1.2)

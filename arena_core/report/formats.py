@@ -22,4 +22,5 @@ def fmt_score(score: Score) -> str:
         return "not computed"
     interval = f" [{score.low:.1f}–{score.high:.1f}]" if score.low != score.high else ""
     measured = " (Q measured)" if score.quality_source == "measured" else ""
-    return f"{score.value:.1f}{interval}{measured}" + ("" if score.publishable else " (not publishable)")
+    stand_in = f" † ({score.unmeasured_focus} not measured: G from the other workloads)" if score.unmeasured_focus else ""
+    return f"{score.value:.1f}{interval}{measured}{stand_in}" + ("" if score.publishable else " (not publishable)")

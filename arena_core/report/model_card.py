@@ -16,7 +16,7 @@ from tabulate import tabulate
 from arena_core.report.card_sections import capacity_section, prediction_section, slo_section, sweep_section
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
-from arena_core.report.text import WIDEST, render_table, wrap_text
+from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
 from arena_core.report.workload_blocks import summary_lines, workload_blocks
 from arena_core.run.budget import minutes
 from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score
@@ -212,6 +212,17 @@ def _tables(markdown: bool, width: int | None) -> Callable[[Sequence[Sequence[st
     return table_of
 
 
+def quality_heading(card: ModelCard) -> str:
+    """ "Quality: published", "... measured by Arena on the served model", or both."""
+    kinds = [kind for kind, present in (("published", card.quality), ("measured by Arena on the served model", card.measured_quality)) if present]
+    return "Quality: " + (" and ".join(kinds) if kinds else "none published or measured")
+
+
+def memory_heading(card: ModelCard) -> str:
+    """ "Memory and energy" where an energy figure is on the card, else "Memory"."""
+    return "Memory and energy" if any(line.metrics.get("energy_per_1k_output_tokens_j") is not None for line in card.workloads) else "Memory"
+
+
 def time_line(card: ModelCard) -> str:
     """ "Time: 9 min 40 s; expected 9 min 58 s; budget 10 min (--budget)", or "" where unknown."""
     parts = [f"took {minutes(card.took_s)}"] if card.took_s is not None else []
@@ -242,7 +253,7 @@ def _block_lines(card: ModelCard, *, markdown: bool, wrap: Callable[..., str]) -
     for block in workload_blocks(card):
         out.append(f"### {block.title} ({block.name}) · {block.runner}" if markdown else f"{block.title} ({block.name}) · {block.runner}")
         said = [block.description, f"parameters: {block.parameters}" if block.parameters else ""]
-        figures = f"tokens/s {block.per_user_tps}" + (" per user" if "closed" in block.runner else "") + f", {block.total_tps} in all · TTFT {block.ttft}"
+        figures = f"{block.per_user_tps} {block.per_user_label}, {block.total_tps} tok/s in all · TTFT {block.ttft}"
         said.append(figures + (f" · served {block.served}" if block.served else "") + f" · {block.verdict}" + (f": {block.notes}" if block.notes else ""))
         out += [wrap(text, indent="  ", hanging="    ") for text in said if text]
         for label, command in block.commands:
@@ -292,14 +303,16 @@ def render_model_card(
         f"{h2}Model",
         table_of(model_rows(card) or [("—", "not in the catalog")], ["", ""]),
         "",
-        f"{h2}Quality: published, and measured by Arena on the served model",
+        f"{h2}{quality_heading(card)}",
         table_of(quality_rows(card), ["benchmark", "score", "source"]),
         "",
         f"{h2}Decode throughput, total tok/s at c=10",
         table_of([[fmt_tps(total) for _, total in decode_totals(card)]], [label for label, _ in decode_totals(card)]),
         "",
         f"{h2}Workloads",
-        table_of(workload_rows(card), ["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict"]),
+        table_of(
+            *reversed(without_empty_columns(["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict"], workload_rows(card)))
+        ),
         *(wrap(f"- {name}: {notes}", hanging="  ") for name, notes in workload_notes(card)),
         "",
         f"{h2}Findings",
@@ -318,7 +331,7 @@ def render_model_card(
         f"{h2}Hardware and backend",
         table_of(platform_rows(card), ["", ""]),
         "",
-        f"{h2}Memory and energy",
+        f"{h2}{memory_heading(card)}",
         table_of(memory_rows(card), ["", ""]),
         "",
         f"{h2}Score explained",

@@ -34,7 +34,10 @@ def rate_served(line: CardWorkload) -> str:
     if not asked:
         return f"{served:.2f} req/s"
     judged = served_over_arrivals(line)
-    verdict = ": saturated" if judged is not None and judged.saturated else ""
+    verdict = ""
+    if judged is not None and judged.saturated:
+        over = f" ({'at most ' if judged.bound else ''}{judged.served:.2f} over the arrivals)" if judged.served is not None else ""
+        verdict = f": saturated{over}"
     return f"{served:.2f} of {asked:.2f} req/s{verdict}"
 
 

@@ -85,7 +85,15 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, width
     fitted = _fitted_widths(natural, numeric, limit, [header in whole for header in headers])
     header_widths = [max(1, w - 2) if w is not None else None for w in fitted]
     wrap = {"maxcolwidths": fitted, "maxheadercolwidths": header_widths} if any(fitted) and cells else {}
+    if not any(headers):  # a table of names and values: no empty header line
+        return tabulate(cells, tablefmt="plain", disable_numparse=True, colalign=align, **({"maxcolwidths": fitted} if any(fitted) and cells else {}))
     return tabulate(cells, headers=headers, tablefmt="simple", disable_numparse=True, colalign=align, **wrap)  # "86.0" stays 86.0
+
+
+def without_empty_columns(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[list[str], list[list[Any]]]:
+    """``headers`` and ``rows`` less the columns in which no row has a figure (every cell "—")."""
+    keep = [i for i in range(len(headers)) if any(_cell(row[i]) not in ("—", "") for row in rows)] if rows else list(range(len(headers)))
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
 
 
 def wrap_text(text: str, *, width: int | None = None, indent: str = "", hanging: str | None = None) -> str:

@@ -7,11 +7,13 @@ Shared by the terminal card and the site's card page, so that both say the same 
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Sequence
 
 from attrs import frozen
 
+from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import rate_served, throughput_headline
 from arena_core.types import CardWorkload, ModelCard
@@ -32,6 +34,8 @@ class WorkloadBlock:
     runner: str
     parameters: str
     per_user_tps: str
+    #: what ``per_user_tps`` is: one user's decode speed (closed loop), the seed's figure (open loop)
+    per_user_label: str
     total_tps: str
     ttft: str
     ttft_p50: str
@@ -111,7 +115,8 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
     """A block per workload of the suite the run measured, in the suite's order, then any other
     it measured (probes, optional workloads)."""
     blocks = []
-    names = [name for name in card.expected if card.workload(name)] + [line.name for line in card.workloads if line.name not in card.expected]
+    others = sorted((line for line in card.workloads if line.name not in card.expected), key=lambda line: (_probe_load(line.name), line.name))
+    names = [name for name in card.expected if card.workload(name)] + [line.name for line in others]
     for name in names:
         line = card.workload(name)
         assert line is not None
@@ -130,6 +135,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 runner=_runner(line),
                 parameters=legend.parameters if legend else "",
                 per_user_tps=fmt_tps(line.tokens_per_second),
+                per_user_label="tok/s per request in flight (the seed's)" if line.open_loop else "tok/s per user",
                 total_tps=fmt_tps(total),
                 ttft=ttft or "—",
                 ttft_p50=fmt_seconds(line.ttft_p50_s),
@@ -142,6 +148,15 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
             )
         )
     return blocks
+
+
+def _probe_load(name: str) -> float:
+    """A capacity probe's load from its name ("chat-users-4" → 4), so probes read in order."""
+    tail = name.rsplit("-", 1)[-1]
+    try:
+        return float(tail)
+    except ValueError:
+        return math.inf
 
 
 def summary_lines(card: ModelCard, findings: Sequence[str]) -> list[str]:
@@ -161,4 +176,6 @@ def summary_lines(card: ModelCard, findings: Sequence[str]) -> list[str]:
     if throughput is not None:
         first.append(f"{fmt_tps(throughput)} tok/s mean throughput over {count} workloads ({measured}/{len(card.expected)} measured).")
     said = [f for f in findings if f.startswith(("Prefill wall", "Saturated", "Served"))] or [f for f in findings if not f.startswith("Did not")]
+    if not first and (probes := capacity_probes(card)):
+        first.append(f"A capacity search of {len(probes)} probes, not the standard workloads: {capacity_headline(card)}")
     return [("; ".join(first) if first else "No workload measured."), *said[:1]]
