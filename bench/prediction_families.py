@@ -1,0 +1,97 @@
+"""How well the default predictor predicts a model nobody has measured: the error ledger of the
+seed cohort, leave-one-run-out (as the cards and the site show it) beside leave-one-family-out
+(every build of one model family -- its sizes and precisions -- held out of the fit together),
+per workload and metric, and the medians over all of them (prediction.md, issue 32's goals).
+
+    python bench/prediction_families.py [--json]
+
+Tier 1 only (fitted to the other folds); the fits are not kept in any store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import arena_prediction.ledger as ledger_module
+from arena_core import ArenaHooks, make_plugin_manager
+from arena_core.results.cards import load_cards
+from arena_core.results.predictions import interval_coverage, ledger_of, ledger_summary
+from arena_core.types import LedgerLine, ModelCard
+
+#: The seed cohort's model families (series): every build of one -- its sizes and precisions --
+#: is held out of the fit together. Longest first: a name takes the first that starts it.
+FAMILIES = ("nemotron-3-nano-omni", "nemotron-3-nano", "nemotron-3-super", "gemma-4", "ministral-3", "mistral-small", "qwen3.5", "qwen3.6")
+
+
+def family(card: ModelCard) -> str:
+    """The card's model family (``qwen3.5``, ``gemma-4``, ``nemotron-3-nano-omni``, ...); a model
+    of none of them is a family of its own."""
+    name = card.model.replace("qwen-", "qwen")
+    return next((found for found in FAMILIES if name.startswith(found)), name)
+
+
+def ledger(store: Path, cards: Sequence[ModelCard], hooks: ArenaHooks, *, by_family: bool) -> list[LedgerLine]:
+    """The store's ledger; ``by_family``: each fold one family (its runs predicted by a fit to the others)."""
+    original = ledger_module.ledger_folds
+    if by_family:
+        families = sorted({family(card) for card in cards})
+        of_run = {card.run_id: families.index(family(card)) for card in cards}
+        ledger_module.ledger_folds = lambda run_ids, most=0: {run_id: of_run[run_id] for run_id in run_ids}
+    try:
+        return ledger_of(store, cards, hooks.registry) or []
+    finally:
+        ledger_module.ledger_folds = original
+
+
+def medians(lines: Sequence[LedgerLine]) -> dict[str, float]:
+    """The median absolute % error over every result, per metric (tokens/s of closed and open
+    loop apart, TTFT of closed and open loop apart)."""
+    found = {}
+    for name, metric, loop in (("tps", "tps", False), ("ttft", "ttft", False), ("output_tps", "tps", True), ("open_ttft", "ttft", True)):
+        errors = [e for line in lines if line.open_loop == loop and line.tier == 1 and (e := line.error(metric)) is not None]
+        if errors:
+            found[name] = round(statistics.median(errors), 1)
+            found[f"{name}_p90"] = round(sorted(errors)[max(0, round(0.9 * len(errors)) - 1)], 1)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "store"
+        subprocess.run([sys.executable, "-m", "arena_core", "import", "--seeds", "--output", str(store)], check=True, capture_output=True)
+        hooks = ArenaHooks(make_plugin_manager())
+        cards, _ = load_cards(store, hooks.registry)
+        report = {}
+        for name, by_family in (("leave-one-run-out", False), ("leave-one-family-out", True)):
+            for fits in (store / "calibrations").glob("ledger-fits--*.json"):
+                fits.unlink()  # each way fitted afresh
+            lines = ledger(store, cards, hooks, by_family=by_family)
+            inside = {metric: interval_coverage(lines, metric) for metric in ("tps", "ttft")}
+            report[name] = {"medians": medians(lines), "interval_coverage": inside, "per_workload": ledger_summary(lines)}
+        report["families"] = sorted({family(card) for card in cards})
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print("families:", ", ".join(report["families"]))
+    for name in ("leave-one-run-out", "leave-one-family-out"):
+        print(f"\n{name}: median (p90) absolute % error at tier 1")
+        found = report[name]["medians"]
+        for metric in ("tps", "ttft", "output_tps", "open_ttft"):
+            if metric in found:
+                print(f"  {metric:11s} {found[metric]:5.1f} % ({found[f'{metric}_p90']:.1f} %)")
+        for metric, (inside, judged) in report[name]["interval_coverage"].items():
+            print(f"  80 % interval holds {inside} of {judged} {metric} ({100 * inside / max(1, judged):.0f} %)")
+
+
+if __name__ == "__main__":
+    main()
