@@ -100,7 +100,8 @@ def commands_of(line: CardWorkload, hf_model: str = "") -> list[tuple[str, str]]
 
 
 def _runner(line: CardWorkload) -> str:
-    tool = "vllm bench serve" if line.command and "vllm bench serve" in line.command else "llama-benchy" if line.command else ""
+    """ "closed loop, as llama-benchy": the loop and the reference tool, the program of its command."""
+    tool = line.command.split(" --", 1)[0].strip() if line.command else ""
     kind = "open loop" if line.open_loop else "closed loop"
     return f"{kind}, as {tool}" if tool else kind
 
