@@ -211,7 +211,9 @@ def test_a_changed_shape_is_labelled_custom_and_kept_off_the_standard_leaderboar
     result = json.loads((run_dir / "workloads" / "chat" / "result.json").read_text())
     assert result["custom"] == "prompt_tokens=300, concurrency=1" and "custom: prompt_tokens=300, concurrency=1" in result["verdict"]["labels"]
     assert result["metrics"]["concurrency"] == 1
-    card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path / "store")], capture_output=True, text=True)
+    card = subprocess.run(
+        [sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path / "store"), "--wide"], capture_output=True, text=True
+    )
     assert "chat total at c=1 (custom shape)" in card.stdout and "custom workload shapes (chat: prompt_tokens=300, concurrency=1)" in card.stdout
     board = [sys.executable, "-m", "arena_core", "leaderboard", "--output", str(tmp_path / "store"), "--json"]
     assert run_dir.name not in subprocess.run(board, capture_output=True, text=True).stdout
