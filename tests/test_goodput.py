@@ -135,6 +135,6 @@ def test_the_seeds_rate_sweep_capacities_and_the_steps_it_did_not_serve():
     assert [seed_capacity(steps, x) for x in (2, 5, 10)] == [None, 0.7, 1.0]  # the seed's published figures
     assert [s.rate for s in steps if not s.served] == [0.7, 1.0]  # flagged: achieved 0.437 and 0.527
     assert [arena_capacity(steps, x) for x in (2, 5, 10)] == [None, 0.3, 0.5]
-    text = render_model_card(card, {}, [])
+    text = render_model_card(card, {}, [], wide=True)  # tables whole, as --wide prints them
     assert "0.437 (not served)" in text and "0.527 (not served)" in text
     assert re.search(r"TTFT p95 under 5 s\s+0\.7 req/s\s+0\.3 req/s", text) and re.search(r"TTFT p95 under 2 s\s+none\s+none", text)

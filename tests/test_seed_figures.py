@@ -111,7 +111,7 @@ def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
     assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
     board = json.loads(arena("leaderboard", "--output", "store", "--json", cwd=tmp_path).stdout)
     big = next(r["run_id"] for r in board if r["model"] == "qwen3.6-35b-a3b")
-    card = arena("card", big, "--output", "store", cwd=tmp_path).stdout
+    card = flat(arena("card", big, "--output", "store", "--wide", cwd=tmp_path).stdout)  # tables whole, commands on one line
     for shown in (
         re.escape("0.35 of 1.50 req/s: saturated"),  # monday-peak: served 0.35 of the 1.5 req/s asked
         r"average\s+83\.9",  # the quality average (Q)
@@ -121,9 +121,15 @@ def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
         re.escape("published by the seed site (LLM Arena, CC-BY-4.0"),
         r"scored among\s+17 runs ranked together",
         r"GPQA-Diamond\s+86\.0",  # a number keeps its trailing .0
-        r"reasoning\s+Reasoning workload: .+random \(1024 in / 4096 out\), 50 prompts at 0\.2 req/s, burstiness 1, seed 42",  # what it is
-        re.escape("vllm bench serve --backend openai-chat --base-url http://localhost:8000 --endpoint /v1/chat/completions --model qwen3.6-35b-a3b-fp8"),
-        re.escape("multi-turn, the seed site's literal command (measures 4 tokens of history, not five turns):\n    llama-benchy"),
+        # what each workload is and how it ran, in its block
+        re.escape("Monday-morning peak (monday-peak) · open loop, as vllm bench serve 4000 in / 500 out at 1.5 req/s (Poisson)"),
+        re.escape("parameters: random (4000 in / 500 out), 300 prompts at 1.5 req/s"),
+        # the command as a reader runs it: the model's Hugging Face id, the server's name for it kept
+        re.escape(
+            "vllm bench serve --backend openai-chat --base-url http://localhost:8000 --endpoint /v1/chat/completions "
+            "--model Qwen/Qwen3.6-35B-A3B-FP8 --tokenizer Qwen/Qwen3.6-35B-A3B-FP8 --served-model-name qwen3.6-35b-a3b-fp8"
+        ),
+        re.escape("multi-turn, the seed site's literal command (measures 4 tokens of history, not five turns): llama-benchy"),
         re.escape("--pp 2048 --tg 512 --depth 4 --concurrency 10"),
     ):
         assert re.search(shown, card), shown

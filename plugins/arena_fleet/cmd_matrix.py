@@ -41,7 +41,7 @@ def plan_command(app: CliApp, matrix_file: Path, output: Path | None) -> None:
     """Print FILE's cells, and which already have a completed, verified run in the store."""
     store, planned, _ = _planned(app, matrix_file, output)
     rows = [[cell.label(), cell.resource, cell.natural_key(), f"done: run {run_id}" if run_id else "to run"] for cell, run_id in planned]
-    echo(render_table(["cell", "needs", "natural key", "status"], rows))
+    echo(render_table(["cell", "needs", "natural key", "status"], rows, whole=("cell",)))
     todo = sum(1 for _, run_id in planned if run_id is None)
     echo(f"{todo} of {len(planned)} cells to run; {len(planned) - todo} already measured and verified in {store}")
 
@@ -81,7 +81,7 @@ def run_command(app: CliApp, matrix_file: Path, output: Path | None, ray_address
     except KeyboardInterrupt:
         echo(f"interrupted: finished cells are in {store}; arena matrix run {matrix_file} again runs the rest", err=True)
         raise SystemExit(130) from None
-    echo(render_table(["cell", "status", "box", "run", "cell s", "waited s", "overhead s", "why"], summary_rows([*skipped, *outcomes])))
+    echo(render_table(["cell", "status", "box", "run", "cell s", "waited s", "overhead s", "why"], summary_rows([*skipped, *outcomes]), whole=("cell", "status", "run")))
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
         raise CellsFailed(f"{len(failed)} of {len(planned)} cells failed; arena matrix run {matrix_file} again retries them")

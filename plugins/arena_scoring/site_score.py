@@ -163,6 +163,6 @@ class SiteScorer:
             quality_source=source or "published",
             arithmetic=arithmetic,
             unmeasured_focus=unmeasured,
-            formula=f"{preset.quality_weight:g} Q + {preset.throughput_weight:g} G + {preset.efficiency_weight:g} E; G: "
-            + (f"{preset.workload}'s" if preset.workload else "the mean over the workloads measured"),
+            formula=f"{preset.quality_weight:g} Q + {preset.throughput_weight:g} G + {preset.efficiency_weight:g} E; G "
+            + (f"on {preset.workload}" if preset.workload else "the mean over the workloads measured"),
         )
