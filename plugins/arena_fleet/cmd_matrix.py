@@ -81,7 +81,11 @@ def run_command(app: CliApp, matrix_file: Path, output: Path | None, ray_address
     except KeyboardInterrupt:
         echo(f"interrupted: finished cells are in {store}; arena matrix run {matrix_file} again runs the rest", err=True)
         raise SystemExit(130) from None
-    echo(render_table(["cell", "status", "box", "run", "cell s", "waited s", "overhead s", "why"], summary_rows([*skipped, *outcomes]), whole=("cell", "status", "run")))
+    echo(
+        render_table(
+            ["cell", "status", "box", "run", "cell s", "waited s", "overhead s", "why"], summary_rows([*skipped, *outcomes]), whole=("cell", "status", "run")
+        )
+    )
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
         raise CellsFailed(f"{len(failed)} of {len(planned)} cells failed; arena matrix run {matrix_file} again retries them")
