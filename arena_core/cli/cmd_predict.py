@@ -23,8 +23,8 @@ from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.predicted_capacity import RATE_LIMITS_S, PredictedCapacity, rate_capacity, users_capacity
 from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
 from arena_core.run.engine import default_workloads
-from arena_core.run.model_config import describe, find_config, read_config
-from arena_core.run.roofline import KV_CACHE_BYTES, bytes_per_param
+from arena_core.run.model_config import describe, find_config, known_precision, read_config
+from arena_core.run.roofline import KV_CACHE_BYTES
 from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
 
 
@@ -170,8 +170,8 @@ def _described(
     if model is not None and model in registry.models:
         spec = registry.get("models", model)
         changed = {key: value for key, value in (("precision", precision), ("params_total_b", params_b), ("params_active_b", active_params_b)) if value}
-        if precision is not None and bytes_per_param(precision) is None:
-            raise UsageError(f"--precision: {precision!r} is not a precision Arena knows (bf16, fp16, fp8, int8, nvfp4, mxfp4, int4, q4_k_m, ...)")
+        if precision is not None:
+            known_precision(precision)
         said = tuple(f"{key.replace('_', ' ')} {value} instead of the catalog's {getattr(spec, key)}" for key, value in changed.items())
         return attrs.evolve(spec, **changed), said
     if params_b is None:
@@ -192,8 +192,7 @@ def _described(
         params_total_b=params_b,
         params_active_b=active_params_b,
     )
-    if bytes_per_param(spec.precision) is None:
-        raise UsageError(f"--precision: {spec.precision!r} is not a precision Arena knows (bf16, fp16, fp8, int8, nvfp4, mxfp4, int4, q4_k_m, ...)")
+    known_precision(spec.precision)
     return spec, tuple(said)
 
 

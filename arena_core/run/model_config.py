@@ -24,7 +24,7 @@ from attrs import frozen
 
 from arena_core.errors import UsageError
 from arena_core.files import read_json_file
-from arena_core.run.roofline import bytes_per_param
+from arena_core.run.roofline import BYTES_PER_PARAM, bytes_per_param
 from arena_core.types import ModelArchitecture, ModelSpec
 
 #: The largest config.json read (real ones are a few kilobytes; a multimodal one tens).
@@ -153,10 +153,7 @@ def describe(
         assumed.append("active parameters scaled from the config's share of them")
     if not experts and active_params_b is not None and active_params_b * 1e9 < total:
         assumed.append("fewer active than total parameters but no experts in the config: a mixture of experts of unknown layout")
-    if bytes_per_param(chosen_precision) is None:
-        raise UsageError(
-            f"--precision: {chosen_precision!r} is not a precision Arena knows (bf16, fp16, fp8, int8, nvfp4, mxfp4, int4, awq, q8_0, q4_k_m, ...)"
-        )
+    known_precision(chosen_precision)
     spec = ModelSpec(
         name=name,
         title=name,
@@ -169,6 +166,14 @@ def describe(
         architecture=arch,
     )
     return DescribedModel(spec=spec, assumptions=tuple(assumed))
+
+
+def known_precision(precision: str) -> str:
+    """``precision`` where the roofline's table knows its bytes per weight, else a one-line error
+    that lists the ones it knows."""
+    if bytes_per_param(precision) is None:
+        raise UsageError(f"--precision: {precision!r} is not a precision Arena knows ({', '.join(BYTES_PER_PARAM)})")
+    return precision
 
 
 def _state_layers(text: Mapping[str, Any], kinds: list[str], assumed: list[str]) -> dict[str, int]:
