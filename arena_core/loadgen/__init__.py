@@ -26,6 +26,7 @@ from arena_core.loadgen.loop import run as run_measurement
 from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopOutcome, OpenLoopPlan
 from arena_core.loadgen.open_metrics import peak_concurrency
 from arena_core.loadgen.open_summary import PERCENTILES, open_loop_report, open_loop_result
+from arena_core.loadgen.output_count import client_output_count
 from arena_core.loadgen.prompts import PromptBuilder, chat_messages
 from arena_core.loadgen.records_io import RecordWriter, read_records
 from arena_core.loadgen.sharegpt import DatasetError, load_two_turn_conversations
@@ -57,6 +58,7 @@ __all__ = [
     "arrival_offsets",
     "chat_messages",
     "choose_codec",
+    "client_output_count",
     "closed_loop_result",
     "llama_benchy_entry",
     "llama_benchy_report",

@@ -116,6 +116,7 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         chunk_ns=tuple(sink.chunk_ns),
         chunk_tokens=tuple(sink.chunk_tokens),
         chunk_kinds=kinds,
+        chunk_chars=tuple(sink.chunk_chars),
         end_ns=exchange.end_ns,
         prompt_tokens_server=prompt_tokens,
         completion_tokens_server=completion_tokens,

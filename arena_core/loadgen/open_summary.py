@@ -8,7 +8,7 @@ from typing import Any
 from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan
 from arena_core.loadgen.open_metrics import request_rate_label, vllm_metrics, vllm_result
 from arena_core.loadgen.stats import percentile, tail_metrics
-from arena_core.loadgen.verdict import stream_problems
+from arena_core.loadgen.verdict import TOKEN_COUNT_TOLERANCE, stream_problems
 from arena_core.types import Verdict, WorkloadResult
 
 PERCENTILES = (50, 90, 95, 99)
@@ -105,7 +105,7 @@ def _verdict(outcome: OpenLoopOutcome, plan: OpenLoopPlan, summary: dict[str, An
     elif served < offered * SATURATED_BELOW and len(successes) >= MIN_REQUESTS_FOR_SATURATION:
         labels.append(f"saturated: the server completed {served:.2f} req/s of {offered:.2f} offered")
     server, client = outcome.completion_tokens_server, outcome.completion_tokens_client
-    if client and abs(server - client) > 0.02 * max(server, 1):
+    if client and abs(server - client) > TOKEN_COUNT_TOLERANCE * max(server, 1):
         reasons.append(f"server and client token counts disagree: {server} vs {client} output tokens")
     if plan.ignore_eos:
         short = sum(1 for o in successes if 0 < o.output_tokens < o.asked_tokens)

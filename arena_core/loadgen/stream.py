@@ -44,6 +44,7 @@ class ChatStreamSink:
         "chunk_ns",
         "chunk_tokens",
         "chunk_kinds",
+        "chunk_chars",
         "content",
         "reasoning",
         "prompt_tokens",
@@ -63,6 +64,7 @@ class ChatStreamSink:
         self.chunk_ns: list[int] = []
         self.chunk_tokens: list[int | None] = []
         self.chunk_kinds: list[str] = []
+        self.chunk_chars: list[int] = []
         self.content: list[str] = []
         self.reasoning: list[str] = []
         self.prompt_tokens: int | None = None
@@ -136,21 +138,22 @@ class ChatStreamSink:
             if type(content) is not str:
                 self.malformed_events += 1  # text of the wrong type is never taken as text
                 return
-            kind = ANSWER
+            kind, chars = ANSWER, len(content)
             self.content.append(content)
         elif thought := delta.get("reasoning") or delta.get("reasoning_content"):
             if type(thought) is not str:
                 self.malformed_events += 1
                 return
-            kind = REASONING if delta.get("reasoning") else REASONING_CONTENT
+            kind, chars = REASONING if delta.get("reasoning") else REASONING_CONTENT, len(thought)
             self.reasoning.append(thought)
         elif delta.get("tool_calls") or delta.get("function_call"):
-            kind = TOOL_CALL
+            kind, chars = TOOL_CALL, 0
         elif content == "" and "role" not in delta:
-            kind = EMPTY_CONTENT
+            kind, chars = EMPTY_CONTENT, 0
         else:
             return  # the role-only opening chunk, or an empty keep-alive delta
         token_ids = choice.get("token_ids")
         self.chunk_ns.append(t_ns)
         self.chunk_tokens.append(len(token_ids) if type(token_ids) is list else None)
         self.chunk_kinds.append(kind)
+        self.chunk_chars.append(chars)

@@ -18,9 +18,10 @@ class RequestRecord:
 
     Times are ``time.perf_counter_ns()`` values taken where the bytes arrived (only differences
     mean anything). ``chunk_ns[i]`` is when output chunk *i* arrived, ``chunk_tokens[i]`` how many
-    tokens it carried when the server sent ``token_ids`` (else ``None``), and ``chunk_kinds[i]``
+    tokens it carried when the server sent ``token_ids`` (else ``None``), ``chunk_kinds[i]``
     what it carried (see :mod:`arena_core.loadgen.stream`), so each reference tool's rule for
-    "first token" can be applied to the same record. Open-loop requests also carry when they were
+    "first token" can be applied to the same record, and ``chunk_chars[i]`` how many characters
+    of ``content`` or ``reasoning`` it carried, so each chunk's text can be counted on its own. Open-loop requests also carry when they were
     due (``scheduled_ns``) and when the client let them go (``dispatched_ns``); ``sent_ns`` comes
     after any wait for a concurrency slot. ``phase`` is ``standard``, or ``context`` /
     ``inference`` for llama-benchy's prefix-caching phases.
@@ -42,6 +43,7 @@ class RequestRecord:
     chunk_ns: tuple[int, ...] = ()
     chunk_tokens: tuple[int | None, ...] = ()
     chunk_kinds: str = ""
+    chunk_chars: tuple[int, ...] = ()
     end_ns: int | None = None
     prompt_tokens_server: int | None = None
     completion_tokens_server: int | None = None

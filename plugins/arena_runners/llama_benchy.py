@@ -111,9 +111,11 @@ class NativeEngine:
             prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed)
             writer = arena.RecordWriter(context.path("records.jsonl"))
 
+            counted: dict[str, int] = {}
+
             async def count_and_store(records: list[Any]) -> list[Any]:
                 if codec.exact:  # the client's own count, the cross-check of the server's usage
-                    records = [attrs.evolve(r, completion_tokens_client=len(await codec.encode(r.content + r.reasoning))) if r.ok else r for r in records]
+                    records = [attrs.evolve(r, completion_tokens_client=await arena.client_output_count(r, codec, counted)) if r.ok else r for r in records]
                 writer.append(records)
                 return records
 
