@@ -43,7 +43,7 @@ def usage_of(pieces: list[str], *, prompt: int | None = None, completion: int | 
     ],
 )
 def test_completion_tokens_must_lie_between_what_the_stream_can_hold(pieces, claimed, max_tokens, believed):
-    prompt, completion, why = checked_usage(**usage_of(pieces, completion=claimed), request_bytes=500, max_tokens=max_tokens)
+    prompt, completion, _, why = checked_usage(**usage_of(pieces, completion=claimed), request_bytes=500, max_tokens=max_tokens)
     assert (completion == claimed) is believed and (why == "") is believed
     if not believed:
         assert completion is None and f"{claimed} completion tokens" in why
@@ -51,7 +51,7 @@ def test_completion_tokens_must_lie_between_what_the_stream_can_hold(pieces, cla
 
 def test_prompt_tokens_cannot_exceed_the_bytes_sent_and_a_template():
     assert checked_usage(**usage_of([" a"], prompt=600, completion=1), request_bytes=500, max_tokens=None)[0] == 600
-    prompt, completion, why = checked_usage(**usage_of([" a"], prompt=10**9, completion=1), request_bytes=500, max_tokens=None)
+    prompt, completion, _, why = checked_usage(**usage_of([" a"], prompt=10**9, completion=1), request_bytes=500, max_tokens=None)
     assert prompt is None and completion == 1 and "1000000000 prompt tokens for a request of 500 bytes" in why
     assert checked_usage(**usage_of([" a"], prompt=-3, completion=1), request_bytes=500, max_tokens=None)[0] is None
 

@@ -50,7 +50,7 @@ def test_workload_needs_exactly_one_shape_and_a_cli_friendly_name():
 def test_a_shape_owns_its_scaling_and_what_it_needs_from_a_server():
     talk = closed(prompt_tokens=2048, generated_tokens=512, turns=5, concurrency=10, runs=3)
     assert talk.scaled(0.001) == closed(prompt_tokens=16, generated_tokens=16, turns=5, concurrency=10, runs=1)
-    assert (talk.context_needed(), talk.concurrency_needed(), talk.decode_shape()) == (5 * 2560, 10, (10, 2048))
+    assert (talk.context_needed(), talk.concurrency_needed(), talk.decode_shape()) == (5 * (2560 + 32), 10, (10, 2048))
     peak = OpenLoopShape(dataset="random", request_rate=1.5, num_prompts=300, input_tokens=4000, output_tokens=500, range_ratio=0.9, max_concurrency=25)
     assert peak.scaled(0.05).num_prompts == 15 and peak.scaled(0.05).request_rate == 1.5
     assert (peak.context_needed(), peak.concurrency_needed(), peak.decode_shape()) == (int(4500 * 1.9) + 1, 25, (1, 4000))

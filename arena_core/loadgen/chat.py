@@ -100,13 +100,14 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         error = f"HTTP 200 with Content-Type {sink.content_type or 'none'!r}, not an event stream: {sink.error_body.decode('utf-8', 'replace')[:200]}"
     content, reasoning, kinds = "".join(sink.content), "".join(sink.reasoning), "".join(sink.chunk_kinds)
     # the server's usage is held against what the stream carried before any figure derives from it
-    prompt_tokens, completion_tokens, rejected = checked_usage(
+    prompt_tokens, completion_tokens, cached_tokens, rejected = checked_usage(
         sink.prompt_tokens,
         sink.completion_tokens,
         kinds=kinds,
         text_bytes=len(content.encode()) + len(reasoning.encode()),
         request_bytes=sink.request_bytes,
         max_tokens=labels.get("max_tokens"),
+        cached=sink.cached_tokens,
     )
     # what the server sent back is redacted here, before anything derives text from it
     return RequestRecord(
@@ -120,6 +121,7 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         end_ns=exchange.end_ns,
         prompt_tokens_server=prompt_tokens,
         completion_tokens_server=completion_tokens,
+        cached_prompt_tokens_server=cached_tokens,
         usage_rejected=redact(rejected),
         http_status=exchange.status or None,
         error=redact(error),

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from arena_core.loadgen.cache_state import cache_metrics, cache_problem
 from arena_core.loadgen.closed_loop import ClosedLoopPlan, SessionFacts
 from arena_core.loadgen.closed_metrics import llama_benchy_entry, request_metrics
 from arena_core.loadgen.stats import median, tail_metrics
@@ -103,7 +104,10 @@ def closed_loop_result(
             turn_decode = [m.tg_speed for r, m in zip(ok, per_request) if r.turn_index == turn and m.tg_speed is not None]
             metrics[f"turn{turn + 1}_ttft_p50_s"] = median(turn_ttfts) if turn_ttfts else None
             metrics[f"turn{turn + 1}_decode_tps_per_user"] = sum(turn_decode) / len(turn_decode) if turn_decode else None
+    metrics.update(cache_metrics(measured, template_tokens=max(0, facts.delta_user)))
     extra = [] if not facts.coherence.startswith("failed") else [f"coherence check {facts.coherence}"]
+    if problem := cache_problem(metrics):
+        extra.append(problem)
     return WorkloadResult(
         workload=plan.workload,
         runner=runner,

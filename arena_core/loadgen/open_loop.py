@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 from attrs import field, frozen
 
+from arena_core.loadgen.cache_state import cache_rates
 from arena_core.loadgen.chat import ChatClient, encode_json, record_from
 from arena_core.loadgen.datasets import SampledRequest
 from arena_core.loadgen.open_metrics import VllmOutput, vllm_output
@@ -64,6 +65,9 @@ class OpenLoopOutcome:
     completion_tokens_client: int
     #: answered records that cannot be trusted (malformed events, no usage); empty when all is well
     suspicious: tuple[RequestRecord, ...] = ()
+    #: the prefix cache's part (:func:`~arena_core.loadgen.cache_state.cache_rates`); empty when
+    #: no request said what it took from the cache
+    cache: Mapping[str, float] = field(factory=dict)
 
 
 def chat_body(plan: OpenLoopPlan, request: SampledRequest) -> dict[str, Any]:
@@ -261,6 +265,8 @@ class _Tally:
         self.answers: list[float] = []
         self.server_tokens = self.client_tokens = 0
         self.suspicious: list[RequestRecord] = []
+        # prompt tokens, those from the cache, those of them the template's opening explains, requests
+        self.cache_sums = [0, 0, 0, 0]
 
     def add(self, index: int, record: RequestRecord, prompt_len: int, lateness_s: float) -> None:
         self.outputs[index] = vllm_output(record, prompt_len)
@@ -269,6 +275,15 @@ class _Tally:
             self.answers.append((record.chunk_ns[record.chunk_kinds.index(ANSWER)] - record.sent_ns) / 1e9)
         self.server_tokens += record.completion_tokens_server or 0
         self.client_tokens += record.completion_tokens_client or 0
+        cached, prompt = record.cached_prompt_tokens_server, record.prompt_tokens_server
+        if record.ok and cached is not None and prompt:
+            # none of an open-loop workload's prompt is meant to be reused: only the template's
+            # opening (what the server counts beyond the prompt text) is set aside
+            sums = self.cache_sums
+            sums[0] += prompt
+            sums[1] += cached
+            sums[2] += min(cached, max(0, prompt - prompt_len))
+            sums[3] += 1
         if record.ok and (record.malformed_events or record.usage_rejected or (record.chunk_ns and record.completion_tokens_server is None)):
             self.suspicious.append(record)
 
@@ -282,6 +297,7 @@ class _Tally:
             completion_tokens_server=self.server_tokens,
             completion_tokens_client=self.client_tokens,
             suspicious=tuple(self.suspicious),
+            cache=cache_rates(prompt=self.cache_sums[0], cached=self.cache_sums[1], template=self.cache_sums[2], intended=0, requests=self.cache_sums[3]),
         )
 
 

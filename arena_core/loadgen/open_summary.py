@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from arena_core.loadgen.cache_state import cache_problem
 from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan
 from arena_core.loadgen.open_metrics import request_rate_label, vllm_metrics, vllm_result
 from arena_core.loadgen.stats import percentile, tail_metrics
@@ -85,6 +86,7 @@ def _summary(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, An
         "output_tokens": float(metrics["total_output"]),
     }
     tail_metrics("ttft", [o.ttft for o in outcome.outputs if o.success], summary)
+    summary.update(outcome.cache)
     if outcome.first_answer_s:
         summary["first_answer_token_p50_s"] = percentile(outcome.first_answer_s, 50)
     return summary
@@ -112,4 +114,6 @@ def _verdict(outcome: OpenLoopOutcome, plan: OpenLoopPlan, summary: dict[str, An
         if short:
             reasons.append(f"{short} completions shorter than asked while ignore_eos was set")
     reasons += stream_problems(outcome.suspicious)
+    if problem := cache_problem(summary):
+        reasons.append(problem)
     return Verdict(valid=not reasons, reasons=tuple(reasons), labels=tuple(labels))

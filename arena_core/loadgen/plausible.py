@@ -5,7 +5,7 @@ between the number of chunks that carried text (each carries at least one token)
 streamed text could hold (at most one token per byte, plus the few tokens that stream no text:
 an end-of-sequence token, empty deltas, a tool call's arguments), and never above the
 ``max_tokens`` asked for. ``prompt_tokens`` cannot exceed the bytes sent plus what a chat template
-adds. A figure outside its bounds is dropped from the record -- the client's own count stands in
+adds, and the prompt tokens a server says it took from its cache cannot exceed ``prompt_tokens``. A figure outside its bounds is dropped from the record -- the client's own count stands in
 -- and the record says why, which makes the result invalid (:func:`~arena_core.loadgen.verdict.stream_problems`).
 Figures that size something (a vocabulary) are bounded before anything is built from them.
 """
@@ -42,10 +42,11 @@ def prompt_fits(count: int, sent_bytes: int) -> bool:
 
 
 def checked_usage(
-    prompt: int | None, completion: int | None, *, kinds: str, text_bytes: int, request_bytes: int, max_tokens: int | None
-) -> tuple[int | None, int | None, str]:
-    """The server's ``prompt`` and ``completion`` token counts, each ``None`` when absent or when it
-    cannot be true, and why any was dropped (empty when both stand)."""
+    prompt: int | None, completion: int | None, *, kinds: str, text_bytes: int, request_bytes: int, max_tokens: int | None, cached: int | None = None
+) -> tuple[int | None, int | None, int | None, str]:
+    """The server's ``prompt``, ``completion`` and ``cached`` prompt token counts, each ``None``
+    when absent or when it cannot be true, and why any was dropped (empty when all stand).
+    Cached tokens are part of the prompt: never more than it, nor than the request could hold."""
     problems = []
     if prompt is not None and not prompt_fits(prompt, request_bytes):
         problems.append(f"{prompt} prompt tokens for a request of {request_bytes} bytes")
@@ -55,7 +56,10 @@ def checked_usage(
         if not least <= completion <= most:
             problems.append(f"{completion} completion tokens where the stream carried between {least} and {most}")
             completion = None
-    return prompt, completion, "; ".join(problems)
+    if cached is not None and not (prompt_fits(cached, request_bytes) and (prompt is None or cached <= prompt)):
+        problems.append(f"{cached} cached prompt tokens of {prompt if prompt is not None else 'an unknown number of'} prompt tokens")
+        cached = None
+    return prompt, completion, cached, "; ".join(problems)
 
 
 def template_tokens_problem(added: int, what: str) -> str:

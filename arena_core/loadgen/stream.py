@@ -49,6 +49,7 @@ class ChatStreamSink:
         "reasoning",
         "prompt_tokens",
         "completion_tokens",
+        "cached_tokens",
         "malformed_events",
         "error_body",
         "content_type",
@@ -69,6 +70,9 @@ class ChatStreamSink:
         self.reasoning: list[str] = []
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
+        #: prompt tokens the server took from its cache: ``usage.prompt_tokens_details.cached_tokens``
+        #: (OpenAI's field; vLLM, recent llama.cpp), else llama.cpp's ``timings.cache_n``
+        self.cached_tokens: int | None = None
         self.malformed_events = 0
         self.error_body = b""
         self.content_type = ""
@@ -123,6 +127,15 @@ class ChatStreamSink:
             completion = usage.get("completion_tokens")
             if type(completion) is int and completion >= 0:
                 self.completion_tokens = completion
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if type(details) is dict else None
+            if type(cached) is int:
+                self.cached_tokens = cached
+        timings = event.get("timings")
+        if timings and type(timings) is dict and self.cached_tokens is None:
+            cached = timings.get("cache_n")
+            if type(cached) is int:
+                self.cached_tokens = cached
         choices = event.get("choices")
         if not choices or type(choices) is not list:
             return

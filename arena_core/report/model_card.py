@@ -255,6 +255,7 @@ def _block_lines(card: ModelCard, *, markdown: bool, wrap: Callable[..., str]) -
         said = [block.description, f"parameters: {block.parameters}" if block.parameters else ""]
         figures = f"{block.per_user_tps} {block.per_user_label}, {block.total_tps} tok/s in all · TTFT {block.ttft}"
         said.append(figures + (f" · served {block.served}" if block.served else "") + f" · {block.verdict}" + (f": {block.notes}" if block.notes else ""))
+        said.append(block.cache)
         out += [wrap(text, indent="  ", hanging="    ") for text in said if text]
         for label, command in block.commands:
             shown = "\n".join("    " + part for part in command.split("\n"))

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
+from arena_core.loadgen.cache_state import intended_range
 from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import rate_served, throughput_headline
@@ -45,6 +46,8 @@ class WorkloadBlock:
     served_of: str
     verdict: str
     notes: str
+    #: what the server's prefix cache did, beside what the workload intends
+    cache: str
     commands: tuple[tuple[str, str], ...]
 
 
@@ -145,10 +148,23 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 served_of=f"req/s served of {asked:.2f} asked" if (asked := line.metrics.get("requested_rate")) else "req/s served",
                 verdict="valid" if line.valid else "INVALID",
                 notes=_notes(card, line),
+                cache=cache_line(line.metrics),
                 commands=tuple(commands_of(line, card.model_facts.hf_model)),
             )
         )
     return blocks
+
+
+def cache_line(metrics: Mapping[str, float | None]) -> str:
+    """ "prompt cache: 6.8 % of prompt tokens (intended 0 %; 5.4 % the chat template's opening)",
+    or that the server did not say (every result states its cache state)."""
+    measured = metrics.get("prompt_cache_hit_rate")
+    if measured is None:
+        return "prompt cache: not reported by the server"
+    template = metrics.get("prompt_cache_template_rate") or 0.0
+    return f"prompt cache: {measured:.1%} of prompt tokens (intended {intended_range(metrics)}" + (
+        f"; {template:.1%} the chat template's opening)" if template >= 0.0005 else ")"
+    )
 
 
 def _probe_load(name: str) -> float:

@@ -96,6 +96,11 @@ class FakeServerConfig:
     claim_prompt_tokens: int | None = None
     claim_completion_tokens: int | None = None
     claim_n_vocab: int | None = None
+    #: Say in ``usage.prompt_tokens_details.cached_tokens`` that this share of every
+    #: ``cached_every``-th chat request's prompt came from a prefix cache (0 on the others);
+    #: ``None``: say nothing of a cache, as an engine without the field.
+    cached_share: float | None = None
+    cached_every: int = 1
     #: Report the vocabulary size in ``/v1/models`` (llama.cpp does; vLLM does not).
     vocabulary: bool = True
     #: Serve ``/metrics`` (vLLM-named samples); off, it answers 404 as a server without them does.
@@ -225,12 +230,17 @@ class FakeOpenAIServer:
             self._frame_cache[key] = frame
         return frame
 
-    def _usage(self, prompt: int, completion: int) -> dict[str, int]:
-        """The usage block: the true counts, or what the rig is told to claim."""
+    def _usage(self, prompt: int, completion: int, number: int) -> dict[str, Any]:
+        """The usage block: the true counts, or what the rig is told to claim, and the cached
+        prompt tokens it is told to report (``number``: the chat request's, counted on arrival)."""
         config = self.config
         prompt = config.claim_prompt_tokens if config.claim_prompt_tokens is not None else prompt
         completion = config.claim_completion_tokens if config.claim_completion_tokens is not None else completion
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        if config.cached_share is not None:
+            chosen = number % max(1, config.cached_every) == 0
+            usage["prompt_tokens_details"] = {"cached_tokens": round(prompt * config.cached_share) if chosen else 0}
+        return usage
 
     async def _hostile_models(self, conn: _Connection) -> None:
         """The model list as an attacker serves it (the ``*-models`` faults)."""
@@ -347,6 +357,7 @@ class FakeOpenAIServer:
             await self._sanity(conn, entry, request)
             return
         self._chat_count += 1
+        entry["number"] = self._chat_count
         # Counting tokens is the rig's most expensive step: when the prefill time does not depend
         # on it, it waits until after the prefill, so a burst of arrivals is stamped promptly.
         prompt_tokens = self.prompt_tokens(messages) if config.prefill_per_token_s else None
@@ -388,7 +399,7 @@ class FakeOpenAIServer:
                     "object": "chat.completion",
                     "model": config.model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
-                    "usage": self._usage(prompt_tokens, count),
+                    "usage": self._usage(prompt_tokens, count, entry["number"]),
                 },
             )
             entry["completion_tokens"] = count
@@ -468,7 +479,7 @@ class FakeOpenAIServer:
             return
         options = request.get("stream_options") or {}
         if self.config.usage and options.get("include_usage") and fault != "no-usage":
-            usage = self._usage(entry["prompt_tokens"], count)
+            usage = self._usage(entry["prompt_tokens"], count, entry["number"])
             conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": usage}))
         entry["completion_tokens"] = count
         entry["end_ns"] = time.perf_counter_ns()
@@ -686,6 +697,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--claim-prompt-tokens", type=int, help="report this usage.prompt_tokens, whatever was sent")
     parser.add_argument("--claim-completion-tokens", type=int, help="report this usage.completion_tokens, whatever was streamed")
     parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
+    parser.add_argument("--cached-share", type=float, help="report this share of a prompt as cached (usage.prompt_tokens_details.cached_tokens)")
+    parser.add_argument("--cached-every", type=int, default=1, help="report --cached-share on every N-th chat request, 0 cached on the others")
     parser.add_argument("--slots", type=int, default=0, help="serve at most this many chat requests at once; queue the rest (0: no limit)")
     parser.add_argument("--shared-tps", type=float, default=0.0, help="decode this many tokens/s in all, shared by the streams decoding at once (0: no limit)")
     parser.add_argument("--kv-cache-on", choices=("gpu", "cpu"), default="gpu", help="where /metrics says the KV cache lives")
@@ -719,6 +732,8 @@ def main(argv: list[str] | None = None) -> None:
         claim_prompt_tokens=args.claim_prompt_tokens,
         claim_completion_tokens=args.claim_completion_tokens,
         claim_n_vocab=args.claim_n_vocab,
+        cached_share=args.cached_share,
+        cached_every=args.cached_every,
         vocabulary=not args.no_vocabulary,
         metrics=not args.no_metrics,
         kv_cache_on=args.kv_cache_on,

@@ -48,6 +48,8 @@ class RequestRecord:
     prompt_tokens_server: int | None = None
     completion_tokens_server: int | None = None
     completion_tokens_client: int | None = None
+    #: prompt tokens the server says it took from its prefix cache (``None``: it did not say)
+    cached_prompt_tokens_server: int | None = None
     #: Why the server's usage was not believed (those figures are then ``None``), see
     #: :mod:`arena_core.loadgen.plausible`; empty when it was.
     usage_rejected: str = ""

@@ -15,6 +15,9 @@ MIN_SCALED_TOKENS = 16
 #: The longest an open-loop schedule may take to send its prompts: a week, the longest a request
 #: may wait (``bounds.TIMEOUT_S``). A slower rate within its bounds is refused with the time.
 MAX_SCHEDULE_S = 7 * 86_400
+#: The most tokens a chat template puts around one turn (a user message and its answer: role
+#: markers, turn ends, a BOS); room the KV cache needs beyond the text itself.
+TEMPLATE_TOKENS_PER_TURN = 32
 
 
 def _tokens(value: int, factor: float) -> int:
@@ -66,8 +69,10 @@ class ClosedLoopShape:
         )
 
     def context_needed(self) -> int:
-        """The longest sequence (history, prompt and answer) one request can reach."""
-        return self.depth + self.turns * (self.prompt_tokens + self.generated_tokens)
+        """The longest sequence (history, prompt and answer) one request can reach, with the
+        chat template's tokens around each turn (a multi-turn run of the embedded server,
+        scaled x0.0325, ran out of KV cache on its fifth turn without them)."""
+        return self.depth + self.turns * (self.prompt_tokens + self.generated_tokens + TEMPLATE_TOKENS_PER_TURN)
 
     def concurrency_needed(self) -> int:
         return self.concurrency
