@@ -4,11 +4,15 @@ answers as the real driver does), and the per-workload summary built from their 
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import pytest
 
-from arena_core.run.probes import descendants, probes_for, server_rss_probe, throttle_reason_names
+from arena_core.report.model_card import energy_rows
+from arena_core.run.manifest import MEASURED_BY_ARENA
+from arena_core.run.probes import RaplProbe, descendants, probes_for, server_rss_probe, throttle_reason_names
 from arena_core.run.telemetry import server_gauges, summarise
+from arena_core.types import CardWorkload, ModelCard
 
 
 class NVMLError(Exception):
@@ -111,7 +115,7 @@ def test_summary_on_a_discrete_gpu_uses_device_memory_and_the_energy_counter():
     summary = summarise(_samples((100.0, 400.0, 700.0), (300, 310, 290), (40e9, 42e9, 41e9)), unified=False, output_tokens=2000)
     assert summary["peak_memory_gb"] == 42.0
     assert summary["energy_j"] == 600.0 and summary["mean_power_w"] == 300.0
-    assert summary["energy_per_1k_output_tokens_j"] == 300.0
+    assert summary["energy_per_1k_output_tokens_j"] == 300.0  # no server counters: the measured output tokens
     assert summary["throttled_fraction"] == pytest.approx(1 / 3)  # "gpu_idle" alone is not throttling
     unified = summarise(_samples((100.0, 400.0, 700.0), (300, 310, 290), (40e9, 42e9, 41e9)), unified=True)
     assert unified["peak_memory_gb"] == 5.0  # unified memory: the system figure
@@ -146,3 +150,81 @@ def test_server_gauges_have_one_name_whatever_the_engine():
     assert llama["requests_running_peak"] == 4 and llama["requests_waiting_peak"] == 2
     assert llama["prefix_cache_hit_rate"] == pytest.approx(100 / 1000)  # cached / (cached + processed)
     assert "kv_cache_usage_peak" not in llama  # this llama.cpp does not publish it: absent, not 0
+
+
+def powercap(root: Path, packages: dict[str, tuple[int, int]], *, readable: bool = True) -> Path:
+    """A powercap tree: ``{"intel-rapl:0": (energy_uj, max_energy_range_uj)}``, each a package,
+    with a core sub-domain that must not be counted twice."""
+    for domain, (energy, wrap) in packages.items():
+        for path, name in ((root / domain, "package-" + domain[-1]), (root / domain / f"{domain}:0", "core")):
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "name").write_text(name + "\n")
+            (path / "max_energy_range_uj").write_text(f"{wrap}\n")
+            (path / "energy_uj").write_text(f"{energy}\n" if readable else "")
+        (root / f"{domain}:0").mkdir(exist_ok=True)  # sysfs lists sub-domains beside their packages too
+    return root
+
+
+def test_rapl_sums_the_packages_in_joules_and_unwraps_their_counters(tmp_path):
+    root = powercap(tmp_path / "powercap", {"intel-rapl:0": (1_000_000, 10_000_000), "intel-rapl:1": (9_500_000, 10_000_000)})
+    probe, why = RaplProbe.find(root)
+    assert probe is not None and len(probe.packages) == 2 and "2 CPU package" in why
+    assert probe() == {"cpu_energy_j": 0.0}
+    (root / "intel-rapl:0" / "energy_uj").write_text("4000000\n")  # +3 J
+    (root / "intel-rapl:1" / "energy_uj").write_text("500000\n")  # wrapped: +0.5 J to the range, +0.5 J after
+    assert probe() == {"cpu_energy_j": pytest.approx(4.0)}
+
+
+def test_without_readable_rapl_the_note_says_so_and_nothing_is_guessed(tmp_path):
+    _, notes = probes_for(("rapl",), powercap=tmp_path / "absent")
+    assert notes == [f"rapl: {tmp_path / 'absent'} has no RAPL domains on this machine: no CPU energy recorded"]
+    hidden = powercap(tmp_path / "hidden", {"intel-rapl:0": (1, 10)}, readable=False)
+    probes, notes = probes_for(("rapl",), powercap=hidden)
+    assert "not readable here" in notes[0] and not any(isinstance(p, RaplProbe) for p in probes)
+    summary = summarise([{"t_ns": 0, "memory_used_bytes": 1}, {"t_ns": 10**9, "memory_used_bytes": 1}], unified=True, output_tokens=100)
+    assert not any(key.startswith("energy") or key.startswith("cpu_energy") for key in summary)
+
+
+def test_energy_per_token_counts_tokens_over_the_same_window_as_the_energy(tmp_path):
+    # a rig energy source of known joules: 120 J of CPU package over the window, 30 J of GPU
+    samples = [
+        {
+            "t_ns": 0,
+            "cpu_energy_j": 0.0,
+            "gpu0_energy_j": 10.0,
+            "metrics": {"llamacpp:tokens_predicted_total": 100, "llamacpp:prompt_tokens_total": 50, "llamacpp:prompt_tokens_cached_total": 0},
+        },
+        {
+            "t_ns": 4 * 10**9,
+            "cpu_energy_j": 120.0,
+            "gpu0_energy_j": 40.0,
+            "metrics": {"llamacpp:tokens_predicted_total": 400, "llamacpp:prompt_tokens_total": 950, "llamacpp:prompt_tokens_cached_total": 300},
+        },
+    ]
+    summary = summarise(samples, unified=True, output_tokens=250)  # the measured runs: fewer than the window saw
+    assert summary["cpu_energy_j"] == 120.0 and summary["energy_j"] == 30.0 and summary["energy_total_j"] == 150.0
+    assert summary["mean_power_w"] == 37.5
+    assert summary["energy_per_output_token_j"] == 0.5  # 150 J over the 300 tokens the server generated in the window
+    assert summary["energy_per_token_j"] == pytest.approx(150 / (300 + 900 + 300))
+    assert summary["energy_per_1k_output_tokens_j"] == 500.0
+
+
+def energy_card(metrics: dict, notes: tuple[str, ...] = ()) -> ModelCard:
+    line = CardWorkload(name="chat", tokens_per_second=10.0, ttft_p50_s=0.5, metrics=metrics)
+    return ModelCard(
+        run_id="r", model="m", model_title="M", hardware="cpu-host", hardware_title="CPU", backend="llama-cpp", engine="native",
+        measured_at="", source=MEASURED_BY_ARENA, expected=("chat",), workloads=(line,), telemetry_notes=notes,
+    )  # fmt: skip
+
+
+def test_the_card_says_what_energy_was_read_from_or_that_none_was():
+    measured = energy_rows(energy_card({"cpu_energy_j": 150.0, "energy_per_output_token_j": 0.5, "energy_per_token_j": 0.1}))
+    assert measured == [
+        (
+            "energy, chat",
+            "0.5 J per output token, 0.1 J per token (prompt and output); read from the CPU packages (RAPL powercap counters; not memory, disks or the rest of the box)",
+        )
+    ]
+    note = "rapl: /sys/class/powercap has no RAPL domains on this machine: no CPU energy recorded"
+    assert energy_rows(energy_card({}, (note,))) == [("energy", f"not measured: {note}")]
+    assert energy_rows(energy_card({})) == [("energy", "not measured: this machine's profile names no energy counter")]

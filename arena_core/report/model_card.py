@@ -19,6 +19,7 @@ from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
 from arena_core.report.workload_blocks import summary_lines, workload_blocks
 from arena_core.run.budget import minutes
+from arena_core.run.manifest import MEASURED_BY_ARENA
 from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score
 
 
@@ -108,10 +109,34 @@ def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
     if resident:
         peak, name = max(resident)
         rows.append(("peak memory of the server's processes (RSS)", f"{peak:.1f} GB ({name})"))
+    return rows + energy_rows(card)
+
+
+#: What each energy figure is read from, and what it covers.
+ENERGY_SOURCES = (
+    ("energy_j", "the GPUs (NVML; the GPU boards only)"),
+    ("cpu_energy_j", "the CPU packages (RAPL powercap counters; not memory, disks or the rest of the box)"),
+)
+
+
+def energy_rows(card: ModelCard) -> list[tuple[str, str]]:
+    """Energy per output token and per token, each workload's, with what it was read from; or
+    "not measured" and why: never an estimate in its place."""
+    rows = []
     for line in card.workloads:
-        energy = line.metrics.get("energy_per_1k_output_tokens_j")
-        if energy is not None:
-            rows.append((f"energy, {line.name}", f"{energy:.0f} J per 1,000 output tokens"))
+        metrics = line.metrics
+        per_output = metrics.get("energy_per_output_token_j")
+        if per_output is None and (per_1k := metrics.get("energy_per_1k_output_tokens_j")) is not None:
+            per_output = per_1k / 1000  # stored before the per-token figures
+        if per_output is None:
+            continue
+        per_token = metrics.get("energy_per_token_j")
+        sources = " and ".join(what for key, what in ENERGY_SOURCES if metrics.get(key) is not None)
+        said = f"{per_output:.3g} J per output token" + (f", {per_token:.3g} J per token (prompt and output)" if per_token is not None else "")
+        rows.append((f"energy, {line.name}", said + (f"; read from {sources}" if sources else "")))
+    if not rows and card.source == MEASURED_BY_ARENA:
+        why = [note for note in card.telemetry_notes if "energy" in note or "power" in note]
+        rows.append(("energy", "not measured" + (f": {'; '.join(why)}" if why else ": this machine's profile names no energy counter")))
     return rows
 
 
@@ -219,8 +244,8 @@ def quality_heading(card: ModelCard) -> str:
 
 
 def memory_heading(card: ModelCard) -> str:
-    """ "Memory and energy" where an energy figure is on the card, else "Memory"."""
-    return "Memory and energy" if any(line.metrics.get("energy_per_1k_output_tokens_j") is not None for line in card.workloads) else "Memory"
+    """ "Memory and energy" where the card says anything of energy (a figure, or "not measured")."""
+    return "Memory and energy" if energy_rows(card) else "Memory"
 
 
 def time_line(card: ModelCard) -> str:

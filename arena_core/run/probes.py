@@ -5,6 +5,9 @@
 - ``nvml``: per GPU, device memory in use, the memory of the server's processes, power, the
   energy counter, the SM clock and why clocks are held down (NVML, ``nvidia-ml-py``).
 - ``nvml-power``: the same without memory, for unified-memory NVIDIA machines.
+- ``rapl``: the CPU packages' energy counters (Linux powercap, ``intel-rapl:N/energy_uj``; AMD
+  processors publish theirs there too), unwrapped where a counter passes its range. They cover
+  the processor packages only: not memory, disks or the rest of the box.
 
 A probe returns a flat dict of numbers for one sample; a figure the driver does not support is
 left out, never reported as 0. NVML is optional: where it cannot load, the probe says why once.
@@ -78,6 +81,56 @@ def server_rss_probe(server_pid: Callable[[], int | None], proc: Path = Path("/p
         return {"server_rss_bytes": total} if total else {}  # gone, or not ours to read
 
     return sample
+
+
+POWERCAP = Path("/sys/class/powercap")
+
+
+class RaplProbe:
+    """The CPU packages' energy, summed, in joules since the probe started (``cpu_energy_j``).
+
+    Each package's counter (``energy_uj``) wraps at ``max_energy_range_uj``; a fall between two
+    samples is a wrap, counted as the range less the old reading plus the new one.
+    """
+
+    def __init__(self, packages: list[tuple[Path, int]]) -> None:
+        self.packages = packages
+        self._last: list[int | None] = [None] * len(packages)
+        self._joules = 0.0
+
+    @classmethod
+    def find(cls, root: Path = POWERCAP) -> tuple[RaplProbe | None, str]:
+        """The probe over every readable package domain under ``root``, or None and why not."""
+        domains = sorted(root.glob("intel-rapl:[0-9]*")) if root.is_dir() else []
+        packages = []
+        for domain in domains:
+            if ":" in domain.name.split("intel-rapl:", 1)[1]:
+                continue  # a sub-domain (core, uncore, dram) of a package already counted
+            try:
+                name = (domain / "name").read_text().strip()
+                int((domain / "energy_uj").read_text())  # unreadable (EACCES) or empty where hidden
+                wrap = int((domain / "max_energy_range_uj").read_text())
+            except (OSError, ValueError):
+                continue
+            if name.startswith("package") and wrap > 0:
+                packages.append((domain / "energy_uj", wrap))
+        if packages:
+            return cls(packages), f"{len(packages)} CPU package energy counter(s) (RAPL powercap)"
+        if not domains:
+            return None, f"{root} has no RAPL domains on this machine: no CPU energy recorded"
+        return None, f"{root}: the RAPL package counters are not readable here (root only, or hidden in a container): no CPU energy recorded"
+
+    def __call__(self) -> dict[str, Any]:
+        for index, (path, wrap) in enumerate(self.packages):
+            try:
+                now = int(path.read_text())
+            except (OSError, ValueError):
+                return {}  # one unreadable package would make the sum wrong
+            last = self._last[index]
+            if last is not None:
+                self._joules += ((now - last) if now >= last else (wrap - last + now)) / 1e6
+            self._last[index] = now
+        return {"cpu_energy_j": self._joules}
 
 
 def descendants(pid: int, proc: Path = Path("/proc")) -> set[int]:
@@ -163,7 +216,12 @@ def load_nvml() -> tuple[Any | None, str]:
 
 
 def probes_for(
-    names: Iterable[str], *, server_pid: Callable[[], int | None] = lambda: None, meminfo: Path = Path("/proc/meminfo"), nvml: Any | None = None
+    names: Iterable[str],
+    *,
+    server_pid: Callable[[], int | None] = lambda: None,
+    meminfo: Path = Path("/proc/meminfo"),
+    nvml: Any | None = None,
+    powercap: Path = POWERCAP,
 ) -> tuple[list[Probe], list[str]]:
     """The probes a profile names, and a note for each that could not be set up.
 
@@ -185,4 +243,10 @@ def probes_for(
                 return descendants(pid) if pid else set()
 
             probes.append(NvmlProbe(module, memory="nvml" in wanted, server_pids=pids))
+    if "rapl" in names:
+        rapl, why = RaplProbe.find(powercap)
+        if rapl is None:
+            notes.append(f"rapl: {why}")
+        else:
+            probes.append(rapl)
     return probes, notes

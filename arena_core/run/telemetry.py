@@ -173,10 +173,9 @@ def summarise(samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens
     energy = _energy_joules(samples)
     if energy is not None:
         summary["energy_j"] = energy
-        span = (samples[-1]["t_ns"] - samples[0]["t_ns"]) / 1e9
-        summary["mean_power_w"] = energy / span if span > 0 else None
-        if output_tokens:
-            summary["energy_per_1k_output_tokens_j"] = energy / output_tokens * 1000
+    cpu = [s["cpu_energy_j"] for s in samples if "cpu_energy_j" in s]
+    if len(cpu) >= 2:
+        summary["cpu_energy_j"] = cpu[-1] - cpu[0]
     power = [p for s in samples if (p := _gpu_sum(s, "_power_w")) is not None]
     if power:
         summary["peak_power_w"] = max(power)
@@ -190,7 +189,42 @@ def summarise(samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens
         summary["sm_clock_min_mhz"] = min(clocks)
     pages = [s["metrics"] for s in samples if s.get("metrics")]
     summary.update(server_gauges(pages))
+    summary.update(energy_per_token(summary, samples, output_tokens))
     return summary
+
+
+#: The server's own token counters (their growth over the sampled window), per engine:
+#: (output tokens, prompt tokens computed, prompt tokens found in the cache).
+TOKEN_COUNTERS = (
+    ("server_llamacpp_tokens_predicted_total", "server_llamacpp_prompt_tokens_total", "server_llamacpp_prompt_tokens_cached_total"),
+    ("server_vllm_generation_tokens_total", "server_vllm_prompt_tokens_total", None),
+)
+
+
+def energy_per_token(summary: dict[str, float | None], samples: Sequence[dict[str, Any]], output_tokens: float | None) -> dict[str, float | None]:
+    """Joules per output token and per token (prompt and output) of every energy source read
+    (GPUs by NVML, CPU packages by RAPL), over the same window as the tokens: the server's own
+    counters, which see the warmup and the session's probes as the energy does. Without them,
+    the workload's measured output tokens (its warmup is then in the energy only: a little high)."""
+    energy = sum(v for key in ("energy_j", "cpu_energy_j") if (v := summary.get(key)) is not None)
+    if not energy:
+        return {}
+    found: dict[str, float | None] = {"energy_total_j": energy}
+    span = (samples[-1]["t_ns"] - samples[0]["t_ns"]) / 1e9
+    found["mean_power_w"] = energy / span if span > 0 else None
+    for output, prompt, cached in TOKEN_COUNTERS:
+        produced = summary.get(output)
+        if produced:
+            found["energy_per_output_token_j"] = energy / produced
+            read = (summary.get(prompt) or 0) + (summary.get(cached) or 0 if cached else 0)
+            found["energy_per_token_j"] = energy / (produced + read)
+            break
+    else:
+        if output_tokens:
+            found["energy_per_output_token_j"] = energy / output_tokens
+    if found.get("energy_per_output_token_j") is not None:
+        found["energy_per_1k_output_tokens_j"] = found["energy_per_output_token_j"] * 1000  # type: ignore[operator]
+    return found
 
 
 def _energy_joules(samples: Sequence[dict[str, Any]]) -> float | None:

@@ -222,6 +222,9 @@ class ModelCard:
     budget_s: float | None = None
     expected_s: float | None = None
     took_s: float | None = None
+    #: what telemetry could not read (no NVML, RAPL hidden, a server on another machine): why a
+    #: card without energy figures says "not measured"
+    telemetry_notes: tuple[str, ...] = ()
     #: the run's status in its manifest (complete, interrupted, ...)
     status: str = ""
     #: the address of the server measured, where Arena attached to one ("" for a server it started)

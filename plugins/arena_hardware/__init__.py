@@ -26,7 +26,7 @@ def cpu_host_profile() -> HardwareProfile:
         description=f"This machine's CPU ({host.cpu_model}, {host.cores} cores, {memory}).",
         memory_gb=host.memory_gb,
         unified_memory=True,  # a CPU serves from main memory: there is no separate device memory
-        probes=("meminfo",),
+        probes=("meminfo", "rapl"),
         this_machine=True,
         sources=(f"read from this machine ({host.source})",),
         measure=measured_bandwidth,

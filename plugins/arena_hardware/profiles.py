@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from arena_core import HardwareProfile
 
-UNIFIED = ("meminfo",)
-NVIDIA = ("nvml",)
+UNIFIED = ("meminfo", "rapl")
+NVIDIA = ("nvml", "rapl")
 
 
 def _profile(name: str, title: str, description: str, **figures: object) -> HardwareProfile:
