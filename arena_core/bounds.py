@@ -87,3 +87,7 @@ COUNT_OR_NONE = Bound(0, 1_000_000, integer=True)
 RATE_RESULT = Bound(0, 1e9)
 SECONDS_RESULT = Bound(0, 1e7)
 REQUESTS_RESULT = Bound(0, 10**9, integer=True)
+#: ``[cost]``: a price (per kWh, or of the hardware), a lifetime in years, a utilisation.
+PRICE = Bound(0, 1e9)
+LIFETIME_YEARS = Bound(0, 100, above=True)
+UTILISATION = Bound(0, 1, above=True)

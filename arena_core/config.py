@@ -7,6 +7,7 @@ Checking names against what the plugins registered is a second step, :func:`chec
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from attrs import field, frozen
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, override
 
+from arena_core import bounds
 from arena_core.converter import CONVERTER, Fraction, Scale, Weight
 from arena_core.errors import ConfigError, UnknownNameError
 from arena_core.files import unreadable
@@ -92,6 +94,33 @@ class SloSection:
     objective: str | None = None  # None: the SLO a run recorded (a capacity search's), else interactive
 
 
+CURRENCY = re.compile(r"[A-Za-z€$£¥]{1,8}")
+
+
+def _currency(_: object, __: object, value: str) -> None:
+    if not CURRENCY.fullmatch(value):
+        raise ValueError(f"a currency is 1 to 8 letters or one of € $ £ ¥, got {value[:40]!r}")
+
+
+@frozen(kw_only=True)
+class CostSection:
+    """``[cost]``: what a million output tokens cost on this box at the capacity a search found:
+    the electricity its measured power draws at that load (``price_per_kwh``) and, where
+    ``hardware_price`` is given, the hardware paid off over ``lifetime_years`` of which it serves
+    a ``utilisation`` share of the hours."""
+
+    price_per_kwh: float | None = field(default=None, validator=attrs.validators.optional(bounds.PRICE))
+    currency: str = field(default="EUR", validator=_currency)
+    hardware_price: float | None = field(default=None, validator=attrs.validators.optional(bounds.PRICE))
+    lifetime_years: float = field(default=3.0, validator=bounds.LIFETIME_YEARS)
+    utilisation: float = field(default=1.0, validator=bounds.UTILISATION)
+
+    @property
+    def given(self) -> bool:
+        """Whether the section says anything to cost with."""
+        return self.price_per_kwh is not None or self.hardware_price is not None
+
+
 @frozen(kw_only=True)
 class ArenaConfig:
     """The whole configuration file; every section is optional."""
@@ -101,6 +130,7 @@ class ArenaConfig:
     workloads: dict[str, WorkloadOverride] = field(factory=dict)
     scoring: ScoringSection = ScoringSection()
     slo: SloSection = SloSection()
+    cost: CostSection = CostSection()
     source: str = field(default="<defaults>", eq=False)  # where it was read from, for messages
 
 

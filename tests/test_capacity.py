@@ -202,17 +202,49 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
         [sys.executable, "-m", "arena_core", "compare", run_id, plain_id, "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60
     )
     assert re.search(r"capacity +4 users +— ", compared.stdout) and re.search(r"chat-users-5 tok/s +[0-9.]+ +— ", compared.stdout), compared.stdout
+    # [cost]: the plain run is costed at the search's capacity; the rig reads no energy, so the
+    # hardware alone is counted, and the card says electricity was not
+    config = tmp_path / "arena.toml"
+    config.write_text("[cost]\nprice_per_kwh = 0.30\nhardware_price = 1000\nlifetime_years = 2\n")
+    costed = subprocess.run(
+        [sys.executable, "-m", "arena_core", "--config", str(config), "leaderboard", "--include-scaled", "--json", "--output", str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    costs = {row["run_id"]: row for row in json.loads(costed.stdout)}
+    searched = next(probe for probe in json.loads(subprocess.run(
+        [sys.executable, "-m", "arena_core", "card", run_id, "--format", "json", "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60
+    ).stdout)["card"]["workloads"] if probe["name"] == "chat-users-4")  # fmt: skip
+    by_hand = 1000 / (2 * 8766) / (searched["metrics"]["decode_tps_total"] * 3600) * 1e6
+    assert costs[plain_id]["cost_per_million_output_tokens"] == pytest.approx(by_hand) and costs[run_id]["cost_per_million_output_tokens"] == pytest.approx(
+        by_hand
+    )
+    plain_card = subprocess.run(
+        [sys.executable, "-m", "arena_core", "--config", str(config), "card", plain_id, "--output", str(tmp_path / "store"), "--wide"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert f"per million output tokens at capacity 4 users (search {run_id})" in plain_card.stdout
+    assert "electricity not counted (no energy counter read at capacity)" in plain_card.stdout
     # the site draws the curve and the probes' per-user against total throughput
     site = tmp_path / "site"
     assert (
         subprocess.run(
-            [sys.executable, "-m", "arena_core", "publish", str(site), "--output", str(tmp_path / "store")], capture_output=True, timeout=60
+            [sys.executable, "-m", "arena_core", "--config", str(config), "publish", str(site), "--output", str(tmp_path / "store")],
+            capture_output=True,
+            timeout=60,
         ).returncode
         == 0
     )
     assert ">capacity</th>" in (site / "index.html").read_text() and "4 users (ttft=200ms,tps=none)" in (site / "index.html").read_text()
-    (page,) = [found for found in (site / "cards").glob("*.html") if run_id in found.read_text()]  # a page named from what it is
+    # a page named from what it is; the plain run's page names the search too (its cost is the search's)
+    (page,) = [found for found in (site / "cards").glob("*.html") if f"<code>{run_id}</code>" in found.read_text() or "chat-users-5" in found.read_text()]
     html = page.read_text()
+    # the cost on the site: the board says it (once, where every row has the same), each card its sum
+    assert f"{costs[plain_id]['cost_per_million_output_tokens']:.3g} EUR" in (site / "index.html").read_text()
+    assert all("per million output tokens at capacity 4 users" in found.read_text() for found in (site / "cards").glob("*.html"))
     assert "<title>Share of requests within the SLO, per probe</title>" in html and "<title>Per-user against total throughput, per probe</title>" in html
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium:  # CI installs it (scripts/install-test-browser.sh); test_site.py fails there without it

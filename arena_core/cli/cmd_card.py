@@ -12,6 +12,7 @@ from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.loadgen.goodput import parse_slo
 from arena_core.report import render_json
+from arena_core.report.cost import cost_of
 from arena_core.report.model_card import render_model_card
 from arena_core.results.cards import card_json, load_card, load_cards, scores_for
 from arena_core.results.findings import findings
@@ -41,4 +42,5 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, wide: 
     if fmt == "json":
         echo(render_json({**card_json(card, scores, found), "predictions": [attrs.asdict(line) for line in predictions or []], "not_predicted": uncovered}))
     else:
-        echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions, uncovered=uncovered, wide=wide), nl=False)
+        cost = cost_of([*others, card], app.config.cost)(card) if app.config.cost.given else None
+        echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions, uncovered=uncovered, wide=wide, cost=cost), nl=False)

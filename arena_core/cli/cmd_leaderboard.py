@@ -16,6 +16,7 @@ from arena_core.errors import UnknownNameError, UsageError
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.capacity_card import capacity_column
+from arena_core.report.cost import CostLine, cost_of
 from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.cards import load_cards, profiles_of, score_cohort, scorer_specs
 from arena_core.results.leaderboard import Row, choose, rank, row_dict
@@ -68,11 +69,12 @@ def leaderboard_command(
     cohort = [with_quality(card, quality_basis) for card in choose(cards, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)]
     rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
     capacity_of = capacity_column(cards)
+    costs = cost_of(cards, app.config.cost) if app.config.cost.given else None
 
     ledger_lines = ledger_of(results_dir(app, output), cohort, registry) if prediction_error else None
     ledger_rows = ledger_summary(ledger_lines or [])
     if as_json:
-        board = [{**row_dict(r), "capacity": capacity_of(r.card)} for r in rows]
+        board = [{**row_dict(r), "capacity": capacity_of(r.card), **_cost_json(costs, r.card)} for r in rows]
         names = ("workload", "metric", "results", "median_error_pct", "p90_error_pct")
         echo(render_json({"rows": board, "prediction_error": [dict(zip(names, row)) for row in ledger_rows]} if prediction_error else board))
         return
@@ -83,7 +85,7 @@ def leaderboard_command(
         return
     short = short_ids([card.run_id for card in cards])
     ranked = [row for row in rows if row.rank]
-    echo(render_table(*_ranked_table(ranked, short, capacity_of, wide=wide), width=WIDEST if wide else None))  # --wide: as wide as it is
+    echo(render_table(*_ranked_table(ranked, short, capacity_of, wide=wide, costs=costs), width=WIDEST if wide else None))  # --wide: as wide as it is
     marks = [
         (mark, meaning)
         for mark, meaning in MARKS
@@ -113,12 +115,30 @@ MARKS = (
 )
 
 
-def _ranked_table(rows: list[Row], short: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None], *, wide: bool) -> tuple[list[str], list[tuple]]:
+def _cost_json(costs: Callable[[ModelCard], CostLine | str] | None, card: ModelCard) -> dict[str, Any]:
+    """A row's cost in the JSON board, where ``[cost]`` is set: the figure and its sum, or why not."""
+    if costs is None:
+        return {}
+    line = costs(card)
+    if isinstance(line, CostLine):
+        return {"cost_per_million_output_tokens": line.per_million, "cost_currency": line.currency, "cost_explained": line.explained()}
+    return {"cost_per_million_output_tokens": None, "cost_explained": line}
+
+
+def _ranked_table(
+    rows: list[Row],
+    short: Mapping[str, str],
+    capacity_of: Callable[[ModelCard], str | None],
+    *,
+    wide: bool,
+    costs: Callable[[ModelCard], CostLine | str] | None = None,
+) -> tuple[list[str], list[tuple]]:
     """The ranked rows as a table: rank, model, score, Q, G, memory, benches, run; ``wide`` adds
-    the score's interval, hardware, backend, capacity and labels."""
+    the score's interval, hardware, backend, capacity, the cost per million output tokens at
+    that capacity (where ``[cost]`` is set) and labels."""
     headers = ["rank", "model", "score", "Q", "G", "memory", "benches", "run"]
     if wide:
-        headers += ["interval", "hardware", "backend", "capacity", "labels"]
+        headers += ["interval", "hardware", "backend", "capacity", *(["cost/Mtok"] if costs else []), "labels"]
     table = []
     for row in rows:
         score = row.score
@@ -135,7 +155,10 @@ def _ranked_table(rows: list[Row], short: Mapping[str, str], capacity_of: Callab
         ]
         if wide:
             interval = f"{score.low:.1f}–{score.high:.1f}" if score.low != score.high else ""
-            cells += [interval, row.card.hardware, row.card.backend, capacity_of(row.card) or "—", ", ".join(row.labels)]
+            cost = costs(row.card) if costs else None
+            cells += [interval, row.card.hardware, row.card.backend, capacity_of(row.card) or "—"]
+            cells += [cost.cell() if isinstance(cost, CostLine) else "—"] if costs else []
+            cells += [", ".join(row.labels)]
         table.append(tuple(cells))
     return headers, table
 

@@ -54,6 +54,7 @@ def publish_command(app: CliApp, directory: Path, output: Path | None, profile: 
             predictions=predictions,
             registry=app.hooks.registry,
             progress=steps.count,
+            cost=app.config.cost,
         )
     except OSError as exc:
         raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None

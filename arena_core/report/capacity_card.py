@@ -4,7 +4,7 @@ headline and the curve."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
@@ -24,6 +24,8 @@ class ProbeLine:
     per_user_tps: float | None
     total_tps: float | None
     served: float | None
+    #: the mean power the energy counters read over the probe (None: not measured)
+    mean_power_w: float | None = None
 
     @property
     def label(self) -> str:
@@ -55,6 +57,7 @@ def capacity_probes(card: ModelCard) -> list[ProbeLine]:
                 per_user_tps=per_user,
                 total_tps=total,
                 served=served,
+                mean_power_w=metrics.get("mean_power_w"),
             )
         )
     return sorted(found, key=lambda probe: probe.load)
@@ -84,25 +87,38 @@ def capacity_column(cards: Sequence[ModelCard]) -> Callable[[ModelCard], str | N
     search's own; for another run, the newest search of the same model (its name and the facts
     its server reported) on the same server and hardware at its scale. A run stored before Arena
     named models shows only its own: its name says nothing of which model it was."""
-    own, newest = _capacity_cells(cards)
-    return lambda card: own.get(card.run_id) or (newest.get(_same_setup(card)) if card.model != UNNAMED else None)
+    search_of = capacity_search_of(cards)
+
+    def cell(card: ModelCard) -> str | None:
+        search = search_of(card)
+        if search is None:
+            return None
+        best, _ = capacity_found(capacity_probes(search))
+        return f"{best.label if best else 'none'} ({search.slo.name or 'SLO'})"
+
+    return cell
 
 
-def _same_setup(card: ModelCard) -> tuple[object, ...]:
-    """What two runs must share for one's capacity to stand for the other's."""
-    return (card.model, card.model_facts.fingerprint, card.backend, card.server, card.hardware, card.scale)
-
-
-def _capacity_cells(cards: Sequence[ModelCard]) -> tuple[Mapping[str, str], Mapping[tuple[object, ...], str]]:
-    own: dict[str, str] = {}
-    newest: dict[tuple[object, ...], tuple[tuple[str, str], str]] = {}
+def capacity_search_of(cards: Sequence[ModelCard]) -> Callable[[ModelCard], ModelCard | None]:
+    """The capacity search that stands for a card: its own where it is one, else the newest
+    search of the same setup (:func:`same_setup`), else None."""
+    newest: dict[tuple[object, ...], ModelCard] = {}
     for card in cards:
-        probes = capacity_probes(card)
-        if not probes:
+        if not capacity_probes(card):
             continue
-        best, _ = capacity_found(probes)
-        own[card.run_id] = cell = f"{best.label if best else 'none'} ({card.slo.name or 'SLO'})"
-        key, when = _same_setup(card), (card.measured_at, card.run_id)  # run ids sort by start time
-        if key not in newest or when > newest[key][0]:
-            newest[key] = (when, cell)
-    return own, {key: cell for key, (_, cell) in newest.items()}
+        key = same_setup(card)
+        if key not in newest or (card.measured_at, card.run_id) > (newest[key].measured_at, newest[key].run_id):  # run ids sort by start time
+            newest[key] = card
+
+    def search(card: ModelCard) -> ModelCard | None:
+        if capacity_probes(card):
+            return card
+        return newest.get(same_setup(card)) if card.model != UNNAMED else None
+
+    return search
+
+
+def same_setup(card: ModelCard) -> tuple[object, ...]:
+    """What two runs must share for one's capacity to stand for the other's: the model (its
+    name and the facts its server reported), the backend, the server, the hardware, the scale."""
+    return (card.model, card.model_facts.fingerprint, card.backend, card.server, card.hardware, card.scale)

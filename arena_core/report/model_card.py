@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from tabulate import tabulate
 
 from arena_core.report.card_sections import capacity_section, prediction_section, slo_section, sweep_section
+from arena_core.report.cost import CostLine
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
@@ -243,6 +244,13 @@ def quality_heading(card: ModelCard) -> str:
     return "Quality: " + (" and ".join(kinds) if kinds else "none published or measured")
 
 
+def cost_rows(cost: CostLine | str | None) -> list[tuple[str, str]]:
+    """The self-host cost's row where ``[cost]`` is set: the sum written out, or why there is none."""
+    if cost is None:
+        return []
+    return [("cost per million output tokens", cost.explained() if isinstance(cost, CostLine) else f"not computed: {cost}")]
+
+
 def memory_heading(card: ModelCard) -> str:
     """ "Memory and energy" where the card says anything of energy (a figure, or "not measured")."""
     return "Memory and energy" if energy_rows(card) else "Memory"
@@ -298,6 +306,7 @@ def render_model_card(
     predictions: Sequence[LedgerLine] | None = (),
     uncovered: str = "",
     wide: bool = False,
+    cost: CostLine | str | None = None,
 ) -> str:
     """The card in the seed card's order: the model and its four big figures, a two-line summary,
     scores, quality, decode throughput, a table of the workloads, findings; then the details
@@ -358,7 +367,7 @@ def render_model_card(
         table_of(platform_rows(card), ["", ""]),
         "",
         f"{h2}{memory_heading(card)}",
-        table_of(memory_rows(card), ["", ""]),
+        table_of(memory_rows(card) + cost_rows(cost), ["", ""]),
         "",
         f"{h2}Score explained",
         *(wrap(line, hanging="  ") for line in score_lines(scores)),

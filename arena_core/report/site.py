@@ -20,13 +20,16 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup, escape
 
 from arena_core import __version__
+from arena_core.config import CostSection
 from arena_core.registry import Registry
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
 from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, prediction_rows
 from arena_core.report.charts import bar_chart, line_chart, scatter_chart
+from arena_core.report.cost import CostLine, cost_of
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.model_card import (
     big_figures,
+    cost_rows,
     decode_totals,
     headline_label,
     headline_tps,
@@ -71,7 +74,13 @@ def _integrity(run_id: str, verified: Mapping[str, str]) -> str:
     return verified.get(run_id, "not checked")
 
 
-def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None], slugs: Mapping[str, str]) -> list[dict]:
+def _leaderboard_rows(
+    rows: Sequence[Row],
+    verified: Mapping[str, str],
+    capacity_of: Callable[[ModelCard], str | None],
+    slugs: Mapping[str, str],
+    cost_cell: Callable[[ModelCard], str],
+) -> list[dict]:
     found = []
     for row in rows:
         card, score = row.card, row.score
@@ -80,6 +89,7 @@ def _leaderboard_rows(rows: Sequence[Row], verified: Mapping[str, str], capacity
         data.update(
             href=f"cards/{slugs[card.run_id]}.html",
             capacity=capacity_of(card) or "—",
+            cost=cost_cell(card),
             integrity=_integrity(card.run_id, verified),
             place="—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank)),
             shown_score=(f"{score.value:.1f}" + ("†" if score.unmeasured_focus else "")) if score.value is not None else "—",
@@ -192,6 +202,7 @@ def publish(
     predictions: Sequence[LedgerLine] | None = (),
     registry: Registry | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    cost: CostSection | None = None,
 ) -> Path:
     """Write the site into ``directory``: a leaderboard page per profile of the default scorer
     (``profile``'s is index.html) and a page per card; ``all_scores[run_id][profile]``;
@@ -212,6 +223,12 @@ def publish(
     total = len(pages) + len(cards)
     charts = _charts(cards)
     capacity_of = capacity_column(cards)
+    costs = cost_of(cards, cost) if cost is not None and cost.given else None
+
+    def cost_cell(card: ModelCard) -> str:
+        line = costs(card) if costs else None
+        return line.cell() if isinstance(line, CostLine) else "—"
+
     slugs = card_slugs(cards)
     # credit where figures were published by others (the seed site's cohort is CC-BY-4.0)
     attribution = sorted({card.source for card in cards if card.source.startswith("published by")})
@@ -228,7 +245,7 @@ def publish(
                 attribution=attribution,
                 ledger_rows=ledger_summary(predictions or []),
                 prediction_absent=NO_PREDICTOR if predictions is None else "",
-                **_board(rows, verified, capacity_of, slugs),
+                **_board(rows, verified, capacity_of, slugs, cost_cell),
                 **charts,
             ),
             encoding="utf-8",
@@ -237,20 +254,27 @@ def publish(
     for done, card in enumerate(cards, start=len(pages) + 1):
         mine = None if predictions is None else [line for line in predictions if line.run_id == card.run_id]
         uncovered = why_not_predicted(card, registry) if mine == [] and registry is not None else ""
-        page = _card_page(env, common, card, all_scores[card.run_id], found, verified, mine, uncovered)
+        page = _card_page(env, common, card, all_scores[card.run_id], found, verified, mine, uncovered, costs(card) if costs else None)
         (directory / "cards" / f"{slugs[card.run_id]}.html").write_text(page, encoding="utf-8")
         step(done, total, f"cards/{slugs[card.run_id]}.html")
     return directory / "index.html"
 
 
-#: Columns a leaderboard drops where every row says the same (the page's header says it once).
-CONSTANT_COLUMNS = (("hardware", "hardware"), ("backend", "backend"), ("integrity", "integrity"))
+#: Columns a leaderboard drops where every row says the same (the page's header says it once,
+#: unless it is "—": a cost where no ``[cost]`` was set).
+CONSTANT_COLUMNS = (("hardware", "hardware"), ("backend", "backend"), ("integrity", "integrity"), ("cost per million output tokens", "cost"))
 
 
-def _board(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callable[[ModelCard], str | None], slugs: Mapping[str, str]) -> dict:
+def _board(
+    rows: Sequence[Row],
+    verified: Mapping[str, str],
+    capacity_of: Callable[[ModelCard], str | None],
+    slugs: Mapping[str, str],
+    cost_cell: Callable[[ModelCard], str],
+) -> dict:
     """The ranked rows (with size bucket and colour band), the unranked ones with their reason,
     the same ranked rows grouped by size, and the columns every row says alike."""
-    data = _leaderboard_rows(rows, verified, capacity_of, slugs)
+    data = _leaderboard_rows(rows, verified, capacity_of, slugs, cost_cell)
     values = [row.score.value for row in rows if row.rank and row.score.value is not None]
     low, high = min(values, default=0.0), max(values, default=0.0)
     for row, shown in zip(rows, data):
@@ -258,8 +282,9 @@ def _board(rows: Sequence[Row], verified: Mapping[str, str], capacity_of: Callab
         shown["band"] = _band(row.score.value if row.rank else None, low, high)
     ranked = [d for d in data if d["place"] != "—"]
     buckets = {name: [d for d in ranked if d["size"] == name] for name, _ in SIZE_BUCKETS}
-    alike = [(label, data[0][key]) for label, key in CONSTANT_COLUMNS if data and len({d[key] for d in data}) == 1]
-    varying = [key for label, key in CONSTANT_COLUMNS if (label, data[0][key] if data else None) not in alike]
+    constant = [(label, key) for label, key in CONSTANT_COLUMNS if data and len({d[key] for d in data}) == 1]
+    alike = [(label, data[0][key]) for label, key in constant if data[0][key] != "—"]
+    varying = [key for label, key in CONSTANT_COLUMNS if (label, key) not in constant]
     return {
         "rows": ranked,
         "unranked": [d for d in data if d["place"] == "—"],
@@ -326,6 +351,7 @@ def _card_page(
     verified: Mapping[str, str],
     predictions: Sequence[LedgerLine] | None = (),
     uncovered: str = "",
+    cost: CostLine | str | None = None,
 ) -> str:
     """A card page in the seed card's order: the model and four big figures, a two-line summary,
     quality, decode throughput at c=10, a block per workload with its command, findings, charts,
@@ -352,7 +378,7 @@ def _card_page(
         workload_rows=workload_rows(card),
         seed_rows=seed_rows(card),
         findings=findings_of,
-        memory_rows=memory_rows(card),
+        memory_rows=memory_rows(card) + cost_rows(cost),
         platform_rows=platform_rows(card),
         explained=_explained(scores),
         integrity=_integrity(card.run_id, verified),
