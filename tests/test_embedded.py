@@ -188,3 +188,44 @@ def test_a_server_build_that_dies_of_an_illegal_instruction_is_started_again_wit
         assert backend.facts["command"][-1] == "--no-repack" and "illegal instruction" in backend.facts["repacking"]
     finally:
         backend.stop()
+
+
+@pytest.mark.slow
+def test_embedded_ttft_by_cache_state(tmp_path):
+    """The optional ttft-cache-states workload on the embedded server: cold (the server's cache
+    emptied through llama.cpp's slot erase), uncached (a fresh prompt) and prefix hit (the same
+    context again). The states are told apart by what the server says it took from its cache:
+    nothing cold, the template's opening at most uncached, the context on a hit. Cold and uncached
+    prefill the same tokens but the template's first on llama.cpp, so their TTFTs are alike by
+    design (each prompt's length differs by a token or two); the check of "cold ≥ uncached" is
+    that cold found no more of its prompt in the cache.
+    A hit leaves about 70 of 1100 tokens to prefill: its TTFT is several times shorter."""
+    import statistics
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    argv = [sys.executable, "-m", "arena_core", "run", "--workloads", "ttft-cache-states", "--scale", "0.5", "--no-quality", "--output", str(store)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = [p for p in store.iterdir() if (p / "manifest.json").is_file()]
+    records = [r for r in read_records(run_dir / "workloads" / "ttft-cache-states" / "records.jsonl") if r.ok]
+    by_state = {state: [r for r in records if r.phase == state] for state in ("cold", "uncached", "prefix")}
+    assert all(len(found) == 2 for found in by_state.values()), {state: len(found) for state, found in by_state.items()}
+    assert all(r.cached_prompt_tokens_server == 0 for r in by_state["cold"])
+    assert all(0 <= r.cached_prompt_tokens_server <= 8 for r in by_state["uncached"])
+    assert all(r.cached_prompt_tokens_server >= 1024 for r in by_state["prefix"])
+    # cold found no more in the cache than uncached did, and both prefilled ten times what a hit did
+    assert max(r.cached_prompt_tokens_server for r in by_state["cold"]) <= min(r.cached_prompt_tokens_server for r in by_state["uncached"])
+    computed = {state: min(r.prompt_tokens_server - r.cached_prompt_tokens_server for r in found) for state, found in by_state.items()}
+    assert min(computed["cold"], computed["uncached"]) > 10 * computed["prefix"], computed
+
+    def ttft(state: str) -> float:
+        return statistics.median(r.chunk_ns[0] - r.sent_ns for r in by_state[state]) / 1e9
+
+    assert ttft("prefix") < ttft("uncached") / 3 and ttft("prefix") < ttft("cold") / 3, {s: ttft(s) for s in by_state}
+    card = subprocess.run(
+        [sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(store), "--wide"], capture_output=True, text=True, timeout=120
+    )
+    assert re.search(r"TTFT by cache state \(p50\): cold \S+ s · uncached \S+ s · prefix hit \S+ (ms|s)", card.stdout), card.stdout
+    assert "energy" in card.stdout  # what could be read on this machine, or "not measured" and why

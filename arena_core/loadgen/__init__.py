@@ -15,9 +15,10 @@ and :func:`run_measurement` to drive a coroutine on the measuring event loop;
 
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.bounded import read_bounded
+from arena_core.loadgen.cache_state import cache_problem, cache_rates
 from arena_core.loadgen.chat import ChatClient, ServerRefused, record_from
 from arena_core.loadgen.closed_loop import ClosedLoopDriver, ClosedLoopPlan, SessionFacts
-from arena_core.loadgen.closed_metrics import llama_benchy_entry, request_metrics, token_timeline
+from arena_core.loadgen.closed_metrics import first_token_s, llama_benchy_entry, request_metrics, token_timeline
 from arena_core.loadgen.closed_summary import closed_loop_result, llama_benchy_report
 from arena_core.loadgen.codec import ApproximateCodec, Codec, LocalCodec, ServerCodec, choose_codec
 from arena_core.loadgen.corpus import Corpus, load_corpus
@@ -56,10 +57,13 @@ __all__ = [
     "ServerRefused",
     "SessionFacts",
     "arrival_offsets",
+    "cache_problem",
+    "cache_rates",
     "chat_messages",
     "choose_codec",
     "client_output_count",
     "closed_loop_result",
+    "first_token_s",
     "llama_benchy_entry",
     "llama_benchy_report",
     "load_corpus",

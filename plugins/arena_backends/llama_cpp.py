@@ -76,8 +76,10 @@ class LlamaCppServer(LocalServer):
         self.context = min(MAX_CONTEXT, max(4096, request.max_context_tokens * self.parallel))
         self.threads = server_threads()
         self.without_repacking = False
+        self.slot_folder = request.run_dir / "slots"
 
     def start(self) -> Endpoint:
+        self.slot_folder.mkdir(parents=True, exist_ok=True)
         command = [
             launcher(),
             "-m",
@@ -96,6 +98,10 @@ class LlamaCppServer(LocalServer):
             "--kv-unified",
             "--metrics",
             "--no-webui",
+            # lets a runner empty the prompt cache (POST /slots/N?action=erase: cache-states'
+            # "cold"); nothing is saved there unless a slot is saved, which Arena never asks
+            "--slot-save-path",
+            str(self.slot_folder),
         ]
         try:
             return self.launch(command, START_TIMEOUT_S)

@@ -2,6 +2,7 @@
 
 ``llama-benchy`` drives closed-loop workloads, ``vllm-bench`` open-loop ones; each has a
 ``native`` engine (Arena's instrument) and an ``external`` one (the real tool).
+``cache-states`` measures one prompt shape's TTFT cold, uncached and as a prefix hit (native only).
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from arena_core import RunnerSpec, hookimpl
-from arena_runners import llama_benchy, vllm_bench
+from arena_runners import cache_states, llama_benchy, vllm_bench
 
 
 @hookimpl
 def arena_register_runners(register: Callable[[RunnerSpec], None]) -> None:
     register(llama_benchy.SPEC)
     register(vllm_bench.SPEC)
+    register(cache_states.SPEC)

@@ -195,7 +195,22 @@ SECOND_SUITE: tuple[WorkloadSpec, ...] = (
 )
 
 
+#: TTFT by cache state (issue 33), optional: the same prompt shape cold (the server's cache
+#: emptied), warm but uncached (a fresh prompt) and as a prefix hit (its context sent before).
+CACHE_STATES = WorkloadSpec(
+    name="ttft-cache-states",
+    title="TTFT by cache state",
+    description=(
+        "A 2048-token context and a 64-token question, one request at a time: the time to first token with the"
+        " server's cache emptied (cold), with a prompt never sent before (uncached), and with the context found in the cache (prefix hit)."
+    ),
+    runner="cache-states",
+    shape=ClosedLoopShape(prompt_tokens=64, depth=2048, generated_tokens=16, concurrency=1, runs=5, latency_mode="generation"),
+    optional=True,
+)
+
+
 @hookimpl
 def arena_register_workloads(register: Callable[[WorkloadSpec], None]) -> None:
-    for workload in (*STANDARD_WORKLOADS, *SECOND_SUITE):
+    for workload in (*STANDARD_WORKLOADS, *SECOND_SUITE, CACHE_STATES):
         register(workload)
