@@ -87,7 +87,8 @@ COUNT_OR_NONE = Bound(0, 1_000_000, integer=True)
 RATE_RESULT = Bound(0, 1e9)
 SECONDS_RESULT = Bound(0, 1e7)
 REQUESTS_RESULT = Bound(0, 10**9, integer=True)
-#: ``[cost]``: a price (per kWh, or of the hardware), a lifetime in years, a utilisation.
+#: ``[cost]``: a price (per kWh, or of the hardware), a lifetime in years (a month at least), a
+#: utilisation (a share of the hours, 1 % at least: less makes the hardware's share explode).
 PRICE = Bound(0, 1e9)
-LIFETIME_YEARS = Bound(0, 100, above=True)
-UTILISATION = Bound(0, 1, above=True)
+LIFETIME_YEARS = Bound(0.1, 100)
+UTILISATION = Bound(0.01, 1)

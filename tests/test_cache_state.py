@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 
 from arena_core.loadgen.cache_state import cache_metrics, cache_problem, intended_cached_tokens
@@ -119,4 +120,38 @@ def test_the_rig_reports_cached_tokens_and_a_wrong_rate_is_invalid(tmp_path):
     assert "prompt cache: 0.0% of prompt tokens (intended 0.0%)" in card
     # a server that says nothing: the card says that, never a guess
     code, results, card = run_on_rig(tmp_path / "silent")
-    assert code == 0 and "prompt cache: not reported by the server" in card
+    assert code == 0 and "prompt cache: not recorded (the server did not say" in card
+
+
+def test_cache_states_are_judged_by_what_each_state_found_in_the_cache():
+    from arena_core import ClosedLoopShape
+    from arena_runners.cache_states import cache_states_result
+
+    shape = ClosedLoopShape(prompt_tokens=64, depth=2048, generated_tokens=16, concurrency=1, runs=1)
+    states = [("cold", 2120, 0), ("uncached", 2120, 1), ("prefix", 2120, 2060)]
+    records = [
+        RequestRecord(
+            workload="w",
+            run_index=1,
+            request_index=i,
+            phase=state,
+            sent_ns=0,
+            http_status=200,
+            chunk_ns=(t,),
+            chunk_kinds="c",
+            prompt_tokens_server=prompt,
+            completion_tokens_server=1,
+            cached_prompt_tokens_server=cached,
+        )  # fmt: skip
+        for i, ((state, prompt, cached), t) in enumerate(zip(states, (3 * 10**9, 3 * 10**9, 2 * 10**8)))
+    ]
+    result = cache_states_result(records, shape, "w", cleared="llama.cpp")
+    assert result.verdict.valid and result.metrics["ttft_prefix_p50_s"] == 0.2 and result.metrics["prompt_cache_hit_rate_prefix"] == 2060 / 2120
+    # the "prefix hit" that found nothing in the cache: invalid, whatever its TTFT
+    missed = [*records[:2], attrs.evolve(records[2], cached_prompt_tokens_server=0)]
+    assert not cache_states_result(missed, shape, "w", cleared="llama.cpp").verdict.valid
+    # an answer without text has no TTFT, and no crash; a server that cannot empty its cache has no cold figure
+    silent = [attrs.evolve(r, chunk_ns=(), chunk_kinds="") for r in records[1:]]
+    result = cache_states_result(silent, shape, "w", cleared="")
+    assert result.metrics["ttft_uncached_p50_s"] is None and result.metrics["ttft_cold_p50_s"] is None
+    assert "cold: not measured (the server offers no way to empty its cache)" in result.verdict.labels

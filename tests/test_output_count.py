@@ -67,7 +67,7 @@ def test_each_chunks_text_is_cut_back_out_of_the_record():
 
 
 def test_tokens_the_tokenizer_would_merge_are_counted_as_streamed():
-    record = streamed(PIPES, completion_tokens=7)
+    record = streamed(PIPES, completion_tokens=11)  # one token per letter of "think", one per chunk after
     codec = MergingCodec()
     whole = asyncio.run(codec.encode(record.content + record.reasoning))
     assert len(whole) == 9  # "a||||\nthink": "a", "||", "||", "\n" and five letters
@@ -99,3 +99,28 @@ def test_chunks_that_do_not_add_up_fall_back_to_the_whole_text():
     redacted = attrs.evolve(record, content="a[redacted]")
     assert chunk_texts(redacted) is None
     assert asyncio.run(client_output_count(redacted, MergingCodec(), {})) == len("a[redacted]think")
+
+
+class SpacePrefixCodec:
+    """Puts a space before any text it encodes, as Llama 2's sentencepiece does: a word is one
+    token, and a text that starts with a space gains one of its own."""
+
+    exact = True
+    description = "test"
+
+    async def encode(self, text: str) -> list[int]:
+        return [0] * (len(text.split()) + (1 if text.startswith(" ") else 0))
+
+    async def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+
+def test_a_tokenizer_that_adds_a_space_does_not_inflate_the_count_past_the_servers():
+    words = [("content", "the"), ("content", " cat"), ("content", " sat")]
+    # whole: 3; chunk by chunk: 1 + 2 + 2 = 5; the server's 3 (or 4, with its end token) lies between
+    for server in (3, 4):
+        record = streamed(words, completion_tokens=server)
+        assert asyncio.run(client_output_count(record, SpacePrefixCodec(), {})) == server
+    # a server claiming more than either end: the nearer end stands, and the check holds it against the server
+    record = streamed(words * 10, completion_tokens=60)
+    assert asyncio.run(client_output_count(record, SpacePrefixCodec(), {})) == 10 + 20 + 20

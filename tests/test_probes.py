@@ -228,3 +228,17 @@ def test_the_card_says_what_energy_was_read_from_or_that_none_was():
     note = "rapl: /sys/class/powercap has no RAPL domains on this machine: no CPU energy recorded"
     assert energy_rows(energy_card({}, (note,))) == [("energy", f"not measured: {note}")]
     assert energy_rows(energy_card({})) == [("energy", "not measured: this machine's profile names no energy counter")]
+
+
+@pytest.mark.parametrize(
+    "predicted",
+    [float("nan"), float("inf"), -200.0, 100.0],  # not a number, endless, counting down, fewer than the workload measured
+)
+def test_a_servers_token_counter_is_believed_only_when_it_can_be_true(predicted):
+    samples = [
+        {"t_ns": 0, "cpu_energy_j": 0.0, "metrics": {"llamacpp:tokens_predicted_total": 0.0, "llamacpp:prompt_tokens_total": 0.0}},
+        {"t_ns": 10**9, "cpu_energy_j": 50.0, "metrics": {"llamacpp:tokens_predicted_total": predicted, "llamacpp:prompt_tokens_total": -100.0}},
+    ]
+    summary = summarise(samples, unified=True, output_tokens=250)
+    assert summary["energy_per_output_token_j"] == 0.2  # 50 J over the workload's own 250 tokens
+    assert "energy_per_token_j" not in summary

@@ -42,5 +42,7 @@ def card_command(app: CliApp, run_id: str, output: Path | None, fmt: str, wide: 
     if fmt == "json":
         echo(render_json({**card_json(card, scores, found), "predictions": [attrs.asdict(line) for line in predictions or []], "not_predicted": uncovered}))
     else:
-        cost = cost_of([*others, card], app.config.cost)(card) if app.config.cost.given else None
+        # costed as the leaderboard and the site cost it: each run judged by the SLO it recorded
+        stored = next((c for c in others if c.run_id == card.run_id), card)
+        cost = cost_of([*others, card] if stored is card else others, app.config.cost)(stored) if app.config.cost.given else None
         echo(render_model_card(card, scores, found, markdown=fmt == "markdown", predictions=predictions, uncovered=uncovered, wide=wide, cost=cost), nl=False)

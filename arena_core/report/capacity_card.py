@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
+from arena_core.report.formats import energy_read_from
 from arena_core.run.capacity import PROBE_LABEL, PROBE_NAME, load_text, passes
 from arena_core.run.identity import UNNAMED
 from arena_core.types import ModelCard
@@ -24,8 +25,10 @@ class ProbeLine:
     per_user_tps: float | None
     total_tps: float | None
     served: float | None
-    #: the mean power the energy counters read over the probe (None: not measured)
-    mean_power_w: float | None = None
+    #: joules per output token the energy counters read over the probe (None: not measured), and
+    #: what they were read from
+    joules_per_output_token: float | None = None
+    energy_read_from: str = ""
 
     @property
     def label(self) -> str:
@@ -57,7 +60,8 @@ def capacity_probes(card: ModelCard) -> list[ProbeLine]:
                 per_user_tps=per_user,
                 total_tps=total,
                 served=served,
-                mean_power_w=metrics.get("mean_power_w"),
+                joules_per_output_token=metrics.get("energy_per_output_token_j"),
+                energy_read_from=energy_read_from(metrics),
             )
         )
     return sorted(found, key=lambda probe: probe.load)

@@ -2,15 +2,16 @@
 
 Not at peak throughput: a box is run at the load it can serve within its SLO, so the cost is
 taken at the most load that passed in the newest capacity search of the same model on the same
-server and hardware (:func:`~arena_core.report.capacity_card.capacity_search_of`). There, per hour:
+server, hardware and scale (:func:`~arena_core.report.capacity_card.capacity_search_of`). There:
 
-- electricity: the mean power the energy counters read over that probe × ``price_per_kwh``;
-- amortisation (where ``hardware_price`` is given): the price over the hours of its lifetime
-  that it serves, ``lifetime_years × 8766 h × utilisation``;
+- electricity: the joules per output token the energy counters read over that probe (the same
+  figure as the card's energy row) × 10^6 ÷ 3.6 MJ per kWh × ``price_per_kwh``;
+- hardware (where ``hardware_price`` is given): the price over the hours of its lifetime that it
+  serves, ``lifetime_years × 8766 h × utilisation``, per hour ÷ the output tokens that probe
+  served in an hour (its total output tok/s × 3600) × 10^6.
 
-divided by the output tokens that probe served in an hour (its total output tok/s × 3600), per
-million. Power that was not measured is never guessed: the electricity part is then left out
-and the line says so.
+Energy that was not measured is never guessed: the electricity part is then left out, and the
+line says so.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from arena_core.report.capacity_card import capacity_found, capacity_probes, cap
 from arena_core.types import ModelCard
 
 HOURS_PER_YEAR = 8766  # 365.25 days
+JOULES_PER_KWH = 3.6e6
 
 
 @frozen(kw_only=True)
@@ -35,11 +37,13 @@ class CostLine:
     capacity: str  # "4 users", the load that passed
     search_run: str  # the capacity search's run id
     output_tps: float
-    power_w: float | None
+    joules_per_token: float | None
+    energy_read_from: str
     price_per_kwh: float | None
-    energy_per_hour: float | None
-    amortisation_per_hour: float | None
-    amortisation: str  # "4000 EUR over 3 years at 100 % of the hours", or ""
+    electricity: float | None  # per million output tokens
+    hardware_per_hour: float | None
+    hardware: float | None  # per million output tokens
+    hardware_terms: str  # "4000 EUR ÷ (3 years × 8766 h × 50%)", or ""
 
     def cell(self) -> str:
         """The leaderboard's cell: "0.42 EUR"."""
@@ -47,19 +51,20 @@ class CostLine:
 
     def explained(self) -> str:
         """The sum written out, so a reader can recompute it from the line itself."""
-        parts = []
-        if self.energy_per_hour is not None:
-            parts.append(f"electricity {self.power_w:.0f} W × {self.price_per_kwh:g} {self.currency}/kWh = {self.energy_per_hour:.4g} {self.currency}/h")
+        unit = self.currency
+        if self.electricity is not None:
+            electricity = (
+                f"electricity {self.joules_per_token:.3g} J per output token (read from {self.energy_read_from}) × 10^6 ÷ 3.6 MJ/kWh"
+                f" × {self.price_per_kwh:g} {unit}/kWh = {self.electricity:.3g} {unit}"
+            )
         else:
-            parts.append("electricity not counted (no energy counter read at capacity)")
-        if self.amortisation_per_hour is not None:
-            parts.append(f"hardware {self.amortisation} = {self.amortisation_per_hour:.4g} {self.currency}/h")
-        hourly = (self.energy_per_hour or 0.0) + (self.amortisation_per_hour or 0.0)
-        return (
-            f"{self.per_million:.3g} {self.currency} per million output tokens at capacity {self.capacity} "
-            f"(search {self.search_run}): {'; '.join(parts)}; {hourly:.4g} {self.currency}/h ÷ "
-            f"({self.output_tps:.1f} tok/s × 3600) × 10^6"
-        )
+            electricity = "electricity not counted (no energy counter read at capacity)"
+        parts = [electricity]
+        if self.hardware is not None:
+            parts.append(
+                f"hardware {self.hardware_terms} = {self.hardware_per_hour:.4g} {unit}/h ÷ ({self.output_tps:.1f} tok/s × 3600) × 10^6 = {self.hardware:.3g} {unit}"
+            )
+        return f"{self.per_million:.3g} {unit} per million output tokens at capacity {self.capacity} (search {self.search_run}): {'; '.join(parts)}"
 
 
 def cost_of(cards: Sequence[ModelCard], cost: CostSection) -> Callable[[ModelCard], CostLine | str]:
@@ -76,24 +81,26 @@ def cost_of(cards: Sequence[ModelCard], cost: CostSection) -> Callable[[ModelCar
         best, _ = capacity_found(capacity_probes(search))
         if best is None or not best.total_tps:
             return f"the capacity search {search.run_id} found no load that passed"
-        power = best.mean_power_w
-        energy = power / 1000 * cost.price_per_kwh if power is not None and cost.price_per_kwh is not None else None
-        amortisation = cost.hardware_price / (cost.lifetime_years * HOURS_PER_YEAR * cost.utilisation) if cost.hardware_price is not None else None
-        if energy is None and amortisation is None:
+        joules = best.joules_per_output_token
+        electricity = joules * 1e6 / JOULES_PER_KWH * cost.price_per_kwh if joules is not None and cost.price_per_kwh is not None else None
+        hourly = cost.hardware_price / (cost.lifetime_years * HOURS_PER_YEAR * cost.utilisation) if cost.hardware_price is not None else None
+        hardware = hourly / (best.total_tps * 3600) * 1e6 if hourly is not None else None
+        if electricity is None and hardware is None:
             return f"no energy counter was read at capacity ({search.run_id}) and no hardware_price is given: nothing to cost with"
-        hourly = (energy or 0.0) + (amortisation or 0.0)
         return CostLine(
-            per_million=hourly / (best.total_tps * 3600) * 1e6,
+            per_million=(electricity or 0.0) + (hardware or 0.0),
             currency=cost.currency,
             capacity=best.label,
             search_run=search.run_id,
             output_tps=best.total_tps,
-            power_w=power,
+            joules_per_token=joules,
+            energy_read_from=best.energy_read_from,
             price_per_kwh=cost.price_per_kwh,
-            energy_per_hour=energy,
-            amortisation_per_hour=amortisation,
-            amortisation=(
-                f"{cost.hardware_price:g} {cost.currency} over {cost.lifetime_years:g} years at {cost.utilisation:.0%} of the hours"
+            electricity=electricity,
+            hardware_per_hour=hourly,
+            hardware=hardware,
+            hardware_terms=(
+                f"{cost.hardware_price:g} {cost.currency} ÷ ({cost.lifetime_years:g} years × {HOURS_PER_YEAR} h × {cost.utilisation:.3g})"
                 if cost.hardware_price is not None
                 else ""
             ),

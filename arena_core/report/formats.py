@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from arena_core.types import Score
+
+#: What each energy figure is read from, and what it covers.
+ENERGY_SOURCES = (
+    ("energy_j", "the GPUs (NVML; the GPU boards only)"),
+    ("cpu_energy_j", "the CPU packages (RAPL powercap counters; not memory, disks or the rest of the box)"),
+)
+
+
+def energy_read_from(metrics: Mapping[str, float | None]) -> str:
+    """What a result's energy was read from, and what that covers ("" where none was read)."""
+    return " and ".join(what for key, what in ENERGY_SOURCES if metrics.get(key) is not None)
 
 
 def fmt_seconds(seconds: float | None) -> str:

@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from arena_core.report.card_sections import capacity_section, prediction_section, slo_section, sweep_section
 from arena_core.report.cost import CostLine
-from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
+from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
 from arena_core.report.workload_blocks import summary_lines, workload_blocks
@@ -113,13 +113,6 @@ def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
     return rows + energy_rows(card)
 
 
-#: What each energy figure is read from, and what it covers.
-ENERGY_SOURCES = (
-    ("energy_j", "the GPUs (NVML; the GPU boards only)"),
-    ("cpu_energy_j", "the CPU packages (RAPL powercap counters; not memory, disks or the rest of the box)"),
-)
-
-
 def energy_rows(card: ModelCard) -> list[tuple[str, str]]:
     """Energy per output token and per token, each workload's, with what it was read from; or
     "not measured" and why: never an estimate in its place."""
@@ -132,7 +125,7 @@ def energy_rows(card: ModelCard) -> list[tuple[str, str]]:
         if per_output is None:
             continue
         per_token = metrics.get("energy_per_token_j")
-        sources = " and ".join(what for key, what in ENERGY_SOURCES if metrics.get(key) is not None)
+        sources = energy_read_from(metrics)
         said = f"{per_output:.3g} J per output token" + (f", {per_token:.3g} J per token (prompt and output)" if per_token is not None else "")
         rows.append((f"energy, {line.name}", said + (f"; read from {sources}" if sources else "")))
     if not rows and card.source == MEASURED_BY_ARENA:

@@ -89,7 +89,7 @@ def _leaderboard_rows(
         data.update(
             href=f"cards/{slugs[card.run_id]}.html",
             capacity=capacity_of(card) or "—",
-            cost=cost_cell(card),
+            **{"cost per million output tokens": cost_cell(card)},
             integrity=_integrity(card.run_id, verified),
             place="—" if not row.rank else (f"={row.rank}" if row.tie else str(row.rank)),
             shown_score=(f"{score.value:.1f}" + ("†" if score.unmeasured_focus else "")) if score.value is not None else "—",
@@ -262,7 +262,12 @@ def publish(
 
 #: Columns a leaderboard drops where every row says the same (the page's header says it once,
 #: unless it is "—": a cost where no ``[cost]`` was set).
-CONSTANT_COLUMNS = (("hardware", "hardware"), ("backend", "backend"), ("integrity", "integrity"), ("cost per million output tokens", "cost"))
+CONSTANT_COLUMNS = (
+    ("hardware", "hardware"),
+    ("backend", "backend"),
+    ("integrity", "integrity"),
+    ("cost per million output tokens", "cost per million output tokens"),
+)
 
 
 def _board(

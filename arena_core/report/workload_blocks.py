@@ -17,6 +17,7 @@ from arena_core.loadgen.cache_state import intended_range
 from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import rate_served, throughput_headline
+from arena_core.run.manifest import MEASURED_BY_ARENA
 from arena_core.types import CardWorkload, ModelCard
 
 #: How the reference tools name the model: the API name (``--model``), the tokenizer, and the
@@ -148,7 +149,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 served_of=f"req/s served of {asked:.2f} asked" if (asked := line.metrics.get("requested_rate")) else "req/s served",
                 verdict="valid" if line.valid else "INVALID",
                 notes=_notes(card, line),
-                cache=cache_line(line.metrics),
+                cache=cache_line(line.metrics) if card.source == MEASURED_BY_ARENA else "prompt cache: not stated by the source",
                 commands=tuple(commands_of(line, card.model_facts.hf_model)),
             )
         )
@@ -174,7 +175,7 @@ def cache_line(metrics: Mapping[str, float | None]) -> str:
     states = cache_state_ttfts(metrics)
     measured = metrics.get("prompt_cache_hit_rate")
     if measured is None:
-        return states + "prompt cache: not reported by the server"
+        return states + "prompt cache: not recorded (the server did not say, or the engine that measured this does not read it)"
     template = metrics.get("prompt_cache_template_rate") or 0.0
     return (
         states

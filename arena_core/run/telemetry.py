@@ -13,6 +13,7 @@ sample is a JSON line in ``telemetry.jsonl``. The sampler's own CPU cost is show
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import threading
@@ -204,21 +205,26 @@ TOKEN_COUNTERS = (
 def energy_per_token(summary: dict[str, float | None], samples: Sequence[dict[str, Any]], output_tokens: float | None) -> dict[str, float | None]:
     """Joules per output token and per token (prompt and output) of every energy source read
     (GPUs by NVML, CPU packages by RAPL), over the same window as the tokens: the server's own
-    counters, which see the warmup and the session's probes as the energy does. Without them,
-    the workload's measured output tokens (its warmup is then in the energy only: a little high)."""
+    counters, which see the warmup and the session's probes as the energy does. A counter is
+    believed only if its growth is a finite number no smaller than the workload's own measured
+    output (a server's page is not trusted); otherwise, and without counters, the measured output
+    tokens (the warmup is then in the energy only: a little high)."""
     energy = sum(v for key in ("energy_j", "cpu_energy_j") if (v := summary.get(key)) is not None)
-    if not energy:
+    if not (math.isfinite(energy) and energy > 0):
         return {}
     found: dict[str, float | None] = {"energy_total_j": energy}
     span = (samples[-1]["t_ns"] - samples[0]["t_ns"]) / 1e9
     found["mean_power_w"] = energy / span if span > 0 else None
+    least = output_tokens or 0.0
     for output, prompt, cached in TOKEN_COUNTERS:
         produced = summary.get(output)
-        if produced:
-            found["energy_per_output_token_j"] = energy / produced
-            read = (summary.get(prompt) or 0) + (summary.get(cached) or 0 if cached else 0)
-            found["energy_per_token_j"] = energy / (produced + read)
-            break
+        if produced is None or not (math.isfinite(produced) and produced > 0 and produced >= least):
+            continue
+        found["energy_per_output_token_j"] = energy / produced
+        read = [summary.get(prompt), summary.get(cached) if cached else 0.0]
+        if all(r is None or (math.isfinite(r) and r >= 0) for r in read):
+            found["energy_per_token_j"] = energy / (produced + sum(r or 0.0 for r in read))
+        break
     else:
         if output_tokens:
             found["energy_per_output_token_j"] = energy / output_tokens

@@ -27,20 +27,25 @@ import arena_core as arena
 NAME = "cache-states"
 STATES = ("cold", "uncached", "prefix")
 #: The most slots erased one by one (a llama.cpp server has a few; more is not a real answer).
-MAX_SLOTS = 256
+MAX_SLOTS = 64
+#: The longest one call to empty the cache may take.
+CALL_DEADLINE_S = 10.0
 
 
 async def clear_cache(client: arena.ChatClient) -> str:
     """Empty the server's prompt cache where its engine offers a way; how it was done, or "" when
-    it cannot be (an engine without the endpoint, vLLM outside its development mode)."""
-    deadline = 30.0
-    status, slots, _ = await client.call("GET", "/slots", deadline_s=deadline)
+    it cannot be (an engine without the endpoint, vLLM outside its development mode). Each call
+    waits at most :data:`CALL_DEADLINE_S` and the first erase that fails ends the attempt."""
+    status, slots, _ = await client.call("GET", "/slots", deadline_s=CALL_DEADLINE_S)
     if status == 200 and isinstance(slots, list):
         ids = [s["id"] for s in slots[:MAX_SLOTS] if isinstance(s, dict) and type(s.get("id")) is int and 0 <= s["id"] < MAX_SLOTS]
-        erased = [(await client.call("POST", f"/slots/{slot}?action=erase", {}, deadline_s=deadline))[0] == 200 for slot in ids]
-        if ids and all(erased):
-            return "llama.cpp: POST /slots/N?action=erase for each slot"
-    status, _, _ = await client.call("POST", "/reset_prefix_cache", None, deadline_s=deadline)
+        for slot in ids:
+            if (await client.call("POST", f"/slots/{slot}?action=erase", {}, deadline_s=CALL_DEADLINE_S))[0] != 200:
+                break
+        else:
+            if ids:
+                return "llama.cpp: POST /slots/N?action=erase for each slot"
+    status, _, _ = await client.call("POST", "/reset_prefix_cache", None, deadline_s=CALL_DEADLINE_S)
     return "vLLM: POST /reset_prefix_cache" if status == 200 else ""
 
 
@@ -89,13 +94,13 @@ class NativeEngine:
                 )
                 records.append(record)
                 writer.append([record])
-                context.progress(
-                    f"{workload.name}: round {round_index}/{shape.runs}, {state}: " + (f"TTFT {_ttft(record):.3f} s" if record.ok else record.error[:120])
-                )
+                ttft = _ttft(record)
+                said = f"TTFT {ttft:.3f} s" if ttft is not None else "no text streamed" if record.ok else record.error[:120]
+                context.progress(f"{workload.name}: round {round_index}/{shape.runs}, {state}: {said}")
 
             for round_index in range(1, shape.runs + 1):
-                if cleared:
-                    await clear_cache(client)
+                # a round whose cache could not be emptied has no cold request (never one called cold that was not)
+                if cleared and await clear_cache(client):
                     cold_context, cold_prompt = await prompts.build(shape.prompt_tokens, shape.depth)
                     await send("cold", round_index, arena.chat_messages(cold_context, cold_prompt))
                 shared, first = await prompts.build(shape.prompt_tokens, shape.depth)
