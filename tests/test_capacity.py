@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -213,6 +214,14 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
         timeout=60,
     )
     costs = {row["run_id"]: row for row in json.loads(costed.stdout)}
+    wide = subprocess.run(
+        [sys.executable, "-m", "arena_core", "--config", str(config), "leaderboard", "--include-scaled", "--wide", "--output", str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "400"},
+    )
+    assert "cost/Mtok" in wide.stdout and "hardware of 1000 EUR over 2 years at 100% of the hours" in " ".join(wide.stdout.split()), wide.stdout
     searched = next(probe for probe in json.loads(subprocess.run(
         [sys.executable, "-m", "arena_core", "card", run_id, "--format", "json", "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60
     ).stdout)["card"]["workloads"] if probe["name"] == "chat-users-4")  # fmt: skip
@@ -243,7 +252,9 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     (page,) = [found for found in (site / "cards").glob("*.html") if f"<code>{run_id}</code>" in found.read_text() or "chat-users-5" in found.read_text()]
     html = page.read_text()
     # the cost on the site: the board says it (once, where every row has the same), each card its sum
-    assert f"{costs[plain_id]['cost_per_million_output_tokens']:.3g} EUR" in (site / "index.html").read_text()
+    board_page = (site / "index.html").read_text()
+    assert f"{costs[plain_id]['cost_per_million_output_tokens']:.3g} EUR" in board_page
+    assert "Cost per million output tokens at each run&#39;s capacity (its newest capacity search), from electricity at 0.3 EUR/kWh and hardware" in board_page
     assert all("per million output tokens at capacity 4 users" in found.read_text() for found in (site / "cards").glob("*.html"))
     assert "<title>Share of requests within the SLO, per probe</title>" in html and "<title>Per-user against total throughput, per probe</title>" in html
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -99,6 +99,8 @@ def leaderboard_command(
     about = f"Score: {rows[0].score.version}, {profile}. Q: quality (the mean of the published scores, else measured); G: throughput as a % of the best run's"
     about += f" (the cohort: the {len(cohort)} runs shown)." if spec.relative else "."
     about += "".join(f" {mark}: {meaning}." for mark, meaning in marks)
+    if costs is not None and wide:
+        about += f" cost/Mtok: {app.config.cost.terms()}; arena card RUN writes each sum out."
     about += " arena card RUN shows a run (its id, or a unique start or end of it)." + ("" if wide else " --wide: more columns.")
     echo("\n" + wrap_text(about))
     if prediction_error:

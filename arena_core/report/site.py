@@ -246,6 +246,9 @@ def publish(
                 ledger_rows=ledger_summary(predictions or []),
                 prediction_absent=NO_PREDICTOR if predictions is None else "",
                 **_board(rows, verified, capacity_of, slugs, cost_cell),
+                cost_terms=f"{cost.terms().capitalize()[:1]}{cost.terms()[1:]}; each card writes its sum out."
+                if costs is not None and cost is not None
+                else "",
                 **charts,
             ),
             encoding="utf-8",
