@@ -125,7 +125,9 @@ class CostSection:
         electricity at 0.3 EUR/kWh and hardware of 1500 EUR over 3 years at 100% of the hours"."""
         parts = [f"electricity at {self.price_per_kwh:g} {self.currency}/kWh"] if self.price_per_kwh is not None else []
         if self.hardware_price is not None:
-            parts.append(f"hardware of {self.hardware_price:g} {self.currency} over {self.lifetime_years:g} years at {self.utilisation * 100:.3g}% of the hours")
+            parts.append(
+                f"hardware of {self.hardware_price:g} {self.currency} over {self.lifetime_years:g} years at {self.utilisation * 100:.3g}% of the hours"
+            )
         return "cost per million output tokens at each run's capacity (its newest capacity search), from " + " and ".join(parts)
 
 
