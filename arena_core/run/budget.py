@@ -172,4 +172,4 @@ def scale_for(budget_s: float, largest: float, at_scale: Callable[[float], Expec
     while high / low > 1.01:
         middle = math.sqrt(low * high)
         low, high = (middle, high) if at_scale(middle).total_s <= budget_s else (low, middle)
-    return round(low, 4)
+    return math.floor(low * 10_000) / 10_000  # down, never up: a scale rounded up could overrun the budget
