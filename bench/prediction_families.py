@@ -5,7 +5,8 @@ per workload and metric, and the medians over all of them (prediction.md, issue 
 
     python bench/prediction_families.py [--json]
 
-Tier 1 only (fitted to the other folds); the fits are not kept in any store.
+Tier 1 is fitted to the other folds (the fits are not kept in any store); tier 0 (the priors,
+no fit) is the same both ways and printed once.
 """
 
 from __future__ import annotations
@@ -50,12 +51,12 @@ def ledger(store: Path, cards: Sequence[ModelCard], hooks: ArenaHooks, *, by_fam
         ledger_module.ledger_folds = original
 
 
-def medians(lines: Sequence[LedgerLine]) -> dict[str, float]:
-    """The median absolute % error over every result, per metric (tokens/s of closed and open
-    loop apart, TTFT of closed and open loop apart)."""
+def medians(lines: Sequence[LedgerLine], tier: int = 1) -> dict[str, float]:
+    """The median absolute % error over every result of ``tier``, per metric (tokens/s of closed
+    and open loop apart, TTFT of closed and open loop apart)."""
     found = {}
     for name, metric, loop in (("tps", "tps", False), ("ttft", "ttft", False), ("output_tps", "tps", True), ("open_ttft", "ttft", True)):
-        errors = [e for line in lines if line.open_loop == loop and line.tier == 1 and (e := line.error(metric)) is not None]
+        errors = [e for line in lines if line.open_loop == loop and line.tier == tier and (e := line.error(metric)) is not None]
         if errors:
             found[name] = round(statistics.median(errors), 1)
             found[f"{name}_p90"] = round(sorted(errors)[max(0, round(0.9 * len(errors)) - 1)], 1)
@@ -78,13 +79,15 @@ def main() -> None:
             lines = ledger(store, cards, hooks, by_family=by_family)
             inside = {metric: interval_coverage(lines, metric) for metric in ("tps", "ttft")}
             report[name] = {"medians": medians(lines), "interval_coverage": inside, "per_workload": ledger_summary(lines)}
+        tier0 = ledger_module.ledger(cards, hooks.registry, calibrated=False)
+        report["tier 0"] = {"medians": medians(tier0, tier=0), "interval_coverage": {m: interval_coverage(tier0, m) for m in ("tps", "ttft")}}
         report["families"] = sorted({family(card) for card in cards})
     if args.json:
         print(json.dumps(report, indent=2))
         return
     print("families:", ", ".join(report["families"]))
-    for name in ("leave-one-run-out", "leave-one-family-out"):
-        print(f"\n{name}: median (p90) absolute % error at tier 1")
+    for name in ("tier 0", "leave-one-run-out", "leave-one-family-out"):
+        print(f"\n{name}: median (p90) absolute % error" + (" at tier 1" if name != "tier 0" else " (the priors: no fit, no run left out)"))
         found = report[name]["medians"]
         for metric in ("tps", "ttft", "output_tps", "open_ttft"):
             if metric in found:

@@ -21,11 +21,12 @@ import statistics
 from collections.abc import Sequence
 
 import attrs
+import numpy as np
 from attrs import frozen
 
 from arena_core import KV_CACHE_BYTES, CardWorkload, ClosedLoopShape, Figures, ModelCard, ModelSpec, OpenLoopShape, Registry, Scheduling, WorkloadSpec
 from arena_prediction.simulator import Efficiency, Machine, Simulation, prior_of
-from arena_prediction.workloads import RetimedRounds, closed_rounds, open_run, speculative
+from arena_prediction.workloads import RetimedOpen, RetimedRounds, closed_rounds, open_run, open_simulation, speculative
 
 GRID = {
     "bandwidth": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
@@ -46,6 +47,13 @@ PREFILL = {
 #: where an engine's runs need it: llama.cpp's on a CPU runs far below its GEMMs. vLLM's on a GPU
 #: is bound by memory and keeps its prior (1: its FLOPs at the GEMMs' speed).
 DECODE_ATTENTION = {"llama-cpp": (0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0)}
+#: A request's own cost (``Efficiency.request_overhead_s``, ``prompt_token_overhead_s``), fitted
+#: to the open-loop results' TTFT: a lightly loaded server's first token is one prompt's prefill
+#: and that cost, where a closed-loop round's ten prompts hardly show it.
+REQUEST_GRID = {
+    "request_overhead_s": (0.0, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12),
+    "prompt_token_overhead_s": (0.0, 2.5e-6, 5e-6, 7.5e-6, 1e-5, 1.25e-5, 1.5e-5, 1.75e-5, 2e-5),
+}
 #: The figures of a hardware profile a run's card may carry as it measured them.
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
 
@@ -185,6 +193,63 @@ def open_results_of(cards: Sequence[ModelCard], registry: Registry) -> list[Open
     return found
 
 
+@frozen(kw_only=True)
+class OpenSample:
+    """One measured open-loop result with its run simulated once at the engine's priors, re-timed
+    (:class:`RetimedOpen`) at each efficiency a fit tries: what fits a request's own cost."""
+
+    run_id: str
+    workload: str
+    machine: Machine
+    ttft_s: float
+    retimed: RetimedOpen = attrs.field(eq=False, repr=False)
+    speculative: bool = False
+
+    def ttft_p50(self, efficiency: Efficiency) -> float:
+        own = efficiency.request_overhead_s + efficiency.prompt_token_overhead_s * self.retimed.prompts
+        return float(np.median(self.retimed.engine_ttfts(self.machine, efficiency) + own))
+
+
+def open_samples_of(results: Sequence[OpenResult]) -> list[OpenSample]:
+    """The open-loop ``results`` with a measured TTFT, each simulated once at its engine's priors."""
+    found = []
+    for result in results:
+        if not result.ttft_s:
+            continue
+        prior = prior_of(result.scheduling.engine)
+        try:
+            done = open_simulation(result.workload, result.model, result.machine, prior, result.scheduling, kv_bytes_per_element=result.kv_bytes_per_element)
+            retimed = RetimedOpen(done, prior)
+        except ValueError:  # a run the simulator cannot finish: nothing to fit
+            continue
+        found.append(
+            OpenSample(
+                run_id=result.run_id,
+                workload=result.workload.name,
+                machine=result.machine,
+                ttft_s=result.ttft_s,
+                retimed=retimed,
+                speculative=speculative(result.model),
+            )
+        )
+    return found
+
+
+def fit_request_cost(samples: Sequence[OpenSample], efficiency: Efficiency) -> Efficiency:
+    """``efficiency`` with the request's own cost (:data:`REQUEST_GRID`) that best predicts the
+    open-loop TTFT p50s of ``samples``: the least sum of absolute log errors (a saturated run,
+    its TTFT many times any prediction, weighs as one error, not its square)."""
+    engine = [(sample, sample.retimed.engine_ttfts(sample.machine, efficiency), sample.retimed.prompts) for sample in samples if not sample.speculative]
+    if not engine:
+        return efficiency
+
+    def loss(fixed: float, per_token: float) -> float:
+        return sum(abs(math.log(float(np.median(ttfts + fixed + per_token * prompts)) / sample.ttft_s)) for sample, ttfts, prompts in engine)
+
+    fixed, per_token = min(itertools.product(*REQUEST_GRID.values()), key=lambda pair: loss(*pair))
+    return attrs.evolve(efficiency, request_overhead_s=fixed, prompt_token_overhead_s=per_token)
+
+
 def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
     """Every simulable closed-loop result of ``cards`` (a standard or scaled workload of a model
     whose parameters and precision are known, on hardware with the roofs the simulator needs)."""
@@ -262,14 +327,15 @@ def _prefill_descent(samples: Sequence[Sample], start: Efficiency) -> Efficiency
     return found
 
 
-def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine: str = "") -> Efficiency:
-    """The efficiencies that best predict ``samples`` served by ``engine``; ``prior`` when there
-    are none.
+def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine: str = "", open_samples: Sequence[OpenSample] = ()) -> Efficiency:
+    """The efficiencies that best predict ``samples`` (closed loop) and ``open_samples`` served
+    by ``engine``; ``prior`` when there are no closed-loop samples.
 
     Decode speed fits bandwidth and overhead on a grid (and the decode attention's speed, where
     :data:`DECODE_ATTENTION` has the engine); then the time to first token, with
     decode speed kept in the sum, fits the prefill's parameters (:data:`PREFILL`) together;
-    and again, until nothing changes. (Where decode is bound by compute, as on a CPU at ten
+    then the open-loop TTFTs fit a request's own cost (:func:`fit_request_cost`); and again,
+    until nothing changes. (Where decode is bound by compute, as on a CPU at ten
     users, compute moves decode speed too: fitting it to TTFT alone would make decode wrong.)
     Results of speculative decoding are left out: the simulator does not cover it, and fitting
     them would bend every other prediction."""
@@ -282,6 +348,7 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
         grid = itertools.product(GRID["bandwidth"], GRID["overhead_s"], speeds)
         decode = min((attrs.evolve(found, bandwidth=b, overhead_s=o, decode_attention_speed=a) for b, o, a in grid), key=lambda e: _loss(samples, e, (0,)))
         both = _prefill_descent(samples, decode)
+        both = fit_request_cost(open_samples, both) if open_samples else both
         if both == found:
             break
         found = both

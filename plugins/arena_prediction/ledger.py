@@ -23,7 +23,7 @@ from pathlib import Path
 import attrs
 
 from arena_core import CONVERTER, FitCache, LedgerLine, ModelCard, Registry, __version__
-from arena_prediction.calibration import OpenResult, Sample, fit, model_of, open_results_of, samples_of, scheduling_of
+from arena_prediction.calibration import OpenResult, OpenSample, Sample, fit, model_of, open_results_of, open_samples_of, samples_of, scheduling_of
 from arena_prediction.simulator import Efficiency, prior_of
 from arena_prediction.workloads import interval_ends
 
@@ -141,7 +141,8 @@ def ledger(
     """Each result of ``cards`` (or of run ``only``) predicted without its own run: fitted to the
     closed-loop results of the runs outside its fold (:func:`ledger_folds`: up to
     :data:`LEDGER_FOLDS` runs, every other run) of its hardware and engine (tier 1), or, not
-    ``calibrated``, at the engine's priors (tier 0). An open-loop result's tokens/s is its output
+    ``calibrated``, at the engine's priors (tier 0); the fit takes the open-loop results of those
+    runs for a request's own cost. An open-loop result's tokens/s is its output
     throughput. Runs of a backend that declares no scheduling are not covered. ``fits`` keeps the
     fits and the lines made with them, keyed by what they were made from."""
     groups: dict[tuple[str, str], list[ModelCard]] = {}
@@ -164,6 +165,7 @@ def _group_ledger(
     fold_of = ledger_folds([c.run_id for c in members], LEDGER_FOLDS)
     prints = {c.run_id: card_print(c, registry) for c in members}
     found: list[Sample] | None = None
+    found_open: list[OpenSample] | None = None
     fitted: dict[int, Efficiency] = {}  # by fold
     lines = []
     for card in sorted(members, key=lambda c: c.run_id):
@@ -176,8 +178,11 @@ def _group_ledger(
         if (mine := kept.lines(lines_key, card.run_id)) is None:
             found = samples_of(members, registry) if found is None else found
             trained = [s for s in found if s.run_id in set(others)]
+            if fold not in fitted and trained and kept.efficiency(fit_key) is None:
+                found_open = open_samples_of(open_results_of(members, registry)) if found_open is None else found_open
+            opened = [s for s in found_open or () if s.run_id in set(others)]
             if fold not in fitted:
-                fitted[fold] = _fitted(trained, group[1], fit_key, kept) if trained else prior_of(group[1])
+                fitted[fold] = _fitted(trained, opened, group[1], fit_key, kept) if trained else prior_of(group[1])
             own = [*(s for s in found if s.run_id == card.run_id), *open_results_of([card], registry)]
             mine = _ledger_lines(card.run_id, own, fitted[fold], tier=1 if trained else 0)
             kept.keep(lines_key, {"lines": CONVERTER.unstructure(mine)})
@@ -185,10 +190,10 @@ def _group_ledger(
     return lines
 
 
-def _fitted(samples: Sequence[Sample], engine: str, key: str, kept: _Kept) -> Efficiency:
-    """:func:`fit` of ``samples``, or the fit kept under ``key``."""
+def _fitted(samples: Sequence[Sample], open_samples: Sequence[OpenSample], engine: str, key: str, kept: _Kept) -> Efficiency:
+    """:func:`fit` of ``samples`` and ``open_samples``, or the fit kept under ``key``."""
     if (found := kept.efficiency(key)) is None:
-        found = fit(samples, prior_of(engine), engine=engine)
+        found = fit(samples, prior_of(engine), engine=engine, open_samples=open_samples)
         kept.keep(key, CONVERTER.unstructure(found))
     return found
 

@@ -27,8 +27,8 @@ from arena_core import (
 )
 from arena_prediction.calibration import error_of, fit, samples_of, scheduling_of
 from arena_prediction.ledger import ledger
-from arena_prediction.simulator import Efficiency, Machine, Served, physics, prior_of, simulate
-from arena_prediction.workloads import closed_rounds, interval_ends, open_requests, predict, prompt_breaks
+from arena_prediction.simulator import Efficiency, Machine, Served, prior_of
+from arena_prediction.workloads import closed_rounds, interval_ends, open_simulation, predict
 
 NAME = "step-simulator"
 
@@ -89,12 +89,9 @@ class StepSimulator:
         machine = Machine.of(setup.hardware, setup.model)
         if isinstance(workload.shape, ClosedLoopShape):
             rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)
-            return tuple(record for turn, done in enumerate(rounds) for record in _records(workload.name, done.served, turn=turn, open_loop=False, gated=False))
-        requests, _ = open_requests(workload.shape, workload.seed)
-        slots = min(scheduling.slots or 64, workload.shape.max_concurrency or 10**9)
-        costs = physics(setup.model, setup.kv_bytes_per_element)
-        done = simulate(requests, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=prompt_breaks(scheduling, costs))
-        return _records(workload.name, done.served, turn=0, open_loop=True, gated=workload.shape.max_concurrency is not None)
+            return tuple(record for turn, done in enumerate(rounds) for record in _records(workload.name, done.served, turn=turn, open_loop=False))
+        done = open_simulation(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)
+        return _records(workload.name, done.served, turn=0, open_loop=True)
 
     def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec) -> CalibrationReport:
         if backend.scheduling is None or scheduling_of(backend.name, self.registry) is None:
@@ -145,9 +142,9 @@ class StepSimulator:
         return setup.backend.scheduling
 
 
-def _records(workload: str, served: Sequence[Served], *, turn: int, open_loop: bool, gated: bool) -> tuple[RequestRecord, ...]:
+def _records(workload: str, served: Sequence[Served], *, turn: int, open_loop: bool) -> tuple[RequestRecord, ...]:
     """Simulated requests as request records: sent when due (or, held back by the client, when
-    admitted), the first token and the end as simulated, every output token counted; an
+    let through), the first token and the end as simulated, every output token counted; an
     open-loop request says when it was due, as the open-loop driver's records do."""
 
     def ns(seconds: float) -> int:
@@ -160,8 +157,8 @@ def _records(workload: str, served: Sequence[Served], *, turn: int, open_loop: b
             request_index=index,
             turn_index=turn,
             scheduled_ns=ns(s.request.arrival_s) if open_loop else None,
-            dispatched_ns=ns(s.admitted_s if gated else s.request.arrival_s) if open_loop else None,
-            sent_ns=ns(s.admitted_s if gated else s.request.arrival_s),
+            dispatched_ns=ns(s.sent_s) if open_loop else None,
+            sent_ns=ns(s.sent_s),
             chunk_ns=(ns(s.first_token_s),),
             chunk_kinds=ANSWER,
             end_ns=ns(s.end_s),

@@ -27,6 +27,7 @@ Queueing, TTFT under load and saturation come out of it rather than from a formu
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,8 +90,19 @@ class Efficiency:
     #: the embedded Gemma 3, a twentieth: calibration fits it)
     decode_attention_speed: float = field(default=1.0, validator=bounds.EFFICIENCY)
 
+    #: What one request costs before the engine can schedule it, beside any step: the HTTP
+    #: request, applying the chat template, scheduling it and sending its first token back
+    request_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
+    #: and per token of its prompt (tokenising it: the whole conversation, a turn's history too)
+    prompt_token_overhead_s: float = field(default=0.0, validator=[ge(0.0), le(0.001)])
+
     def step_overhead_s(self, layers: int) -> float:
         return self.overhead_s + self.layer_overhead_s * layers
+
+    def request_seconds(self, request: Request) -> float:
+        """What ``request`` costs before the engine can schedule it (its send to its admission,
+        with a free slot and no step running)."""
+        return self.request_overhead_s + self.prompt_token_overhead_s * (request.prompt + request.cached)
 
     def describe(self, prior: Efficiency | None = None) -> str:
         """The efficiencies in one line, each beside its prior where ``prior`` is given."""
@@ -111,7 +123,13 @@ class Efficiency:
 #: an NVFP4 figure, taken for the 16-bit one: read strictly, 22 %; docs/prediction.md gives the
 #: tier-0 error both ways). Gated DeltaNet's scan at 5 %: an assumption (on GB10 it runs a Triton
 #: fallback that "loses efficiency"; no figure is published), for calibration to replace.
-#: llama.cpp: 60 % of the bandwidth, 30 % of the peak, 2 ms a step.
+#: llama.cpp: 60 % of the bandwidth, 30 % of the peak, 2 ms a step. A request's own cost: 5 ms
+#: (the HTTP request, its scheduling and its first token sent back: an assumption, for
+#: calibration to replace) and tokenising its prompt, 15 µs a token in a Python server (a Hugging
+#: Face tokenizer applying a chat template and encoding, 10-21 µs a token measured in
+#: tenstorrent/tt-inference-server issue 2173), 1 µs in llama.cpp's C++ one (an assumption).
+REQUEST_OVERHEAD_S = 0.005
+TOKENISING_S = 15e-6
 PRIORS = {
     "vllm": Efficiency(
         bandwidth=0.72,
@@ -123,8 +141,10 @@ PRIORS = {
         fp4_speedup=1.0,
         moe_speedup=1.3,
         scan_compute=0.05,
+        request_overhead_s=REQUEST_OVERHEAD_S,
+        prompt_token_overhead_s=TOKENISING_S,
     ),
-    "llama-cpp": Efficiency(bandwidth=0.6, compute=0.3, moe_compute=0.3, overhead_s=0.002),
+    "llama-cpp": Efficiency(bandwidth=0.6, compute=0.3, moe_compute=0.3, overhead_s=0.002, request_overhead_s=REQUEST_OVERHEAD_S, prompt_token_overhead_s=1e-6),
 }
 
 
@@ -147,6 +167,8 @@ DESCRIBED = (
     ("per step", "overhead_s", lambda s: f"{s * 1000:g} ms"),
     ("per layer", "layer_overhead_s", lambda s: f"{s * 1e6:g} µs"),
     ("prefill ramp", "prefill_ramp_tokens", lambda t: f"{t:.0f} tokens"),
+    ("per request", "request_overhead_s", lambda s: f"{s * 1000:g} ms"),
+    ("per prompt token", "prompt_token_overhead_s", lambda s: f"{s * 1e6:g} µs"),
 )
 
 
@@ -345,15 +367,22 @@ class Request:
 @frozen(kw_only=True)
 class Served:
     request: Request
+    #: when the client sent it: when it was due, or later where the client held it back (its
+    #: ``--max-concurrency``) until a request in flight ended
+    sent_s: float
+    #: when the engine took it into a slot (after the request's own cost, at a step's end)
     admitted_s: float
     first_token_s: float
     end_s: float
     first_step: int
     last_step: int
+    #: the first step after its admission
+    admitted_step: int = 0
 
     @property
     def ttft_s(self) -> float:
-        return self.first_token_s - self.request.arrival_s
+        """From the send to the first token, as the reference tools count it."""
+        return self.first_token_s - self.sent_s
 
     @property
     def decode_tps(self) -> float | None:
@@ -443,26 +472,38 @@ def simulate(
     slots: int,
     token_budget: int,
     prompt_breaks: Sequence[int] = (),
+    client_limit: int | None = None,
 ) -> Simulation:
     """Serve ``requests`` with ``slots`` sequences at most and ``token_budget`` tokens per step;
     a request's first token comes at the end of the step that finishes its prompt, then one a step.
 
-    Prompts are prefilled in admission order, each taking what is left of the budget, except
-    that a prompt's share of a step stops ``prompt_breaks`` tokens before its end (largest
-    first): llama.cpp stops there to checkpoint a memory it cannot roll back, and the step goes
-    on with the next prompt."""
+    A request is sent when it is due, or, where the client holds ``client_limit`` requests in
+    flight at most, when one of them ends; the engine takes it at the first step's end after
+    its own cost (:meth:`Efficiency.request_seconds`: the HTTP request, tokenising its prompt,
+    scheduling it). Prompts are prefilled in admission order, each taking what is left of the
+    budget, except that a prompt's share of a step stops ``prompt_breaks`` tokens before its end
+    (largest first): llama.cpp stops there to checkpoint a memory it cannot roll back, and the
+    step goes on with the next prompt."""
     waiting = sorted(requests, key=lambda r: r.arrival_s)
-    running: list[list[Any]] = []  # [request, prompt tokens done, tokens generated, first token step, admitted at]
+    permits = [0.0] * client_limit if client_limit else None  # when each of the client's permits is free
+    sent: list[tuple[Request, float, float]] = []  # (request, sent at, ready for the engine at), in order
+    running: list[list[Any]] = []  # [request, prompt tokens done, tokens generated, first token step, admitted at, sent at, admitted before step]
     served: list[Served] = []
     steps = _Steps()
     breaks = sorted(prompt_breaks, reverse=True)
     clock, index = 0.0, 0
-    while index < len(waiting) or running:
-        while index < len(waiting) and len(running) < slots and waiting[index].arrival_s <= clock:
-            running.append([waiting[index], 0, 0, None, clock])
+    while index < len(waiting) or sent or running:
+        while index < len(waiting) and waiting[index].arrival_s <= clock and (permits is None or permits):
+            request = waiting[index]
+            at = max(request.arrival_s, heapq.heappop(permits)) if permits is not None else request.arrival_s
+            sent.append((request, at, at + efficiency.request_seconds(request)))
             index += 1
+        while sent and len(running) < slots and sent[0][2] <= clock:
+            request, at, _ = sent.pop(0)
+            running.append([request, 0, 0, None, clock, at, len(steps.ends)])
         if not running:
-            clock = waiting[index].arrival_s
+            due = waiting[index].arrival_s if index < len(waiting) and (permits is None or permits) else float("inf")
+            clock = max(clock, min(due, sent[0][2] if sent else float("inf")))
             continue
         decoding = [entry for entry in running if entry[3] is not None]
         chunks = _prefill_chunks(running, token_budget - len(decoding), breaks)
@@ -481,8 +522,21 @@ def simulate(
                 entry[2], entry[3] = 1, step  # the step that ends the prompt samples the first token
         for entry in [e for e in running if e[3] is not None and e[2] >= e[0].output]:
             request, first = entry[0], entry[3]
-            served.append(Served(request=request, admitted_s=entry[4], first_token_s=steps.ends[first], end_s=clock, first_step=first, last_step=step))
+            served.append(
+                Served(
+                    request=request,
+                    sent_s=entry[5],
+                    admitted_s=entry[4],
+                    first_token_s=steps.ends[first],
+                    end_s=clock,
+                    first_step=first,
+                    last_step=step,
+                    admitted_step=entry[6],
+                )
+            )
             running.remove(entry)
+            if permits is not None:
+                heapq.heappush(permits, clock)
         if len(steps.ends) > MAX_STEPS:
             raise ValueError(f"the simulation ran past {MAX_STEPS:,} steps")
     return steps.simulation(served, physics_.layers)

@@ -74,16 +74,14 @@ def open_requests(shape: OpenLoopShape, seed: int) -> tuple[list[Request], list[
     return [Request(arrival_s=at, prompt=prompt, output=output) for at in offsets], [f"ShareGPT lengths taken at their typical {prompt} in / {output} out"]
 
 
-def open_figures(served: Sequence[Served], bound: str, *, gated: bool) -> Figures:
-    """``vllm bench serve``'s figures of served requests (medians). ``gated``: the client held
-    requests back (its ``--max-concurrency``), and its TTFT counts from the send, not from when
-    a request was due."""
+def open_figures(served: Sequence[Served], bound: str) -> Figures:
+    """``vllm bench serve``'s figures of served requests (medians), each timed from its send: when
+    it was due, or, where the client held it back (its ``--max-concurrency``), when it was let through."""
     speeds = [s.decode_tps for s in served if s.decode_tps is not None]
-    ttfts = [s.first_token_s - s.admitted_s if gated else s.ttft_s for s in served]
+    ttfts = [s.ttft_s for s in served]
     span = max(s.end_s for s in served) - min(s.request.arrival_s for s in served)
     tokens = sum(s.request.output for s in served)
-    # the client sends a gated request when it is admitted, any other when it is due
-    peak = peak_concurrency([(s.admitted_s if gated else s.request.arrival_s, s.end_s) for s in served])
+    peak = peak_concurrency([(s.sent_s, s.end_s) for s in served])
     everything = sum(s.request.prompt + s.request.cached for s in served) + tokens
     return Figures(
         per_user_tps=percentile(speeds, 50) if speeds else None,
@@ -142,15 +140,19 @@ class RetimedRounds:
         self.last_step = np.array([s.last_step for done in rounds for s in done.served])
         self.starts = np.cumsum([0, *(len(done.served) for done in rounds)])[:-1]  # each round's first request
         self.lengths = np.array([s.request.output for done in rounds for s in done.served])
+        self.prompts = np.array([s.request.prompt + s.request.cached for done in rounds for s in done.served])  # what each tokenises
         self.decoded = np.add.reduceat(np.maximum(self.lengths - 1, 0), self.starts).tolist()  # tokens after each first, per round
         memory = sum(float(done.memory_bound.sum()) for done in rounds) / max(1, sum(len(done.memory_bound) for done in rounds))
         self.bound = "bandwidth" if memory >= 0.5 else "compute"
 
     def figures(self, machine: Machine, efficiency: Efficiency) -> Figures:
-        """The figures at ``efficiency``: every step re-timed, each round's clock from 0."""
+        """The figures at ``efficiency``: every step re-timed, each round's clock from 0 and its
+        first step after its requests' own cost (the same for every request of a round, which
+        all send the same prompt: so the steps do not move)."""
         seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops)
         ends = np.cumsum(seconds, axis=1)  # each row on its own, step by step, as the simulation's clock
-        return self.figures_at(ends[self.round_of, self.first_step], ends[self.round_of, self.last_step])
+        delay = efficiency.request_overhead_s + efficiency.prompt_token_overhead_s * self.prompts  # as Efficiency.request_seconds
+        return self.figures_at(ends[self.round_of, self.first_step] + delay, ends[self.round_of, self.last_step] + delay)
 
     def figures_at(self, first: np.ndarray, end: np.ndarray) -> Figures:
         """The figures of requests (all rounds', in served order) that got their first tokens at
@@ -171,17 +173,59 @@ class RetimedRounds:
         )
 
 
+class RetimedOpen:
+    """An open-loop run's simulated steps, re-timed at another efficiency *as if* the same steps
+    ran (the calibration's estimate: at another efficiency an open-loop run's steps would batch
+    somewhat differently, so a prediction simulates it again). A request's TTFT is its own cost,
+    the rest of the step running when it was ready, and the steps from its admission to its
+    first token."""
+
+    def __init__(self, done: Simulation, efficiency: Efficiency) -> None:
+        if not done.served:
+            raise ValueError("an open-loop run serves at least one request")
+        self.read, self.flops, self.layers = done.read, done.flops, done.layers
+        self.ramp_flops, self.scan_flops, self.decode_attention_flops = done.ramp_flops, done.scan_flops, done.decode_attention_flops
+        self.admitted_step = np.array([s.admitted_step for s in done.served])
+        self.first_step = np.array([s.first_step for s in done.served])
+        self.prompts = np.array([s.request.prompt + s.request.cached for s in done.served])
+        # the rest of the step that was running when each request was ready, as simulated
+        self.rest = np.maximum(0.0, np.array([s.admitted_s - s.sent_s - efficiency.request_seconds(s.request) for s in done.served]))
+
+    def engine_ttfts(self, machine: Machine, efficiency: Efficiency) -> np.ndarray:
+        """Each request's TTFT at ``efficiency`` but its own cost (the send to the first token
+        less :meth:`Efficiency.request_seconds`)."""
+        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops)
+        ends = np.concatenate(([0.0], np.cumsum(seconds)))
+        return self.rest + ends[self.first_step + 1] - ends[self.admitted_step]
+
+
+def open_simulation(
+    workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, scheduling: Scheduling, *, kv_bytes_per_element: float = 2.0
+) -> Simulation:
+    """An open-loop workload's requests on its own seeded arrivals, served: the client holds
+    back what its ``--max-concurrency`` does not let through."""
+    shape = workload.shape
+    assert isinstance(shape, OpenLoopShape)
+    requests, _ = open_requests(shape, workload.seed)
+    costs = physics(model, kv_bytes_per_element)
+    return simulate(
+        requests,
+        costs,
+        machine,
+        efficiency,
+        slots=scheduling.slots or 64,
+        token_budget=scheduling.token_budget,
+        prompt_breaks=prompt_breaks(scheduling, costs),
+        client_limit=shape.max_concurrency,
+    )
+
+
 def open_run(
     workload: WorkloadSpec, model: ModelSpec, machine: Machine, efficiency: Efficiency, scheduling: Scheduling, *, kv_bytes_per_element: float = 2.0
 ) -> Figures:
     """An open-loop workload simulated on its own seeded arrivals: ``vllm bench serve``'s figures."""
-    shape = workload.shape
-    assert isinstance(shape, OpenLoopShape)
-    requests, _ = open_requests(shape, workload.seed)
-    slots = min(scheduling.slots or 64, shape.max_concurrency or 10**9)
-    costs = physics(model, kv_bytes_per_element)
-    done = simulate(requests, costs, machine, efficiency, slots=slots, token_budget=scheduling.token_budget, prompt_breaks=prompt_breaks(scheduling, costs))
-    return open_figures(done.served, done.bound(), gated=shape.max_concurrency is not None)
+    done = open_simulation(workload, model, machine, efficiency, scheduling, kv_bytes_per_element=kv_bytes_per_element)
+    return open_figures(done.served, done.bound())
 
 
 def speculative(model: ModelSpec) -> bool:
