@@ -224,6 +224,26 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     assert missing.returncode == 2 and "--calibration: /nonexistent.json: not a readable calibration" in missing.stderr
 
 
+def test_the_config_file_shapes_the_workloads_predicted(tmp_path):
+    """arena.toml's [workloads.NAME] and [run] scale shape what is predicted, as they shape what
+    arena run measures, and are said; a key that fits no workload is one line naming it."""
+    (tmp_path / "arena.toml").write_text("[run]\nscale = 0.5\n\n[workloads.chat]\nconcurrency = 1\n")
+    args = [*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--workloads", "chat,rag-8k", "--calibration", "none", "--json"]
+    shaped = json.loads(subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=True).stdout)
+    plain = predicted("qwen3.6-27b", "--workloads", "chat,rag-8k", "--calibration", "none")
+
+    def central(answer: dict, workload: str) -> dict:
+        return next(w for w in answer["workloads"] if w["workload"] == workload)["central"]
+
+    assert central(shaped, "chat")["total_tps"] < central(plain, "chat")["total_tps"] / 3  # one user, not ten
+    assert central(shaped, "rag-8k")["ttft_p50_s"] < central(plain, "rag-8k")["ttft_p50_s"] * 0.7  # half the prompt
+    assert "chat as arena.toml shapes it (concurrency=1)" in shaped["assumptions"]
+    assert any("x0.5, the scale arena.toml sets" in said for said in shaped["assumptions"])
+    (tmp_path / "arena.toml").write_text("[workloads.office-baseline]\nturns = 3\n")
+    wrong = subprocess.run(args[:-1], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert wrong.returncode == 2 and "turns" in wrong.stderr and "office-baseline" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
 def test_capacity_is_predicted_both_ways_with_intervals():
     answer = predicted("qwen3.5-0.8b", "--workloads", "chat", "--capacity", "--calibration", "none")
     users, *rates = answer["capacity"]

@@ -93,7 +93,9 @@ def test_a_request_s_own_cost_comes_before_the_engine_takes_it():
     admission: 50 ms + 1 ms x (10 + 5) tokens = 65 ms, then its one step."""
     step = 0.01
     cost = Efficiency(overhead_s=step, request_overhead_s=0.05, prompt_token_overhead_s=0.001)
-    done = simulate([Request(arrival_s=1.0, prompt=10, output=1, cached=5)], _weightless(), Machine(bandwidth=1.0, peak_flops=1.0), cost, slots=1, token_budget=64)
+    done = simulate(
+        [Request(arrival_s=1.0, prompt=10, output=1, cached=5)], _weightless(), Machine(bandwidth=1.0, peak_flops=1.0), cost, slots=1, token_budget=64
+    )
     assert done.served[0].admitted_s == pytest.approx(1.065) and done.served[0].ttft_s == pytest.approx(0.065 + step)
 
 
@@ -127,7 +129,14 @@ def test_calibration_finds_a_request_s_own_cost_from_open_loop_ttfts(registry):
         measured = open_run(spec, model, machine, truth, VLLM_SCHEDULING)
         results.append(
             OpenResult(
-                run_id=name, workload=spec, model=model, machine=machine, scheduling=VLLM_SCHEDULING, kv_bytes_per_element=2.0, tps=None, ttft_s=measured.ttft_p50_s
+                run_id=name,
+                workload=spec,
+                model=model,
+                machine=machine,
+                scheduling=VLLM_SCHEDULING,
+                kv_bytes_per_element=2.0,
+                tps=None,
+                ttft_s=measured.ttft_p50_s,
             )
         )
     found = fit_request_cost(open_samples_of(results), attrs.evolve(truth, request_overhead_s=0.0, prompt_token_overhead_s=0.0))
@@ -265,7 +274,9 @@ def test_the_seed_g_of_open_loop_requests_by_hand():
     from arena_prediction.workloads import open_figures
 
     def served(due: float, sent: float, end: float) -> Served:
-        return Served(request=Request(arrival_s=due, prompt=10, output=5), sent_s=sent, admitted_s=sent, first_token_s=sent + 0.05, end_s=end, first_step=0, last_step=1)
+        return Served(
+            request=Request(arrival_s=due, prompt=10, output=5), sent_s=sent, admitted_s=sent, first_token_s=sent + 0.05, end_s=end, first_step=0, last_step=1
+        )
 
     spans = [(0.0, 0.0, 1.5), (0.5, 0.5, 2.2), (1.0, 2.3, 3.0), (1.6, 1.6, 2.25)]
     requests = [served(*span) for span in spans]

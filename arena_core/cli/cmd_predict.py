@@ -4,7 +4,7 @@ it, each figure with an interval: the default predictor's answer (``arena list p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -14,6 +14,7 @@ from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, Within, results_dir
+from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.errors import UsageError
 from arena_core.loadgen.goodput import Slo, parse_slo
 from arena_core.registry import Registry
@@ -98,12 +99,12 @@ def predict_command(
         profile = profile.measured()  # a CPU host's bandwidth is measured here, not known ahead
     served_by = predicting_backend(registry, backend)
     objective = parse_slo(slo, "--slo")
-    names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(default_workloads(registry))
-    chosen = [registry.get("workloads", name) for name in names]
+    names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(app.config.run.workloads or default_workloads(registry))
+    chosen, shaped = _configured(registry, app.config, names)
     served_by, settings = _served_as(served_by, slots, token_budget)
     calibration = _calibration(calibration_given, results_dir(app, output), hardware, served_by)
     kv_bytes = KV_CACHE_BYTES[kv_cache] if kv_cache else 2.0
-    assumptions = (*assumptions, *settings, *([] if kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
+    assumptions = (*assumptions, *settings, *shaped, *([] if kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
     setup = PredictionSetup(model=spec, hardware=profile, backend=served_by, calibration=calibration, kv_bytes_per_element=kv_bytes)
     if (why := chosen_predictor.coverage(setup)) is not None:
         raise UsageError(f"cannot predict {model} on {hardware} with --backend {served_by.name}: {why}")
@@ -194,6 +195,23 @@ def _described(
     )
     known_precision(spec.precision)
     return spec, tuple(said)
+
+
+def _configured(registry: Registry, config: ArenaConfig, names: Sequence[str]) -> tuple[list[WorkloadSpec], list[str]]:
+    """The workloads ``names`` as the config file shapes them (its ``[workloads.NAME]`` and its
+    ``[run] scale``), as ``arena run`` would measure them, and what it changed, said."""
+    check_config(config, registry)
+    chosen, said = [], []
+    for name in names:
+        spec = registry.get("workloads", name)
+        if name in config.workloads:
+            spec = apply_override(spec, config.workloads[name], source=config.source)
+            said.append(f"{name} as {config.source} shapes it ({spec.custom or 'unchanged'})")
+        chosen.append(spec)
+    if config.run.scale != 1.0:
+        chosen = [spec.scaled(config.run.scale) for spec in chosen]
+        said.append(f"every workload at x{config.run.scale:g}, the scale {config.source} sets")
+    return chosen, said
 
 
 def _served_as(backend: BackendSpec, slots: int | None, token_budget: int | None) -> tuple[BackendSpec, list[str]]:

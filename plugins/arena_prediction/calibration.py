@@ -359,3 +359,8 @@ def error_of(samples: Sequence[Sample], efficiency: Efficiency, metric: int) -> 
     """Median absolute % error of one metric (0: tokens/s, 1: TTFT) of ``samples`` at ``efficiency``."""
     errors = [abs(predicted - actual) / actual * 100 for predicted, actual in _pairs(samples, efficiency, metric)]
     return statistics.median(errors) if errors else None
+
+
+def open_error_of(samples: Sequence[OpenSample], efficiency: Efficiency) -> float:
+    """Median absolute % error of the open-loop TTFT p50s of ``samples`` at ``efficiency`` (re-timed)."""
+    return statistics.median(abs(sample.ttft_p50(efficiency) - sample.ttft_s) / sample.ttft_s * 100 for sample in samples)

@@ -25,7 +25,7 @@ from arena_core import (
     WorkloadPrediction,
     WorkloadSpec,
 )
-from arena_prediction.calibration import error_of, fit, samples_of, scheduling_of
+from arena_prediction.calibration import error_of, fit, open_error_of, open_results_of, open_samples_of, samples_of, scheduling_of
 from arena_prediction.ledger import ledger
 from arena_prediction.simulator import Efficiency, Machine, Served, prior_of
 from arena_prediction.workloads import closed_rounds, interval_ends, open_simulation, predict
@@ -111,7 +111,8 @@ class StepSimulator:
                 f"the stored results on {hardware} with {backend.name} all decoded speculatively (MTP), which the simulator does not cover: nothing to fit"
             )
         prior = prior_of(engine)
-        fitted = fit(fitted_to, prior, engine=engine)
+        opened = [s for s in open_samples_of(open_results_of(chosen, self.registry)) if not s.speculative]
+        fitted = fit(fitted_to, prior, engine=engine, open_samples=opened)
         calibration = Calibration(
             predictor=NAME,
             hardware=hardware,
@@ -131,6 +132,9 @@ class StepSimulator:
             before, after = error_of(fitted_to, prior, index), error_of(fitted_to, fitted, index)
             if before is not None and after is not None:
                 lines.append(f"  median error of {metric} on these results: {before:.1f} % with the priors, {after:.1f} % fitted (in-sample)")
+        if opened:
+            before, after = open_error_of(opened, prior), open_error_of(opened, fitted)
+            lines.append(f"  median error of open-loop TTFT p50 on {len(opened)} results: {before:.1f} % with the priors, {after:.1f} % fitted (in-sample, re-timed)")
         return CalibrationReport(calibration=calibration, lines=tuple(lines))
 
     def ledger(self, cards: Sequence[ModelCard], *, only: str | None = None, fits: FitCache | None = None) -> list[LedgerLine]:
