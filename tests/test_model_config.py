@@ -244,6 +244,35 @@ def test_the_config_file_shapes_the_workloads_predicted(tmp_path):
     assert wrong.returncode == 2 and "turns" in wrong.stderr and "office-baseline" in wrong.stderr and "Traceback" not in wrong.stderr
 
 
+def test_a_precision_an_engine_version_computes_in_16_bits_is_the_backend_s_declared_fact():
+    """vLLM declares, with its source, that its 0.20 releases run MXFP4 experts through a 16-bit
+    (weight-only) path on GB10: the prediction for that version prefills slower and says why; a
+    later version uses the FP4 roof; without a version the path is named, not applied."""
+    from arena_backends import VLLM_SCHEDULING
+    from arena_core import PrecisionPath
+
+    path = VLLM_SCHEDULING.precision_paths[0]
+    assert path.source and (path.covers("0.20.1rc1"), path.covers("vLLM 0.21.0"), path.covers("0.19.2"), path.covers("")) == (True, False, False, None)
+    with pytest.raises(ValueError):
+        PrecisionPath(precision="mxfp4", hardware=("gb10",), since="soon", source="x")
+    big = ("big", "--params", "117", "--active-params", "5.1", "--precision", "mxfp4", "--workloads", "chat", "--calibration", "none")
+    old, new, unsaid = predicted(*big, "--engine-version", "0.20.1"), predicted(*big, "--engine-version", "0.22.0"), predicted(*big)
+    ttft = [answer["workloads"][0]["central"]["ttft_p50_s"] for answer in (old, new, unsaid)]
+    assert ttft[0] > 1.2 * ttft[1] and ttft[2] == ttft[1]
+    assert any("computes in 16 bits" in note and "41477" in note for note in old["workloads"][0]["notes"])
+    assert any("engine version not given" in note for note in unsaid["workloads"][0]["notes"])
+    wrong = subprocess.run([*ARENA, "predict", *big, "--hardware", "gb10", "--engine-version", "latest"], capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 2 and "--engine-version" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_vllm_s_version_is_read_from_its_log():
+    from arena_backends.vllm_server import _VERSION
+
+    assert _VERSION.findall("(APIServer pid=7) INFO 12-01 10:00:00 [api_server.py:1] vLLM API server version 0.20.1rc1.dev91+ga749a33d8\n") == [
+        "0.20.1rc1.dev91+ga749a33d8"
+    ]
+
+
 def test_capacity_is_predicted_both_ways_with_intervals():
     answer = predicted("qwen3.5-0.8b", "--workloads", "chat", "--capacity", "--calibration", "none")
     users, *rates = answer["capacity"]

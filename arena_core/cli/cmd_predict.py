@@ -26,7 +26,7 @@ from arena_core.results.predictions import load_calibration, predicting_backend,
 from arena_core.run.engine import default_workloads
 from arena_core.run.model_config import describe, find_config, known_precision, read_config
 from arena_core.run.roofline import KV_CACHE_BYTES
-from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec
+from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec, version_numbers
 
 
 @click.command("predict")
@@ -44,6 +44,11 @@ from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, Predi
 @click.option("--precision", help="The weights' precision: bf16, fp8, nvfp4, mxfp4, int4, q4_k_m, ... (a catalog model at another precision, too).")
 @click.option("--hardware", required=True, help="The hardware profile to predict for (arena list hardware).")
 @click.option("--kv-cache", type=click.Choice(sorted(KV_CACHE_BYTES)), help="The KV cache's type on the server (default: 16-bit, the engines' own default).")
+@click.option(
+    "--engine-version",
+    callback=lambda _ctx, _param, value: _engine_version(value),
+    help="The engine's version, such as 0.20.1: some versions compute some precisions in 16 bits on some GPUs, as the backend declares.",
+)
 @click.option(
     "--slots", type=click.IntRange(1, 4096), help="Sequences the server serves at once (vLLM --max-num-seqs, llama.cpp --parallel; default: the backend's)."
 )
@@ -75,6 +80,7 @@ def predict_command(
     precision: str | None,
     hardware: str,
     kv_cache: str | None,
+    engine_version: str | None,
     slots: int | None,
     token_budget: int | None,
     calibration_given: str | None,
@@ -105,7 +111,9 @@ def predict_command(
     calibration = _calibration(calibration_given, results_dir(app, output), hardware, served_by)
     kv_bytes = KV_CACHE_BYTES[kv_cache] if kv_cache else 2.0
     assumptions = (*assumptions, *settings, *shaped, *([] if kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
-    setup = PredictionSetup(model=spec, hardware=profile, backend=served_by, calibration=calibration, kv_bytes_per_element=kv_bytes)
+    setup = PredictionSetup(
+        model=spec, hardware=profile, backend=served_by, calibration=calibration, kv_bytes_per_element=kv_bytes, engine_version=engine_version or ""
+    )
     if (why := chosen_predictor.coverage(setup)) is not None:
         raise UsageError(f"cannot predict {model} on {hardware} with --backend {served_by.name}: {why}")
     try:
@@ -195,6 +203,13 @@ def _described(
     )
     known_precision(spec.precision)
     return spec, tuple(said)
+
+
+def _engine_version(value: str | None) -> str | None:
+    """``--engine-version``: a dotted version of at most 40 characters."""
+    if value is not None and (len(value) > 40 or version_numbers(value) is None):
+        raise click.BadParameter(f"{value[:40]!r} is not a version such as 0.20.1", param_hint="--engine-version")
+    return value
 
 
 def _configured(registry: Registry, config: ArenaConfig, names: Sequence[str]) -> tuple[list[WorkloadSpec], list[str]]:

@@ -5,7 +5,7 @@ Config files and stored JSON are turned into them by the one converter in :mod:`
 One module per hook kind; every name is importable from here.
 """
 
-from arena_core.types.backends import Backend, BackendRequest, BackendSpec, EmbeddedRun, EndpointSettings, Scheduling
+from arena_core.types.backends import Backend, BackendRequest, BackendSpec, EmbeddedRun, EndpointSettings, PrecisionPath, Scheduling, version_numbers
 from arena_core.types.cards import CardLayout, CardSlo, CardWorkload, HardwareRoofs, ModelCard, ModelFacts, ServerSettings, WorkloadLegend
 from arena_core.types.hardware import HardwareDetection, HardwareProfile
 from arena_core.types.models import ModelArchitecture, ModelSpec, QualityScore
@@ -72,6 +72,8 @@ __all__ = [
     "RunResult",
     "Runner",
     "RunnerSpec",
+    "PrecisionPath",
+    "version_numbers",
     "Scheduling",
     "Score",
     "Scorer",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
 from attrs import field, frozen
-from attrs.validators import optional
+from attrs.validators import deep_iterable, instance_of, min_len, optional
 
 from arena_core import bounds
 from arena_core.types.hardware import HardwareProfile
@@ -73,6 +74,48 @@ class EmbeddedRun:
     exact_output: bool = True
 
 
+def version_numbers(text: str) -> tuple[int, ...] | None:
+    """The first dotted version in ``text`` as numbers ("vLLM 0.20.1rc1" -> (0, 20, 1)); None
+    where there is none."""
+    found = re.search(r"(?<![\w.])(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return tuple(int(part) for part in found.groups() if part is not None) if found else None
+
+
+def _dotted(instance: object, attribute: object, value: str) -> None:
+    if value and version_numbers(value) is None:
+        raise ValueError(f"{value!r} is not a version such as 0.20")
+
+
+@frozen(kw_only=True)
+class PrecisionPath:
+    """What an engine's versions do with a precision on some hardware, with its source: its
+    GEMMs compute in 16 bits (a weight-only kernel such as Marlin) where the hardware has the
+    low-precision roof. A predictor reads it instead of assuming the roof is used."""
+
+    precision: str = field(validator=valid_name)
+    #: the hardware profiles it holds on
+    hardware: tuple[str, ...] = field(validator=deep_iterable(valid_name, instance_of(tuple)))
+    #: the versions it holds for: from ``since`` up to but not including ``before`` ("" open)
+    since: str = field(default="", validator=_dotted)
+    before: str = field(default="", validator=_dotted)
+    source: str = field(validator=[instance_of(str), min_len(1)])
+
+    def covers(self, version: str) -> bool | None:
+        """Whether ``version`` (an engine's version string) is one it holds for; None where the
+        version is not known and the path holds for some versions only."""
+        if not self.since and not self.before:
+            return True
+        found = version_numbers(version) if version else None
+        if found is None:
+            return None
+        since, before = version_numbers(self.since), version_numbers(self.before)
+        return (since is None or found >= since) and (before is None or found < before)
+
+    def describe(self) -> str:
+        versions = f"{self.since or 'any'} to before {self.before}" if self.before else (f"{self.since} and later" if self.since else "every version")
+        return f"{self.precision} on {', '.join(self.hardware)} computes in 16 bits ({versions}; {self.source})"
+
+
 @frozen(kw_only=True)
 class Scheduling:
     """How a backend's engine batches requests at its defaults, with the sources of each figure,
@@ -92,6 +135,21 @@ class Scheduling:
     #: n_ubatch + 4 and 4), so prompts prefilled together get their first tokens together.
     checkpoints: tuple[int, ...] = ()
     sources: tuple[str, ...] = ()
+    #: Precisions its versions run through a 16-bit compute path on some hardware.
+    precision_paths: tuple[PrecisionPath, ...] = ()
+
+    def sixteen_bit(self, precision: str, hardware: str, version: str) -> tuple[bool, str | None]:
+        """Whether this engine at ``version`` computes ``precision`` in 16 bits on ``hardware``
+        (as a declared path says), and what to say of it: the path applied, or one that may
+        apply to a version not given."""
+        for path in self.precision_paths:
+            if path.precision == precision.lower().split()[0] and hardware in path.hardware:
+                covered = path.covers(version)
+                if covered:
+                    return True, f"engine version {version}: {path.describe()}"
+                if covered is None:
+                    return False, f"engine version not given (--engine-version): taken as a version without this path: {path.describe()}"
+        return False, None
 
 
 @frozen(kw_only=True)

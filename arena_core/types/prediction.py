@@ -132,6 +132,9 @@ class PredictionSetup:
     #: bytes per element of the KV cache the server keeps (2: 16 bits, the engines' default;
     #: 1: an FP8 cache, as ``--kv-cache-dtype fp8`` makes it)
     kv_bytes_per_element: float = 2.0
+    #: the engine's version, where known ("0.20.1"): the precision paths the backend declares
+    #: per version (``Scheduling.precision_paths``) hold for some versions only
+    engine_version: str = ""
 
 
 #: What a predictor keeps in the store between commands (fits of sets of stored runs, the ledger

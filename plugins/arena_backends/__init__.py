@@ -13,7 +13,7 @@ from collections.abc import Callable
 from arena_backends.llama_cpp import LlamaCppServer
 from arena_backends.openai_endpoint import ExistingEndpoint
 from arena_backends.vllm_server import VllmServer
-from arena_core import BackendSpec, EmbeddedRun, Scheduling, hookimpl
+from arena_core import BackendSpec, EmbeddedRun, PrecisionPath, Scheduling, hookimpl
 
 #: vLLM's scheduler at the defaults of ``vllm serve``: continuous batching with chunked prefill.
 VLLM_SCHEDULING = Scheduling(
@@ -22,6 +22,15 @@ VLLM_SCHEDULING = Scheduling(
     token_budget=8192,
     chunked_prefill=True,
     sources=("vLLM EngineArgs defaults for vllm serve: max_num_seqs 256, max_num_batched_tokens 8192, chunked prefill on (vLLM 0.8+ docs, engine arguments)",),
+    precision_paths=(
+        PrecisionPath(
+            precision="mxfp4",
+            hardware=("gb10",),
+            since="0.20",
+            before="0.21",
+            source="vllm-project/vllm issue 41477: on GB10 (SM 12.1) v0.20.0 and v0.20.1rc1 serve MXFP4 experts through Marlin (weight-only, W4A16) by default",
+        ),
+    ),
 )
 #: llama-server as Arena launches it: one slot per concurrent request (``--parallel``), a logical
 #: batch of 2048 tokens (``-b``) in physical batches of 512 (``-ub``), and the checkpoints it takes

@@ -42,6 +42,10 @@ _KV_CACHE = re.compile(r"(?:Available KV cache memory|KV cache memory)[^\d]*([\d
 _KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 
 
+#: "vLLM API server version 0.20.1" (printed as the server starts)
+_VERSION = re.compile(r"vLLM API server version ([0-9][\w.+-]*)")
+
+
 def log_facts(text: str) -> dict[str, float]:
     """The memory figures vLLM prints while it starts (the last of each, in GiB or tokens)."""
     facts: dict[str, float] = {}
@@ -102,6 +106,8 @@ class VllmServer(LocalServer):
             "prefix_caching": self.defaults.prefix_caching,
             **log_facts(text),
         }
+        if versions := _VERSION.findall(text):
+            facts["version"] = versions[-1][:40]  # the precision paths it declares hold for some versions
         if self.max_num_seqs:
             facts["max_num_seqs"] = self.max_num_seqs
         return facts

@@ -143,7 +143,7 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
     roofs = attrs.asdict(card.hardware_roofs) if card.hardware_roofs else {}
     try:  # a manifest's figures are checked like any file's
         hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if k in ROOFS and v}, measure=None)
-        machine = Machine.of(hardware, model)
+        machine = Machine.of(hardware, model, sixteen_bit=scheduling.sixteen_bit(model.precision, card.hardware, str(card.backend_facts.get("version", "")))[0])
     except (TypeError, ValueError):
         return None
     kv_dtype = card.server_settings.kv_cache_dtype.lower()  # an import's, else the backend's

@@ -79,6 +79,7 @@ class StepSimulator:
             scheduling=self._scheduling(setup),
             efficiency=self.efficiency(setup),
             kv_bytes_per_element=setup.kv_bytes_per_element,
+            engine_version=setup.engine_version,
         )
 
     def serve(self, workload: WorkloadSpec, setup: PredictionSetup, *, at: str = "central") -> tuple[RequestRecord, ...]:
@@ -86,7 +87,8 @@ class StepSimulator:
         if at != "central":
             slow, fast = interval_ends(efficiency)
             efficiency = {"slow": slow, "fast": fast}[at]
-        machine = Machine.of(setup.hardware, setup.model)
+        sixteen_bit, _ = scheduling.sixteen_bit(setup.model.precision, setup.hardware.name, setup.engine_version)
+        machine = Machine.of(setup.hardware, setup.model, sixteen_bit=sixteen_bit)
         if isinstance(workload.shape, ClosedLoopShape):
             rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)
             return tuple(record for turn, done in enumerate(rounds) for record in _records(workload.name, done.served, turn=turn, open_loop=False))
@@ -134,7 +136,9 @@ class StepSimulator:
                 lines.append(f"  median error of {metric} on these results: {before:.1f} % with the priors, {after:.1f} % fitted (in-sample)")
         if opened:
             before, after = open_error_of(opened, prior), open_error_of(opened, fitted)
-            lines.append(f"  median error of open-loop TTFT p50 on {len(opened)} results: {before:.1f} % with the priors, {after:.1f} % fitted (in-sample, re-timed)")
+            lines.append(
+                f"  median error of open-loop TTFT p50 on {len(opened)} results: {before:.1f} % with the priors, {after:.1f} % fitted (in-sample, re-timed)"
+            )
         return CalibrationReport(calibration=calibration, lines=tuple(lines))
 
     def ledger(self, cards: Sequence[ModelCard], *, only: str | None = None, fits: FitCache | None = None) -> list[LedgerLine]:

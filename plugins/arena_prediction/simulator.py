@@ -299,10 +299,11 @@ class Machine:
         return self.peak_flops * (efficiency.moe_compute if self.mixture_of_experts else efficiency.compute) * speedup
 
     @classmethod
-    def of(cls, hardware: HardwareProfile, model: ModelSpec) -> Machine:
+    def of(cls, hardware: HardwareProfile, model: ModelSpec, *, sixteen_bit: bool = False) -> Machine:
         """The roofs ``model`` runs under on ``hardware``: the 16-bit one, and which low-precision
         GEMMs it runs where the hardware has that roof (an FP8 checkpoint on a GPU without FP8
-        runs its GEMMs in 16 bits)."""
+        runs its GEMMs in 16 bits) and the engine does not compute it in 16 bits (``sixteen_bit``:
+        a weight-only kernel, as the backend declares for its version)."""
         if not hardware.memory_bandwidth_gbs or not hardware.dense_tflops:
             raise ValueError(f"hardware {hardware.name!r} has no memory bandwidth or dense TFLOPS for the simulator")
         moe = bool(model.params_active_b and model.params_total_b and model.params_active_b < model.params_total_b)
@@ -312,7 +313,7 @@ class Machine:
             bandwidth=hardware.memory_bandwidth_gbs * 1e9,
             peak_flops=tflops * 1e12,
             mixture_of_experts=moe,
-            low_precision=low if low in hardware.dense_tflops else "",
+            low_precision=low if low in hardware.dense_tflops and not sixteen_bit else "",
         )
 
 

@@ -265,15 +265,17 @@ def predict(
     scheduling: Scheduling,
     efficiency: Efficiency | None = None,
     kv_bytes_per_element: float = 2.0,
+    engine_version: str = "",
 ) -> WorkloadPrediction:
     """``workload`` on ``model`` served by an engine that schedules as ``scheduling`` on
     ``hardware``: the central figures at ``efficiency`` (default: the engine's prior), and an
     interval from its plausible range (a closed-loop workload simulated once and re-timed at both
     ends; an open-loop one, whose steps depend on their timing, simulated at each)."""
     central_eff = efficiency or prior_of(scheduling.engine)
-    machine = Machine.of(hardware, model)
+    sixteen_bit, said = scheduling.sixteen_bit(model.precision, hardware.name, engine_version)
+    machine = Machine.of(hardware, model, sixteen_bit=sixteen_bit)
     slow, fast = interval_ends(central_eff)
-    notes = list(physics(model).notes)
+    notes = [*physics(model).notes, *([said] if said else [])]
     if isinstance(workload.shape, ClosedLoopShape):
         rounds = closed_rounds(workload, model, machine, central_eff, scheduling, kv_bytes_per_element=kv_bytes_per_element)
         central, low, high = closed_figures(rounds), closed_figures(rounds, machine, slow), closed_figures(rounds, machine, fast)
