@@ -44,9 +44,10 @@ def prompt_breaks(scheduling: Scheduling, costs: ModelPhysics) -> tuple[int, ...
 SHAREGPT_TOKENS = (230, 200)
 #: The efficiencies' range around the central ones that makes a prediction's 80 % interval: its
 #: width set so that 80 % of the seed cohort's closed-loop results, each predicted without its
-#: own run (the error ledger), fall inside -- 82 % of tokens/s, 81 % of TTFT, of 85 results
-#: (tests/test_simulator.py measures it; the earlier, wider range held 86 % and 93 %).
-SPREAD = {"bandwidth": (0.86, 1.18), "compute": (0.77, 1.35), "overhead_s": (0.6, 1.7)}
+#: own run (the error ledger), fall inside -- 82 % of tokens/s, 80 % of TTFT, of 85 results
+#: (tests/test_simulator.py measures it). Compute's range was widened from ×0.77-1.35 when a
+#: request's own cost came in (it then held 74 % of TTFT); the first, wider range held 86 % and 93 %.
+SPREAD = {"bandwidth": (0.86, 1.18), "compute": (0.74, 1.4), "overhead_s": (0.6, 1.7)}
 
 
 def _closed_requests(shape: ClosedLoopShape) -> list[list[Request]]:
