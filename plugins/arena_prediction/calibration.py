@@ -207,14 +207,14 @@ class OpenSample:
 
     def ttft_p50(self, efficiency: Efficiency) -> float:
         own = efficiency.request_overhead_s + efficiency.prompt_token_overhead_s * self.retimed.prompts
-        return float(np.median(self.retimed.engine_ttfts(self.machine, efficiency) + own))
+        return max(1e-9, float(np.median(self.retimed.engine_ttfts(self.machine, efficiency) + own)))  # never 0: its log is taken
 
 
 def open_samples_of(results: Sequence[OpenResult]) -> list[OpenSample]:
     """The open-loop ``results`` with a measured TTFT, each simulated once at its engine's priors."""
     found = []
     for result in results:
-        if not result.ttft_s:
+        if not (result.ttft_s and math.isfinite(result.ttft_s) and result.ttft_s > 0):
             continue
         prior = prior_of(result.scheduling.engine)
         try:
@@ -244,7 +244,7 @@ def fit_request_cost(samples: Sequence[OpenSample], efficiency: Efficiency) -> E
         return efficiency
 
     def loss(fixed: float, per_token: float) -> float:
-        return sum(abs(math.log(float(np.median(ttfts + fixed + per_token * prompts)) / sample.ttft_s)) for sample, ttfts, prompts in engine)
+        return sum(abs(math.log(max(1e-9, float(np.median(ttfts + fixed + per_token * prompts))) / sample.ttft_s)) for sample, ttfts, prompts in engine)
 
     fixed, per_token = min(itertools.product(*REQUEST_GRID.values()), key=lambda pair: loss(*pair))
     return attrs.evolve(efficiency, request_overhead_s=fixed, prompt_token_overhead_s=per_token)
