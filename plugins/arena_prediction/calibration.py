@@ -243,11 +243,13 @@ def fit_request_cost(samples: Sequence[OpenSample], efficiency: Efficiency) -> E
     if not engine:
         return efficiency
 
-    def loss(fixed: float, per_token: float) -> float:
-        return sum(abs(math.log(max(1e-9, float(np.median(ttfts + fixed + per_token * prompts))) / sample.ttft_s)) for sample, ttfts, prompts in engine)
-
-    fixed, per_token = min(itertools.product(*REQUEST_GRID.values()), key=lambda pair: loss(*pair))
-    return attrs.evolve(efficiency, request_overhead_s=fixed, prompt_token_overhead_s=per_token)
+    pairs = list(itertools.product(*REQUEST_GRID.values()))
+    fixed, per_token = (np.array(column)[:, None] for column in zip(*pairs))
+    loss = np.zeros(len(pairs))
+    for sample, ttfts, prompts in engine:  # every pair of costs at once: one row each
+        loss += np.abs(np.log(np.maximum(1e-9, np.median(ttfts + fixed + per_token * prompts, axis=1)) / sample.ttft_s))
+    best = pairs[int(np.argmin(loss))]  # the first of equals, in the grid's order
+    return attrs.evolve(efficiency, request_overhead_s=best[0], prompt_token_overhead_s=best[1])
 
 
 def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
