@@ -63,6 +63,12 @@ def medians(lines: Sequence[LedgerLine], tier: int = 1) -> dict[str, float]:
     return found
 
 
+def coverage(lines: Sequence[LedgerLine]) -> dict[str, tuple[int, int]]:
+    """How many results the 80 % interval holds, of how many, per metric and kind of loop."""
+    kinds = (("tps", "tps", False), ("ttft", "ttft", False), ("output_tps", "tps", True), ("open_ttft", "ttft", True))
+    return {name: interval_coverage(lines, metric, open_loop=loop) for name, metric, loop in kinds}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
@@ -77,10 +83,10 @@ def main() -> None:
             for fits in (store / "calibrations").glob("ledger-fits--*.json"):
                 fits.unlink()  # each way fitted afresh
             lines = ledger(store, cards, hooks, by_family=by_family)
-            inside = {metric: interval_coverage(lines, metric) for metric in ("tps", "ttft")}
+            inside = coverage(lines)
             report[name] = {"medians": medians(lines), "interval_coverage": inside, "per_workload": ledger_summary(lines)}
         tier0 = ledger_module.ledger(cards, hooks.registry, calibrated=False)
-        report["tier 0"] = {"medians": medians(tier0, tier=0), "interval_coverage": {m: interval_coverage(tier0, m) for m in ("tps", "ttft")}}
+        report["tier 0"] = {"medians": medians(tier0, tier=0), "interval_coverage": coverage(tier0)}
         report["families"] = sorted({family(card) for card in cards})
     if args.json:
         print(json.dumps(report, indent=2))

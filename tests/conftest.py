@@ -49,6 +49,33 @@ def corpus_path(tmp_path_factory: pytest.TempPathFactory):
     return path
 
 
+@pytest.fixture(scope="session")
+def seed_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seed site's 17 cards imported once (``arena import --seeds``), with the error ledger
+    of every run worked out and its fits kept in the store. A
+    fresh seed ledger fits 17 times (about a minute on 2 cores), and every card, leaderboard and
+    site view of an unchanged copy reads those fits instead (``shutil.copytree``, or the
+    ``seed_store`` fixture). A test of the import itself, or of fitting, or one that edits a seed
+    card (which changes every other run's fit) imports its own."""
+    import subprocess
+    import sys
+
+    store = tmp_path_factory.mktemp("seed-template") / "store"
+    for args in (["import", "--seeds"], ["leaderboard", "--prediction-error"]):
+        done = subprocess.run([sys.executable, "-m", "arena_core", *args, "--output", str(store)], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert list((store / "calibrations").glob("ledger-fits--*.json"))  # the fits are kept
+    return store
+
+
+@pytest.fixture
+def seed_store(seed_store_template: Path, tmp_path: Path) -> Path:
+    """A copy of :func:`seed_store_template` of this test's own, at ``tmp_path / "store"``."""
+    import shutil
+
+    return Path(shutil.copytree(seed_store_template, tmp_path / "store"))
+
+
 @pytest.fixture
 def rig_run(tmp_path: Path):
     """``rig_run(*rig_args)``: measure chat and monday-peak (scaled x0.02) with ``arena run`` on the

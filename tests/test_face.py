@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -21,10 +22,9 @@ def arena(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def seed_store(tmp_path_factory):
-    store = tmp_path_factory.mktemp("seeds")
-    assert arena("import", "--seeds", "--output", str(store)).returncode == 0
-    return store
+def seed_store(seed_store_template, tmp_path_factory):
+    """The seed cards with their ledger's fits kept (a copy of conftest's template): nothing here changes them."""
+    return shutil.copytree(seed_store_template, tmp_path_factory.mktemp("seeds") / "store")
 
 
 def test_compare_shows_each_runs_own_score_as_its_card_and_the_leaderboard_do(seed_store):

@@ -490,7 +490,7 @@ def test_leave_one_model_out_over_the_seed_cohort():
         assert found[len(found) // 2] < held, (tier, open_loop, found[len(found) // 2])
 
 
-def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
+def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_template, tmp_path):
     """arena calibrate fits the seed's 17 runs and stores the fit; arena predict then predicts at
     tier 1; a card shows predicted against measured (fitted without its run); the leaderboard and
     the site show the ledger. A damaged fit is no fit (tier 0), never a crash."""
@@ -503,9 +503,9 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
     def arena(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=300)
 
-    empty = arena("calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(store))
+    empty = arena("calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(tmp_path / "empty"))
     assert empty.returncode == 2 and "no stored closed-loop results on gb10 with vllm" in empty.stderr and "Traceback" not in empty.stderr
-    assert arena("import", "--seeds", "--output", str(store)).returncode == 0
+    shutil.copytree(seed_store_template, store)  # the seed cards, with the ledger's fits kept (calibrate fits afresh)
     fitted = arena("calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(store))
     assert fitted.returncode == 0, fitted.stderr[-2000:]
     assert "fitted to 80 results of 16 runs on gb10 (vllm)" in fitted.stdout  # the MTP run decoded speculatively: left out
@@ -551,19 +551,18 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(tmp_path):
         assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
 
 
-def test_the_80_percent_interval_holds_80_percent_of_the_ledger(tmp_path):
+def test_the_80_percent_interval_holds_80_percent_of_the_ledger(seed_store):
     """Each seed result predicted without its own run: its measured tokens/s and TTFT fall inside
-    the predicted interval for 80 % ± 5 of the closed-loop results (the interval's width was set
-    on this ledger: an in-sample check of two widths on 85 results, stated in docs/prediction.md)."""
+    the predicted interval for 80 % ± 5 of the closed-loop results, and apart for 80 % ± 5 of the
+    open-loop ones (the widths were set on this ledger: an in-sample check of the efficiencies'
+    range on 85 results and of the open loop's further reach on 59, stated in docs/prediction.md)."""
     from arena_core import ArenaHooks, make_plugin_manager
     from arena_core.results.cards import load_cards
     from arena_core.results.predictions import interval_coverage, ledger_of
 
-    store = tmp_path / "store"
-    assert subprocess.run([sys.executable, "-m", "arena_core", "import", "--seeds", "--output", str(store)], capture_output=True).returncode == 0
     hooks = ArenaHooks(make_plugin_manager(autoload=False))
-    cards, _ = load_cards(store, hooks.registry)
-    lines = ledger_of(store, cards, hooks.registry, whole_store=True)
-    for metric in ("tps", "ttft"):
-        inside, judged = interval_coverage(lines, metric)
-        assert judged >= 80 and 0.75 <= inside / judged <= 0.85, (metric, inside, judged)
+    cards, _ = load_cards(seed_store, hooks.registry)
+    lines = ledger_of(seed_store, cards, hooks.registry, whole_store=True)  # the lines the template's ledger kept
+    for metric, open_loop, least in (("tps", False, 80), ("ttft", False, 80), ("tps", True, 55), ("ttft", True, 55)):
+        inside, judged = interval_coverage(lines, metric, open_loop=open_loop)
+        assert judged >= least and 0.75 <= inside / judged <= 0.85, (metric, open_loop, inside, judged)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -23,9 +24,8 @@ def arena(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def seeds(tmp_path_factory):
-    store = tmp_path_factory.mktemp("seeds")
-    assert arena("import", "--seeds", "--output", str(store)).returncode == 0
+def seeds(seed_store_template, tmp_path_factory):
+    store = shutil.copytree(seed_store_template, tmp_path_factory.mktemp("seeds") / "store")  # its ledger's fits kept
     board = json.loads(arena("leaderboard", "--output", str(store), "--json").stdout)
     return store, {row["model"]: row["run_id"] for row in board}
 

@@ -207,8 +207,9 @@ def ledger_summary(lines: Sequence[LedgerLine]) -> list[tuple[str, str, int, flo
     return rows
 
 
-def interval_coverage(lines: Sequence[LedgerLine], metric: str) -> tuple[int, int]:
+def interval_coverage(lines: Sequence[LedgerLine], metric: str, *, open_loop: bool | None = None) -> tuple[int, int]:
     """(inside, of): how many of the ledger's measured ``tps`` or ``ttft`` figures fall inside the
-    interval predicted for them without their own run, of those with an interval."""
-    judged = [inside for line in lines if (inside := line.inside(metric)) is not None]
+    interval predicted for them without their own run, of those with an interval; ``open_loop``:
+    of that kind of result only (an open-loop result's tokens/s is its output throughput)."""
+    judged = [inside for line in lines if open_loop in (None, line.open_loop) and (inside := line.inside(metric)) is not None]
     return sum(judged), len(judged)

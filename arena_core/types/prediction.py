@@ -96,8 +96,8 @@ class LedgerLine:
     #: the seed site's G (scoring.md), predicted and measured
     predicted_site_tps: float | None = None
     measured_site_tps: float | None = None
-    #: the prediction's interval (its slow and fast ends) of tokens/s and TTFT, where computed
-    #: (closed-loop results: re-timing them costs nothing); what the interval's coverage is measured on
+    #: the prediction's interval (its slow and fast ends) of tokens/s and TTFT, where the simulator
+    #: could finish both ends; what the interval's coverage is measured on
     predicted_tps_interval: tuple[float, float] | None = None
     predicted_ttft_interval_s: tuple[float, float] | None = None
 

@@ -206,7 +206,7 @@ class OpenSample:
     speculative: bool = False
 
     def ttft_p50(self, efficiency: Efficiency) -> float:
-        own = efficiency.request_overhead_s + efficiency.prompt_token_overhead_s * self.retimed.prompts
+        own = efficiency.own_cost_s(self.retimed.prompts)
         return max(1e-9, float(np.median(self.retimed.engine_ttfts(self.machine, efficiency) + own)))  # never 0: its log is taken
 
 

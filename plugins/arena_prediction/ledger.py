@@ -22,10 +22,10 @@ from pathlib import Path
 
 import attrs
 
-from arena_core import CONVERTER, FitCache, LedgerLine, ModelCard, Registry, __version__
+from arena_core import CONVERTER, Figures, FitCache, LedgerLine, ModelCard, Registry, __version__
 from arena_prediction.calibration import OpenResult, OpenSample, Sample, fit, model_of, open_results_of, open_samples_of, samples_of, scheduling_of
 from arena_prediction.simulator import Efficiency, prior_of
-from arena_prediction.workloads import interval_ends
+from arena_prediction.workloads import interval_ends, open_interval
 
 #: The most fits the ledger makes per hardware and engine. Up to this many runs, each run's
 #: results are predicted by a fit to all the others; with more, runs are dealt into this many
@@ -205,24 +205,34 @@ def _ledger_lines(run_id: str, results: Sequence[Sample | OpenResult], efficienc
             figures = sample.figures(efficiency)
         except ValueError:  # an open-loop run the simulator cannot finish: no prediction, never a crash
             continue
-        ends = [sample.figures(end) for end in interval_ends(efficiency)] if isinstance(sample, Sample) else []
+        open_loop = isinstance(sample, OpenResult)
+        try:  # the interval: a closed-loop round re-timed at both ends, an open-loop run simulated at each
+            ends = [sample.figures(end) for end in interval_ends(efficiency)]
+            ends = list(open_interval(*ends)) if open_loop else ends
+        except ValueError:  # an end the simulator cannot finish: no interval
+            ends = []
         lines.append(
             LedgerLine(
                 run_id=run_id,
-                workload=sample.workload if isinstance(sample, Sample) else sample.workload.name,
+                workload=sample.workload.name if open_loop else sample.workload,
                 tier=tier,
-                predicted_tps=figures.total_tps if isinstance(sample, OpenResult) else figures.per_user_tps,
+                predicted_tps=_tps(figures, open_loop),
                 measured_tps=sample.tps,
                 predicted_ttft_s=figures.ttft_p50_s,
                 measured_ttft_s=sample.ttft_s,
-                open_loop=isinstance(sample, OpenResult),
+                open_loop=open_loop,
                 predicted_site_tps=figures.site_tps,
                 measured_site_tps=sample.site_tps,
-                predicted_tps_interval=_pair(end.per_user_tps for end in ends),
+                predicted_tps_interval=_pair(_tps(end, open_loop) for end in ends),
                 predicted_ttft_interval_s=_pair(end.ttft_p50_s for end in ends),
             )
         )
     return lines
+
+
+def _tps(figures: Figures, open_loop: bool) -> float | None:
+    """The tokens/s the ledger judges: an open-loop run's output throughput, a closed-loop one's per user."""
+    return figures.total_tps if open_loop else figures.per_user_tps
 
 
 def _pair(values: Iterable[float | None]) -> tuple[float, float] | None:

@@ -29,13 +29,16 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from attrs import field, frozen
 from attrs.validators import ge, le
 
 from arena_core import BYTES_PER_PARAM, GGUF_TYPES, HardwareProfile, ModelArchitecture, ModelSpec, bounds, bytes_per_param
+
+#: A number, or an array of numbers computed element by element.
+T = TypeVar("T", float, np.ndarray)
 
 #: The low-precision GEMMs a checkpoint's precision runs: FP8 W8A8 and NVFP4/MXFP4 W4A4 (where
 #: the hardware has the roof). Weight-only formats (AWQ, GPTQ, GGUF) compute in 16 bits (hardware.md 4.1).
@@ -102,7 +105,12 @@ class Efficiency:
     def request_seconds(self, request: Request) -> float:
         """What ``request`` costs before the engine can schedule it (its send to its admission,
         with a free slot and no step running)."""
-        return self.request_overhead_s + self.prompt_token_overhead_s * (request.prompt + request.cached)
+        return self.own_cost_s(request.prompt + request.cached)
+
+    def own_cost_s(self, tokenised: T) -> T:
+        """A request's own cost for ``tokenised`` tokens of prompt and history (a number, or an
+        array of them: one cost each)."""
+        return self.request_overhead_s + self.prompt_token_overhead_s * tokenised
 
     def describe(self, prior: Efficiency | None = None) -> str:
         """The efficiencies in one line, each beside its prior where ``prior`` is given."""
