@@ -2,7 +2,10 @@
 out over its published cohort (17 models on one DGX Spark, vLLM; ``arena import --seeds``), at
 tier 0 (specs and the priors only) and tier 1 (efficiencies fitted to the other 16 models).
 
-    python scripts/prediction_error.py [--json]
+    python scripts/prediction_error.py [--json] [--output STORE]
+
+``--output``: the ledger of a results directory's runs instead (the seed's imported there, or
+your own), with the fits it keeps (``<STORE>/calibrations``): read where they are, kept where not.
 
 For every model and every closed-loop workload (c=10, llama-benchy) it predicts per-user tokens/s
 and the mean time to first response, as the seed prints them, and reports the absolute % error:
@@ -29,21 +32,29 @@ import attrs
 
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.results.cards import load_cards
-from arena_core.results.predictions import ledger_summary
+from arena_core.results.predictions import ledger_of, ledger_summary
 from arena_prediction.ledger import ledger
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object: every prediction and the summary")
+    parser.add_argument("--output", type=Path, help="a results directory whose runs to predict, with the fits it keeps (default: the seed's, imported afresh)")
     args = parser.parse_args()
     registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
-    with tempfile.TemporaryDirectory(prefix="arena-prediction-error-") as store:
-        imported = subprocess.run([sys.executable, "-m", "arena_core", "import", "--seeds", "--output", store], capture_output=True, text=True)
-        if imported.returncode != 0:
-            raise SystemExit(f"arena import --seeds failed: {imported.stderr.strip()}")
-        cards, _ = load_cards(Path(store), registry)
-    tiers = {"tier0": ledger(cards, registry, calibrated=False), "tier1": ledger(cards, registry)}
+    if args.output is not None:
+        if not args.output.is_dir():
+            raise SystemExit(f"--output: {args.output} is not a results directory")
+        cards, _ = load_cards(args.output, registry)
+        tier1 = ledger_of(args.output, cards, registry) or []
+    else:
+        with tempfile.TemporaryDirectory(prefix="arena-prediction-error-") as store:
+            imported = subprocess.run([sys.executable, "-m", "arena_core", "import", "--seeds", "--output", store], capture_output=True, text=True)
+            if imported.returncode != 0:
+                raise SystemExit(f"arena import --seeds failed: {imported.stderr.strip()}")
+            cards, _ = load_cards(Path(store), registry)
+        tier1 = ledger(cards, registry)
+    tiers = {"tier0": ledger(cards, registry, calibrated=False), "tier1": tier1}
     names = {card.run_id: card.model for card in cards}
     if args.json:
         rows = [{**attrs.asdict(line), "model": names[line.run_id], "tier": tier} for tier, lines in tiers.items() for line in lines]
