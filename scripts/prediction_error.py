@@ -42,19 +42,16 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="a results directory whose runs to predict, with the fits it keeps (default: the seed's, imported afresh)")
     args = parser.parse_args()
     registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
-    if args.output is not None:
-        if not args.output.is_dir():
-            raise SystemExit(f"--output: {args.output} is not a results directory")
-        cards, _ = load_cards(args.output, registry)
-        tier1 = ledger_of(args.output, cards, registry) or []
-    else:
-        with tempfile.TemporaryDirectory(prefix="arena-prediction-error-") as store:
-            imported = subprocess.run([sys.executable, "-m", "arena_core", "import", "--seeds", "--output", store], capture_output=True, text=True)
+    if args.output is not None and not args.output.is_dir():
+        raise SystemExit(f"--output: {args.output} is not a results directory")
+    with tempfile.TemporaryDirectory(prefix="arena-prediction-error-") as folder:
+        store = args.output or Path(folder)
+        if args.output is None:
+            imported = subprocess.run([sys.executable, "-m", "arena_core", "import", "--seeds", "--output", str(store)], capture_output=True, text=True)
             if imported.returncode != 0:
                 raise SystemExit(f"arena import --seeds failed: {imported.stderr.strip()}")
-            cards, _ = load_cards(Path(store), registry)
-        tier1 = ledger(cards, registry)
-    tiers = {"tier0": ledger(cards, registry, calibrated=False), "tier1": tier1}
+        cards, _ = load_cards(store, registry)
+        tiers = {"tier0": ledger(cards, registry, calibrated=False), "tier1": ledger_of(store, cards, registry) or []}
     names = {card.run_id: card.model for card in cards}
     if args.json:
         rows = [{**attrs.asdict(line), "model": names[line.run_id], "tier": tier} for tier, lines in tiers.items() for line in lines]

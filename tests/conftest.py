@@ -52,10 +52,9 @@ def corpus_path(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def seed_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The seed site's 17 cards imported once (``arena import --seeds``), with the error ledger
-    of every run worked out and its fits kept in the store. A
-    fresh seed ledger fits 17 times (about a minute on 2 cores), and every card, leaderboard and
-    site view of an unchanged copy reads those fits instead (``shutil.copytree``, or the
-    ``seed_store`` fixture). A test of the import itself, or of fitting, or one that edits a seed
+    of every run worked out and its fits kept in the store. A fresh seed ledger fits 17 times
+    (about a minute on 2 cores); every card, leaderboard and site view of an unchanged copy reads
+    those fits instead (``shutil.copytree``, or the ``seed_store`` fixture). A test of the import itself, or of fitting, or one that edits a seed
     card (which changes every other run's fit) imports its own."""
     import subprocess
     import sys
