@@ -25,7 +25,7 @@ from arena_core import (
     WorkloadPrediction,
     WorkloadSpec,
 )
-from arena_prediction.calibration import error_of, fit, open_error_of, open_results_of, open_samples_of, samples_of, scheduling_of
+from arena_prediction.calibration import PRIOR_WEIGHT, error_of, fit, open_error_of, open_results_of, open_samples_of, samples_of, scheduling_of
 from arena_prediction.ledger import ledger
 from arena_prediction.simulator import Efficiency, Machine, Served, prior_of
 from arena_prediction.workloads import closed_rounds, interval_ends, open_simulation, predict
@@ -130,6 +130,7 @@ class StepSimulator:
         if left_out := len(samples) - len(fitted_to):
             lines.append(f"  left out: {left_out} results of speculative decoding (MTP), which the simulator does not cover")
         lines.append(f"  {fitted.describe(prior)}")
+        lines.append(f"  the prefill's parameters held toward their priors (weight {PRIOR_WEIGHT:g}: docs/prediction.md, \"The prior's weight\")")
         for metric, index in (("tokens/s per user", 0), ("TTFT", 1)):
             before, after = error_of(fitted_to, prior, index), error_of(fitted_to, fitted, index)
             if before is not None and after is not None:
