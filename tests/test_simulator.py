@@ -4,6 +4,7 @@ union of a batch, KV bytes, the MoE split, and a queue that is exactly M/D/1."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -566,3 +567,28 @@ def test_the_80_percent_interval_holds_80_percent_of_the_ledger(seed_store):
     for metric, open_loop, least in (("tps", False, 80), ("ttft", False, 80), ("tps", True, 55), ("ttft", True, 55)):
         inside, judged = interval_coverage(lines, metric, open_loop=open_loop)
         assert judged >= least and 0.75 <= inside / judged <= 0.85, (metric, open_loop, inside, judged)
+
+
+def test_the_fit_holds_the_prefill_toward_its_priors(registry, monkeypatch):
+    """One run's TTFT far from what the priors say pulls the prefill's parameters away from
+    them less with the prior's weight than without it: the weight is what keeps a fit to a few
+    runs from following their noise (docs/prediction.md, "The prior's weight")."""
+    from arena_prediction import calibration
+    from arena_prediction.calibration import Sample, fit, prior_distance
+    from arena_prediction.simulator import prior_of
+    from arena_prediction.workloads import closed_rounds
+
+    model = registry.get("models", "qwen3.6-27b")
+    machine = Machine.of(registry.get("hardware", "gb10"), model)
+    chat = registry.get("workloads", "chat")
+    prior = prior_of("vllm")
+    rounds = tuple(closed_rounds(chat.scaled(0.05), model, machine, prior, VLLM_SCHEDULING))
+    at_prior = Sample(run_id="r", workload="chat", rounds=rounds, machine=machine, tps=1.0, ttft_s=1.0)
+    tps, ttft = at_prior.predicted(prior)
+    sample = attrs.evolve(at_prior, tps=tps, ttft_s=ttft / 3)  # prefills three times faster than the priors say
+    held = fit([sample], prior)
+    monkeypatch.setattr(calibration, "PRIOR_WEIGHT", 0.0)
+    free = fit([sample], prior)
+    assert 0 < prior_distance(held, prior) < prior_distance(free, prior) / 2
+    miss = {name: abs(math.log(sample.predicted(found)[1] / sample.ttft_s)) for name, found in (("held", held), ("free", free))}
+    assert miss["free"] < miss["held"]  # the weight trades some fit to the one run for nearness to the priors

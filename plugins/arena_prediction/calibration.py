@@ -48,7 +48,7 @@ PREFILL = {
 #: tokens over :data:`RAMP_SCALE`, squared). Free (0), the seven parameters fitted to the other 16
 #: runs of the seed cohort predicted the run left out worse than the priors do: median TTFT error
 #: 16.5 % one run out and 19.3 % one family out, against 14.6 % and 15.2 % held at this weight
-#: (and open-loop TTFT 22.6 % and 19.4 % against 12-13 %). Chosen on that same ledger among 0.1 to
+#: (and open-loop TTFT 22.6 % and 19.4 % against 15.6 % and 13.8 %). Chosen on that same ledger among 0.1 to
 #: 1,000 (3 to 50 within a point of each other): docs/prediction.md, "The prior's weight".
 PRIOR_WEIGHT = 10.0
 #: The prefill ramp's scale in the prior's penalty: tokens that weigh as a factor e off a prior.
