@@ -592,3 +592,60 @@ def test_the_fit_holds_the_prefill_toward_its_priors(registry, monkeypatch):
     assert 0 < prior_distance(held, prior) < prior_distance(free, prior) / 2
     miss = {name: abs(math.log(sample.predicted(found)[1] / sample.ttft_s)) for name, found in (("held", held), ("free", free))}
     assert miss["free"] < miss["held"]  # the weight trades some fit to the one run for nearness to the priors
+
+
+def test_a_mixture_of_experts_prefills_faster_the_larger_its_experts(registry):
+    """One routed expert's parameters in one layer come from the parameter counts and the layout
+    (the MoE layers of Nemotron-H are the layers that are neither Mamba nor attention); experts s
+    times the reference's size prefill at s to the fitted exponent of the MoE share, never beyond
+    a dense layer's share, and a dense model is untouched."""
+    from arena_prediction.simulator import REFERENCE_EXPERT_PARAMS, expert_params, moe_layers
+
+    sizes = {
+        name: expert_params(registry.get("models", name))
+        for name in ("qwen3.6-35b-a3b", "gemma-4-26b-a4b-it-bf16-v23", "nemotron-3-nano-omni-30b-a3b-bf16", "nemotron-3-super-120b-a12b-nvfp4")
+    }
+    # the configs' own figures: 3 x 2048 x 512, 3 x 2816 x 704, 2 x 2688 x 1856, 2 x 1024 x 2688
+    published = {
+        "qwen3.6-35b-a3b": 3.15e6,
+        "gemma-4-26b-a4b-it-bf16-v23": 5.95e6,
+        "nemotron-3-nano-omni-30b-a3b-bf16": 9.98e6,
+        "nemotron-3-super-120b-a12b-nvfp4": 5.5e6,
+    }
+    for name, size in sizes.items():
+        assert size == pytest.approx(published[name], rel=0.06), name
+    assert moe_layers(registry.get("models", "nemotron-3-nano-omni-30b-a3b-bf16").architecture) == 23
+    assert expert_params(registry.get("models", "qwen3.6-27b")) is None
+
+    gb10 = registry.get("hardware", "gb10")
+    omni, qwen = Machine.of(gb10, registry.get("models", "nemotron-3-nano-omni-30b-a3b-bf16")), Machine.of(gb10, registry.get("models", "qwen3.6-35b-a3b"))
+    dense = Machine.of(gb10, registry.get("models", "qwen3.5-0.8b"))
+    assert omni.expert_scale == pytest.approx(sizes["nemotron-3-nano-omni-30b-a3b-bf16"] / REFERENCE_EXPERT_PARAMS) and dense.expert_scale == 1.0
+    flat, sized = Efficiency(compute=0.5, moe_compute=0.2), Efficiency(compute=0.5, moe_compute=0.2, moe_size_exponent=0.5)
+    assert omni.compute_flops(sized) / omni.compute_flops(flat) == pytest.approx(omni.expert_scale**0.5)
+    assert qwen.compute_flops(sized) == pytest.approx(qwen.compute_flops(flat), rel=0.05)  # the reference's size: as measured
+    assert omni.compute_flops(attrs.evolve(sized, moe_size_exponent=1.0)) == dense.compute_flops(sized)  # capped at the dense share
+    assert dense.compute_flops(sized) == dense.compute_flops(flat)
+
+
+def test_the_fit_finds_how_the_moe_prefill_grows_with_the_experts_size(registry):
+    """Two mixtures of experts, one with experts of the reference's size prefilling as the priors
+    say and one with experts three times larger prefilling s^0.5 faster, each measured in ten
+    runs: the fit's exponent comes out near 0.5 (it starts from 0: every size alike), and a fit of
+    the first alone leaves it there."""
+    from arena_prediction.calibration import Sample, fit
+    from arena_prediction.simulator import prior_of
+    from arena_prediction.workloads import closed_rounds
+
+    gb10, rag, prior = registry.get("hardware", "gb10"), registry.get("workloads", "rag-8k").scaled(0.25), prior_of("vllm")
+    samples = []
+    for name, faster in (("qwen3.6-35b-a3b", False), ("nemotron-3-nano-omni-30b-a3b-bf16", True)):
+        model = registry.get("models", name)
+        machine = Machine.of(gb10, model)
+        rounds = tuple(closed_rounds(rag, model, machine, prior, VLLM_SCHEDULING))
+        truth = attrs.evolve(prior, moe_size_exponent=0.5) if faster else prior
+        tps, ttft = Sample(run_id=name, workload="rag-8k", rounds=rounds, machine=machine, tps=1.0, ttft_s=1.0).predicted(truth)
+        samples += [Sample(run_id=f"{name}-{run}", workload="rag-8k", rounds=rounds, machine=machine, tps=tps, ttft_s=ttft) for run in range(10)]
+    assert prior.moe_size_exponent == 0.0
+    assert fit(samples, prior).moe_size_exponent == pytest.approx(0.5, abs=0.15)
+    assert fit(samples[:10], prior).moe_size_exponent == pytest.approx(0.0, abs=0.02)

@@ -42,17 +42,23 @@ PREFILL = {
     "moe_speedup": (1.0, 4.0, 1.5),
     "scan_compute": (0.002, 1.0, 1.5),
     "prefill_ramp_tokens": (0.0, 16384.0, 1024.0),
+    "moe_size_exponent": (-1.0, 1.0, 0.25),
 }
+#: The prefill's parameters that are stepped by adding (a prior of 0 has no factor), each with
+#: its scale in the prior's penalty: how far from its prior weighs as a factor e off one. The
+#: experts' size exponent is held loosely: nothing published says how a grouped GEMM's share
+#: grows with its experts, so its prior (0, every size alike) is a default, not a figure. Held
+#: at a scale of 0.5 the seed cohort's fits kept it near 0 (LOO TTFT 14.8 %); at 5 they take 0.3
+#: and leave 11.5 % one run out, 12.8 % one family out (docs/prediction.md, "The experts' size").
+ADDITIVE = {"prefill_ramp_tokens": 2048.0, "moe_size_exponent": 5.0}
 #: How firmly the fit holds the prefill's parameters to the engine's priors: the loss adds this
 #: many times the squared log distance of each from its prior (the ramp, whose prior is 0: its
-#: tokens over :data:`RAMP_SCALE`, squared). Free (0), the seven parameters fitted to the other 16
+#: tokens over 2,048, squared: :data:`ADDITIVE`). Free (0), the seven parameters fitted to the other 16
 #: runs of the seed cohort predicted the run left out worse than the priors do: median TTFT error
 #: 16.5 % one run out and 19.3 % one family out, against 14.6 % and 15.2 % held at this weight
 #: (and open-loop TTFT 22.6 % and 19.4 % against 15.6 % and 13.8 %). Chosen on that same ledger among 0.1 to
 #: 1,000 (3 to 50 within a point of each other): docs/prediction.md, "The prior's weight".
 PRIOR_WEIGHT = 10.0
-#: The prefill ramp's scale in the prior's penalty: tokens that weigh as a factor e off a prior.
-RAMP_SCALE = 2048.0
 #: The decoding tokens' attention speed (``Efficiency.decode_attention_speed``) fitted with decode
 #: where an engine's runs need it: llama.cpp's on a CPU runs far below its GEMMs. vLLM's on a GPU
 #: is bound by memory and keeps its prior (1: its FLOPs at the GEMMs' speed).
@@ -315,11 +321,11 @@ def _loss(samples: Sequence[Sample], efficiency: Efficiency, metrics: tuple[int,
 
 def prior_distance(efficiency: Efficiency, prior: Efficiency) -> float:
     """How far ``efficiency``'s prefill parameters (:data:`PREFILL`) are from ``prior``'s: the sum
-    of their squared log ratios, and of the ramp's tokens beyond the prior's over :data:`RAMP_SCALE`, squared."""
+    of their squared log ratios, and of an additive one's difference over its scale (:data:`ADDITIVE`), squared."""
     distance = 0.0
     for name in PREFILL:
         value, start = getattr(efficiency, name), getattr(prior, name)
-        distance += ((value - start) / RAMP_SCALE) ** 2 if name == "prefill_ramp_tokens" else math.log(value / start) ** 2
+        distance += ((value - start) / ADDITIVE[name]) ** 2 if name in ADDITIVE else math.log(value / start) ** 2
     return distance
 
 
@@ -335,18 +341,18 @@ def _prefill_descent(samples: Sequence[Sample], start: Efficiency, prior: Effici
 
     found, best = start, loss(start)
     steps = {name: first for name, (_, _, first) in PREFILL.items()}
-    while any(step > (32.0 if name == "prefill_ramp_tokens" else 1.02) for name, step in steps.items()):
+    while any(step > (ADDITIVE[name] / 64 if name in ADDITIVE else 1.02) for name, step in steps.items()):
         moved = False
         for name, (low, high, _) in PREFILL.items():
             value, step = getattr(found, name), steps[name]
-            tries = (value + step, value - step) if name == "prefill_ramp_tokens" else (value * step, value / step)
+            tries = (value + step, value - step) if name in ADDITIVE else (value * step, value / step)
             for candidate in (min(high, max(low, t)) for t in tries if min(high, max(low, t)) != value):
                 trial = attrs.evolve(found, **{name: candidate})
                 if (measured := loss(trial)) < best - 1e-12:
                     found, best, moved = trial, measured, True
                     break
         if not moved:
-            steps = {name: step / 2 if name == "prefill_ramp_tokens" else step**0.5 for name, step in steps.items()}
+            steps = {name: step / 2 if name in ADDITIVE else step**0.5 for name, step in steps.items()}
     return found
 
 

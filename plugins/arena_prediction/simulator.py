@@ -57,6 +57,31 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
     return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
+#: One routed expert's parameters in one layer of the mixture of experts where the MoE prefill's
+#: prior was measured (Qwen3.6-35B-A3B: 3 x width 2048 x expert width 512, its config.json):
+#: ``Efficiency.moe_compute`` is the share of the peak experts of this size reach.
+REFERENCE_EXPERT_PARAMS = 3 * 2048 * 512
+
+
+def moe_layers(arch: ModelArchitecture) -> int:
+    """The layers with routed experts: every layer where each has both an attention (or state)
+    mixer and experts (Qwen3.6, Gemma 4), else the layers that are neither attention nor state
+    (Nemotron-H's, which give each layer one part: Mamba, attention, or experts)."""
+    mixers = arch.full_attention_layers + arch.sliding_window_layers + arch.linear_attention_layers
+    return arch.layers if mixers >= arch.layers else arch.layers - mixers
+
+
+def expert_params(model: ModelSpec) -> float | None:
+    """One routed expert's parameters in one layer, from the total and active parameter counts
+    and the layout (the LM head taken out of both): None where they do not say."""
+    arch = model.architecture
+    total, active = model.params_total_b, model.params_active_b
+    if arch is None or not arch.experts or not arch.experts_per_token or not total or not active or active >= total or arch.experts <= arch.experts_per_token:
+        return None
+    routed = (total - active) * 1e9 / (1.0 - arch.experts_per_token / arch.experts)  # every routed expert's parameters
+    return routed / arch.experts / max(1, moe_layers(arch))
+
+
 #: A low precision's speedup over 16 bits: never slower, at most FP4 over BF16's 4 times, with room.
 SPEEDUP = [ge(1.0), le(8.0)]
 
@@ -72,6 +97,10 @@ class Efficiency:
     #: of the dense peak in a mixture of experts' prefill: its grouped expert GEMMs over small
     #: experts reach less of the roof than a dense layer's GEMMs
     moe_compute: float = field(default=0.35, validator=bounds.EFFICIENCY)
+    #: and how that share grows with the experts' size: ``moe_compute`` is reached by experts of
+    #: :data:`REFERENCE_EXPERT_PARAMS`, experts s times larger reach s to this power of it
+    #: (larger matrices keep more of a GEMM's tiles busy); 0: every size alike
+    moe_size_exponent: float = field(default=0.0, validator=[ge(-1.0), le(1.0)])
     #: and per layer of the model (kernel launches grow with depth)
     layer_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
     #: A step that prefills costs the compute of this many more tokens: a GEMM reaches less of
@@ -167,6 +196,7 @@ DESCRIBED = (
     ("bandwidth", "bandwidth", "{:.0%}".format),
     ("compute", "compute", "{:.0%}".format),
     ("a mixture of experts' prefill", "moe_compute", "{:.0%}".format),
+    ("its growth with the experts' size", "moe_size_exponent", "size^{:.2f}".format),
     ("FP8 speedup", "fp8_speedup", "×{:.2g}".format),
     ("FP4 speedup", "fp4_speedup", "×{:.2g}".format),
     ("a mixture of experts' low-precision speedup", "moe_speedup", "×{:.2g}".format),
@@ -251,6 +281,8 @@ def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics
     if active < total and not experts:
         experts, top_k = 128, 8
         notes.append("a mixture of experts of unknown layout: 128 experts, top-8 assumed")
+    if active < total and expert_params(model) is None:
+        notes.append(f"its experts' size unknown: prefilled as experts of {REFERENCE_EXPERT_PARAMS / 1e6:.1f}M parameters a layer (Qwen3.6-35B-A3B's)")
     body_total, body_active = total - lm_head_params, active - lm_head_params
     if experts and top_k and active < total:
         routed = (body_total - body_active) / (1.0 - top_k / experts)  # all routed experts' parameters
@@ -295,6 +327,9 @@ class Machine:
     #: "fp8" or "fp4": the low-precision GEMMs the model runs (``Efficiency.fp8_speedup``,
     #: ``fp4_speedup`` or ``moe_speedup``); "": it computes in 16 bits
     low_precision: str = ""
+    #: a mixture of experts' experts over :data:`REFERENCE_EXPERT_PARAMS` (one routed expert's
+    #: parameters in one layer): what ``Efficiency.moe_size_exponent`` scales its prefill by
+    expert_scale: float = 1.0
 
     def compute_flops(self, efficiency: Efficiency) -> float:
         """FLOP/s a prefill reaches: the 16-bit roof × the efficiency × a low precision's speedup."""
@@ -304,7 +339,11 @@ class Machine:
             speedup = efficiency.moe_speedup
         else:
             speedup = efficiency.fp8_speedup if self.low_precision == "fp8" else efficiency.fp4_speedup
-        return self.peak_flops * (efficiency.moe_compute if self.mixture_of_experts else efficiency.compute) * speedup
+        if self.mixture_of_experts:
+            sized = efficiency.moe_compute * self.expert_scale**efficiency.moe_size_exponent
+            # however large its experts, a grouped GEMM is no faster than a dense layer's
+            return self.peak_flops * min(sized, max(efficiency.compute, efficiency.moe_compute)) * speedup
+        return self.peak_flops * efficiency.compute * speedup
 
     @classmethod
     def of(cls, hardware: HardwareProfile, model: ModelSpec, *, sixteen_bit: bool = False) -> Machine:
@@ -322,6 +361,7 @@ class Machine:
             peak_flops=tflops * 1e12,
             mixture_of_experts=moe,
             low_precision=low if low in hardware.dense_tflops and not sixteen_bit else "",
+            expert_scale=(expert_params(model) or REFERENCE_EXPERT_PARAMS) / REFERENCE_EXPERT_PARAMS if moe else 1.0,
         )
 
 
