@@ -378,19 +378,29 @@ def test_a_low_precision_speeds_up_the_prefill_only_where_the_hardware_has_its_r
     assert step_seconds(np.array([0.0]), flops, moe, efficiency, layers=40)[0][0] == pytest.approx(3.2 + 0.04)  # and 1 ms a layer
 
 
-def test_gated_deltanet_scan_flops_by_hand_and_at_their_own_efficiency(registry):
+def test_linear_attention_scan_flops_by_hand_and_at_their_own_efficiencies(registry):
     """Qwen3.5-0.8B: 18 DeltaNet layers x 16 value heads of 128; per head and token, 2·64·(128 + 128)
-    within the chunk and 4·128·128 for the state. Mamba-2 layers (Nemotron) have no such term."""
+    within the chunk and 4·128·128 for the state. Nemotron 3 Super: 40 Mamba-2 layers x 128 heads
+    of 64 with a state of 128, in chunks of 128: 2·128·(128 + 64) + 4·128·64. Each scan runs at its
+    own efficiency (DeltaNet's ``scan_compute``, Mamba-2's ``ssd_compute``), beside the GEMMs."""
     import numpy as np
 
     from arena_prediction.simulator import step_seconds
 
     small = physics(registry.get("models", "qwen3.5-0.8b"))
     assert small.scan_flops_per_token == 18 * 16 * (2 * 64 * 256 + 4 * 128 * 128)
-    assert physics(registry.get("models", "nemotron-3-super-120b-a12b-nvfp4")).scan_flops_per_token == 0.0
-    machine, efficiency = Machine(bandwidth=1e12, peak_flops=1e12), Efficiency(bandwidth=1.0, compute=0.5, overhead_s=0.0, scan_compute=0.05)
-    seconds, _ = step_seconds(np.zeros(1), np.array([1e12]), machine, efficiency, scan_flops=np.array([1e11]))
-    assert seconds[0] == pytest.approx(2.0 + 2.0)  # its own kernels: their time adds to the GEMMs'
+    super_ = registry.get("models", "nemotron-3-super-120b-a12b-nvfp4")
+    assert physics(super_).scan_flops_per_token == 40 * 128 * (2 * 128 * (128 + 64) + 4 * 128 * 64)
+    gb10 = registry.get("hardware", "gb10")
+    assert Machine.of(gb10, super_).mamba_scan and not Machine.of(gb10, registry.get("models", "qwen3.5-0.8b")).mamba_scan
+    efficiency = Efficiency(bandwidth=1.0, compute=0.5, overhead_s=0.0, scan_compute=0.05, ssd_compute=0.25)
+    for mamba, scan_s in ((False, 2.0), (True, 0.4)):
+        machine = Machine(bandwidth=1e12, peak_flops=1e12, mamba_scan=mamba)
+        seconds, _ = step_seconds(np.zeros(1), np.array([1e12]), machine, efficiency, scan_flops=np.array([1e11]))
+        assert seconds[0] == pytest.approx(2.0 + scan_s)  # its own kernels: their time adds to the GEMMs'
+    fp4 = Machine(bandwidth=1e12, peak_flops=1e12, mamba_scan=True, low_precision="fp4")
+    fast = attrs.evolve(efficiency, fp4_speedup=4.0)
+    assert step_seconds(np.zeros(1), np.array([0.0]), fp4, fast, scan_flops=np.array([1e11]))[0][0] == pytest.approx(0.4)  # no low precision speeds it up
 
 
 def test_a_prefilling_step_pays_the_ramp_and_a_decode_step_does_not():

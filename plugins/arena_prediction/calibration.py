@@ -41,6 +41,7 @@ PREFILL = {
     "fp4_speedup": (1.0, 4.0, 1.5),
     "moe_speedup": (1.0, 4.0, 1.5),
     "scan_compute": (0.002, 1.0, 1.5),
+    "ssd_compute": (0.002, 1.0, 1.5),
     "prefill_ramp_tokens": (0.0, 16384.0, 1024.0),
     "moe_size_exponent": (-1.0, 1.0, 0.25),
 }

@@ -116,6 +116,9 @@ class Efficiency:
     #: of the dense peak in Gated DeltaNet's chunked scan: kernels of their own beside the
     #: GEMMs, a Triton fallback on some GPUs (GB10: hardware.md 4.2)
     scan_compute: float = field(default=0.05, validator=bounds.EFFICIENCY)
+    #: and in Mamba-2's chunked scan (SSD: state-space duality), kernels of their own too; no
+    #: low precision speeds either scan up
+    ssd_compute: float = field(default=0.2, validator=bounds.EFFICIENCY)
     #: The FLOP/s a decoding token's attention reaches, as a share of the GEMMs': one query row
     #: against a sequence's whole KV cache. On a GPU it is bound by memory and its FLOPs hardly
     #: count (1: left as the GEMMs'); llama.cpp's on a CPU runs far below its GEMMs (measured on
@@ -178,6 +181,7 @@ PRIORS = {
         fp4_speedup=1.0,
         moe_speedup=1.3,
         scan_compute=0.05,
+        ssd_compute=0.2,
         request_overhead_s=REQUEST_OVERHEAD_S,
         prompt_token_overhead_s=TOKENISING_S,
     ),
@@ -201,6 +205,7 @@ DESCRIBED = (
     ("FP4 speedup", "fp4_speedup", "×{:.2g}".format),
     ("a mixture of experts' low-precision speedup", "moe_speedup", "×{:.2g}".format),
     ("Gated DeltaNet's scan", "scan_compute", "{:.1%}".format),
+    ("Mamba-2's scan", "ssd_compute", "{:.1%}".format),
     ("decode attention", "decode_attention_speed", "×{:.2g} of the GEMMs' speed".format),
     ("per step", "overhead_s", lambda s: f"{s * 1000:g} ms"),
     ("per layer", "layer_overhead_s", lambda s: f"{s * 1e6:g} µs"),
@@ -230,7 +235,7 @@ class ModelPhysics:
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops_per_context_token: float = 0.0
     layers: int = 0
-    #: Gated DeltaNet's FLOPs per token (its chunked scan and state update, every such layer)
+    #: Gated DeltaNet's or Mamba-2's FLOPs per token (its chunked scan and state update, every such layer)
     scan_flops_per_token: float = 0.0
     notes: tuple[str, ...] = ()
 
@@ -249,17 +254,17 @@ class ModelPhysics:
 
 #: Tokens per chunk of Gated DeltaNet's chunked scan (flash-linear-attention's kernels: 64).
 SCAN_CHUNK = 64
+#: and of Mamba-2's (Nemotron-H's config.json: ``chunk_size`` 128).
+SSD_CHUNK = 128
 
 
-def delta_net_flops(arch: ModelArchitecture) -> float:
-    """FLOPs of one token through every Gated DeltaNet layer's chunked scan: per value head,
-    its scores and outputs within the chunk (2·C·(d_k + d_v)) and the state's read and update
-    (4·d_k·d_v). Mamba-2 layers (``linear_key_dim`` set) are left out: their scan is fused
-    into kernels the efficiency of the GEMMs covers."""
-    if arch.linear_key_dim:
-        return 0.0
-    size = arch.linear_head_dim
-    return float(arch.linear_attention_layers * arch.linear_value_heads * (4 * SCAN_CHUNK * size + 4 * size * size))
+def linear_scan_flops(arch: ModelArchitecture) -> float:
+    """FLOPs of one token through every linear-attention layer's chunked scan, Gated DeltaNet's
+    or Mamba-2's (``linear_key_dim`` set: its state size): per value head, its scores and outputs
+    within the chunk (2·C·(d_k + d_v)) and the state's read and update (4·d_k·d_v)."""
+    key, value = arch.linear_key_dim or arch.linear_head_dim, arch.linear_head_dim
+    chunk = SSD_CHUNK if arch.linear_key_dim else SCAN_CHUNK
+    return float(arch.linear_attention_layers * arch.linear_value_heads * (2 * chunk * (key + value) + 4 * key * value))
 
 
 def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics:
@@ -311,7 +316,7 @@ def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics
         window_kv_bytes_per_token=arch.window_kv_bytes_per_token(kv_bytes_per_element) if arch else 0.0,
         window_attention_flops_per_context_token=4.0 * (arch.sliding_window_layers if arch else 0) * window_q_width,
         layers=arch.layers if arch else 0,
-        scan_flops_per_token=delta_net_flops(arch) if arch else 0.0,
+        scan_flops_per_token=linear_scan_flops(arch) if arch else 0.0,
         notes=tuple(notes),
     )
 
@@ -330,6 +335,9 @@ class Machine:
     #: a mixture of experts' experts over :data:`REFERENCE_EXPERT_PARAMS` (one routed expert's
     #: parameters in one layer): what ``Efficiency.moe_size_exponent`` scales its prefill by
     expert_scale: float = 1.0
+    #: its linear-attention layers are Mamba-2's: their scan runs at ``Efficiency.ssd_compute``
+    #: (Gated DeltaNet's at ``scan_compute``)
+    mamba_scan: bool = False
 
     def compute_flops(self, efficiency: Efficiency) -> float:
         """FLOP/s a prefill reaches: the 16-bit roof × the efficiency × a low precision's speedup."""
@@ -362,6 +370,7 @@ class Machine:
             mixture_of_experts=moe,
             low_precision=low if low in hardware.dense_tflops and not sixteen_bit else "",
             expert_scale=(expert_params(model) or REFERENCE_EXPERT_PARAMS) / REFERENCE_EXPERT_PARAMS if moe else 1.0,
+            mamba_scan=bool(model.architecture and model.architecture.linear_key_dim),
         )
 
 
@@ -395,12 +404,13 @@ def step_seconds(
     (True) or compute (False): arrays for arrays of steps, scalars for one step's floats.
     ``ramp_flops``: a prefilling step's FLOPs per token (0 for a decode-only step), which
     ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a step's Gated DeltaNet
-    FLOPs, at ``Efficiency.scan_compute``; ``decode_attention_flops``: its decoding tokens'
+    or Mamba-2 FLOPs, at ``Efficiency.scan_compute`` or ``ssd_compute``; ``decode_attention_flops``: its decoding tokens'
     attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
     gemm = machine.compute_flops(efficiency)
-    compute_s = flops / gemm + decode_attention_flops / (gemm * efficiency.decode_attention_speed) + scan_flops / (machine.peak_flops * efficiency.scan_compute)
+    scan = efficiency.ssd_compute if machine.mamba_scan else efficiency.scan_compute
+    compute_s = flops / gemm + decode_attention_flops / (gemm * efficiency.decode_attention_speed) + scan_flops / (machine.peak_flops * scan)
     return np.maximum(memory_s, compute_s) + efficiency.step_overhead_s(layers), memory_s >= compute_s
 
 

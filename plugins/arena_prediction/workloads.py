@@ -249,6 +249,7 @@ def interval_ends(central: Efficiency) -> tuple[Efficiency, Efficiency]:
         compute=central.compute * SPREAD["compute"][0],
         moe_compute=central.moe_compute * SPREAD["compute"][0],
         scan_compute=central.scan_compute * SPREAD["compute"][0],
+        ssd_compute=central.ssd_compute * SPREAD["compute"][0],
         overhead_s=central.overhead_s * SPREAD["overhead_s"][1],
         layer_overhead_s=central.layer_overhead_s * SPREAD["overhead_s"][1],
     )
@@ -258,6 +259,7 @@ def interval_ends(central: Efficiency) -> tuple[Efficiency, Efficiency]:
         compute=min(1.0, central.compute * SPREAD["compute"][1]),
         moe_compute=min(1.0, central.moe_compute * SPREAD["compute"][1]),
         scan_compute=min(1.0, central.scan_compute * SPREAD["compute"][1]),
+        ssd_compute=min(1.0, central.ssd_compute * SPREAD["compute"][1]),
         overhead_s=central.overhead_s * SPREAD["overhead_s"][0],
         layer_overhead_s=central.layer_overhead_s * SPREAD["overhead_s"][0],
     )
