@@ -49,16 +49,18 @@ PREFILL = {
 #: its scale in the prior's penalty: how far from its prior weighs as a factor e off one. The
 #: experts' size exponent is held loosely: nothing published says how a grouped GEMM's share
 #: grows with its experts, so its prior (0, every size alike) is a default, not a figure. Held
-#: at a scale of 0.5 the seed cohort's fits kept it near 0 (LOO TTFT 14.8 %); at 5 they take 0.3
-#: and leave 11.5 % one run out, 12.8 % one family out (docs/prediction.md, "The experts' size").
+#: at a scale of 0.5 the seed cohort's fits kept it near 0.05; at 5 they take 0.22-0.30, and
+#: tier-1 TTFT went from 14.6 % to 11.5 % one run out, 15.2 % to 12.8 % one family out
+#: (docs/prediction.md, "The experts' size and Mamba-2's scan").
 ADDITIVE = {"prefill_ramp_tokens": 2048.0, "moe_size_exponent": 5.0}
 #: How firmly the fit holds the prefill's parameters to the engine's priors: the loss adds this
-#: many times the squared log distance of each from its prior (the ramp, whose prior is 0: its
-#: tokens over 2,048, squared: :data:`ADDITIVE`). Free (0), the seven parameters fitted to the other 16
-#: runs of the seed cohort predicted the run left out worse than the priors do: median TTFT error
-#: 16.5 % one run out and 19.3 % one family out, against 14.6 % and 15.2 % held at this weight
-#: (and open-loop TTFT 22.6 % and 19.4 % against 15.6 % and 13.8 %). Chosen on that same ledger among 0.1 to
-#: 1,000 (3 to 50 within a point of each other): docs/prediction.md, "The prior's weight".
+#: many times the squared log distance of each from its prior (an additive one's: its distance
+#: over its scale, squared: :data:`ADDITIVE`). Free (0), the seven parameters of 2026-12-03 fitted
+#: to the other 16 runs of the seed cohort predicted the run left out worse than the priors do:
+#: median TTFT error 16.5 % one run out and 19.3 % one family out, against 14.6 % and 15.2 % held
+#: at this weight (open-loop TTFT 22.6 % and 19.4 % against 15.6 % and 13.8 %). Chosen on that
+#: same ledger among 0.1 to 1,000 (3 to 50 within a point of each other): docs/prediction.md,
+#: "The prior's weight".
 PRIOR_WEIGHT = 10.0
 #: The decoding tokens' attention speed (``Efficiency.decode_attention_speed``) fitted with decode
 #: where an engine's runs need it: llama.cpp's on a CPU runs far below its GEMMs. vLLM's on a GPU

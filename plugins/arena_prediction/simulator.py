@@ -162,7 +162,8 @@ class Efficiency:
 #: its prefill at 28 % of the 16-bit peak (the one MoE prefill published on GB10, Qwen3.6-35B-A3B;
 #: an NVFP4 figure, taken for the 16-bit one: read strictly, 22 %; docs/prediction.md gives the
 #: tier-0 error both ways). Gated DeltaNet's scan at 5 %: an assumption (on GB10 it runs a Triton
-#: fallback that "loses efficiency"; no figure is published), for calibration to replace.
+#: fallback that "loses efficiency"; no figure is published), for calibration to replace; Mamba-2's
+#: at 20 %, an assumption too (memory-bound kernels; docs/prediction.md gives the ledger at 10-100 %).
 #: llama.cpp: 60 % of the bandwidth, 30 % of the peak, 2 ms a step. A request's own cost: 5 ms
 #: (the HTTP request, its scheduling and its first token sent back: an assumption, for
 #: calibration to replace) and tokenising its prompt, 15 µs a token in a Python server (a Hugging
@@ -200,7 +201,7 @@ DESCRIBED = (
     ("bandwidth", "bandwidth", "{:.0%}".format),
     ("compute", "compute", "{:.0%}".format),
     ("a mixture of experts' prefill", "moe_compute", "{:.0%}".format),
-    ("its growth with the experts' size", "moe_size_exponent", "size^{:.2f}".format),
+    ("growing with its experts' size as", "moe_size_exponent", "size^{:.2f}".format),
     ("FP8 speedup", "fp8_speedup", "×{:.2g}".format),
     ("FP4 speedup", "fp4_speedup", "×{:.2g}".format),
     ("a mixture of experts' low-precision speedup", "moe_speedup", "×{:.2g}".format),
