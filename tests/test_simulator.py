@@ -521,8 +521,9 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_te
     assert fitted.returncode == 0, fitted.stderr[-2000:]
     assert "fitted to 80 results of 16 runs on gb10 (vllm)" in fitted.stdout  # the MTP run decoded speculatively: left out
     assert "left out: 5 results of speculative decoding (MTP)" in fitted.stdout
+    assert max(len(line) for line in fitted.stdout.splitlines()) <= 80  # wrapped to the terminal (80 columns where there is none)
     before, after = (
-        float(x) for x in re.search(r"tokens/s per user on these results: ([0-9.]+) % with the priors, ([0-9.]+) % fitted", fitted.stdout).groups()
+        float(x) for x in re.search(r"tokens/s per user on these results: ([0-9.]+) % with the priors, ([0-9.]+) % fitted", flat(fitted.stdout)).groups()
     )
     assert after < before
     predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")

@@ -130,7 +130,7 @@ def test_findings_are_true_of_the_seed_figures(store):
     big = findings(by_model["qwen3.6-35b-a3b"], cards)
     assert "Did not complete: reasoning (8/9 workloads measured)." in big
     assert any(
-        f.startswith("Prefill wall: TTFT p50 grows 22.2x from 1k ctx (chat, 1.21 s) to 25k ctx (long-context-25k, 26.88 s)") for f in big
+        f.startswith("Prefill wall: TTFT mean grows 22.2x from 1k ctx (chat, 1.21 s) to 25k ctx (long-context-25k, 26.88 s)") for f in big
     )  # 26.88 / 1.21
     assert "Saturated under monday-peak: the server completed at most 0.39 of 1.50 req/s offered over the arrivals." in big
     # among 17 models, the three nearest notable ones, each sentence true of both cards' figures
@@ -360,3 +360,25 @@ def test_a_chart_is_svg_with_its_numbers_and_a_ticked_log_axis():
     assert ">1.21 s<" in svg and ">26.9 s<" in svg and ">not measured<" in svg and ">SLO: TTFT ≤ 2 s<" in svg
     assert all(f">{tick}<" in svg for tick in ("1", "2", "5", "10", "20"))  # the log axis's ticks, written as numbers
     assert "mathdefault" not in svg and ' width="' not in svg.split(">", 1)[0]  # sized by the page, not fixed
+
+
+def test_the_leaderboard_sorts_times_with_their_units_and_labels(tmp_path):
+    """site.js sorts a column of times by what they are: "261 ms (mean)" is 0.261 s, not 261 s,
+    and a row without a figure goes last."""
+    _needs_chromium()
+    from arena_core.report import site as site_module
+
+    script = Path(site_module.__file__).parent / "templates" / "site.js"
+    (tmp_path / "site.js").write_text(script.read_text())
+    cells = ["1.21 s (mean)", "261 ms (mean)", "—", "900 ms", "2.50 s"]
+    rows = "".join(f'<tr class="leaderboard-row"><td class="model">m{i}</td><td>{cell}</td></tr>' for i, cell in enumerate(cells))
+    (tmp_path / "page.html").write_text(
+        '<!doctype html><html><body><div class="filters" id="filters" hidden><input id="model-filter"></div>'
+        f'<table id="leaderboard"><thead><tr><th>model</th><th data-sort="number">TTFT p50</th></tr></thead><tbody>{rows}</tbody></table>'
+        '<script src="site.js"></script><script>var th = document.querySelector("th[data-sort]"); th.click(); th.click();'
+        'document.body.dataset.order = Array.prototype.map.call(document.querySelectorAll("td.model"), function (c) { return c.textContent; }).join(",");'
+        "</script></body></html>"
+    )
+    dom = _chromium("--allow-file-access-from-files", "--dump-dom", (tmp_path / "page.html").as_uri(), user_data=tmp_path / "chromium")
+    assert dom.returncode == 0 and console_errors(dom.stderr) == [], dom.stderr[-2000:]
+    assert 'data-order="m1,m3,m0,m4,m2"' in dom.stdout  # ascending: 0.261 s, 0.9 s, 1.21 s, 2.5 s, then the row without one

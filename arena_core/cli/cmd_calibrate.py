@@ -10,6 +10,7 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import Steps, echo
 from arena_core.cli.params import OUTPUT, results_dir
+from arena_core.report.text import wrap_text
 from arena_core.results.cards import load_cards
 from arena_core.results.predictions import require_predictor, save_calibration
 
@@ -39,5 +40,6 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
     report = predictor.calibrate(cards, hardware, served_by)
     path = save_calibration(store, report.calibration)
     for line in report.lines:
-        echo(line)
-    echo(f"stored: {path}  (arena predict MODEL --hardware {hardware} --backend {served_by.name} uses it)")
+        indent = line[: len(line) - len(line.lstrip())]  # a line under another keeps its indent, and its continuations two more
+        echo(wrap_text(line.lstrip(), indent=indent, hanging=indent + "  "))
+    echo(wrap_text(f"stored: {path}  (arena predict MODEL --hardware {hardware} --backend {served_by.name} uses it)", hanging="  "))

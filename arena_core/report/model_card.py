@@ -19,6 +19,7 @@ from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, 
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
 from arena_core.report.workload_blocks import summary_lines, workload_blocks
+from arena_core.results.findings import ttft_is_mean
 from arena_core.run.budget import minutes
 from arena_core.run.manifest import MEASURED_BY_ARENA
 from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score
@@ -60,10 +61,13 @@ def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
         if line is None:
             rows.append((name, "—", "—", "—", "—", "not completed"))
             continue
-        rows.append(
-            (name, fmt_tps(line.tokens_per_second), fmt_seconds(line.ttft_p50_s), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID")
-        )
+        rows.append((name, fmt_tps(line.tokens_per_second), _middle_ttft(card, line), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID"))
     return rows
+
+
+def _middle_ttft(card: ModelCard, line: CardWorkload) -> str:
+    """The TTFT p50 column's cell: the p50, or the mean marked so where the source gave a mean."""
+    return fmt_seconds(line.ttft_p50_s) + (" (mean)" if ttft_is_mean(card, line) else "")
 
 
 def workload_notes(card: ModelCard) -> list[tuple[str, str]]:

@@ -44,6 +44,7 @@ from arena_core.report.model_card import (
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.workload_blocks import summary_lines, workload_blocks
+from arena_core.results.findings import ttft_is_mean
 from arena_core.results.leaderboard import Row, rank, row_dict
 from arena_core.results.predictions import NO_PREDICTOR, ledger_summary, why_not_predicted
 from arena_core.types import LedgerLine, ModelCard, Score
@@ -98,7 +99,7 @@ def _leaderboard_rows(
             shown_performance=f"{score.performance:.1f}" if score.value is not None else "—",
             memory=f"{card.model_memory_gb:.1f}" + ("*" if card.model_memory_estimated else "") if card.model_memory_gb is not None else "—",
             chat_tps=fmt_tps(headline.tokens_per_second) if headline else "—",
-            chat_ttft=fmt_seconds(headline.ttft_p50_s) if headline else "—",
+            chat_ttft=fmt_seconds(headline.ttft_p50_s) + (" (mean)" if ttft_is_mean(card, headline) else "") if headline else "—",
             why=", ".join(label for label in row.labels if label.startswith("not ranked")).removeprefix("not ranked: "),
         )
         found.append(data)
@@ -345,7 +346,12 @@ def _card_charts(card: ModelCard) -> dict[str, Markup]:
         "per_user_chart": bar_chart("Decode tok/s of one user, closed-loop workloads (c=10)", closed, "tok/s per user"),
         "total_chart": bar_chart("Throughput in all, every workload (closed loop: decode at c=10; open loop: output and input)", totals, "tok/s in all"),
         "ttft_chart": bar_chart(
-            "Time to first token, p50, per workload", [(n, line.ttft_p50_s if line else None) for n, line in lines], "s", log=True, limit=limit
+            "Time to first token, p50, per workload"
+            + (" (closed loop: the mean, as the source gave it)" if any(line and ttft_is_mean(card, line) for _, line in lines) else ""),
+            [(n, line.ttft_p50_s if line else None) for n, line in lines],
+            "s",
+            log=True,
+            limit=limit,
         ),
     }
 

@@ -17,6 +17,7 @@ from arena_core.loadgen.cache_state import intended_range
 from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import rate_served, throughput_headline
+from arena_core.results.findings import ttft_is_mean
 from arena_core.run.manifest import MEASURED_BY_ARENA
 from arena_core.types import CardWorkload, ModelCard
 
@@ -41,6 +42,8 @@ class WorkloadBlock:
     total_tps: str
     ttft: str
     ttft_p50: str
+    #: what ``ttft_p50`` is: "TTFT p50", or "TTFT mean" where the source gave a mean (:func:`ttft_is_mean`)
+    ttft_label: str
     served: str
     #: the request rate served, and what it is of ("of 0.30 req/s asked"), for a big figure
     served_rate: str
@@ -127,9 +130,10 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
         assert line is not None
         legend = card.legend.get(name)
         total = line.metrics.get("total_tps") if line.open_loop else line.metrics.get("decode_tps_total")
+        middle = "mean" if ttft_is_mean(card, line) else "p50"
         ttft = " · ".join(
             f"{label} {fmt_seconds(value)}"
-            for label, value in (("p50", line.ttft_p50_s), ("p90", line.metrics.get("ttft_p90_s")), ("p99", line.metrics.get("ttft_p99_s")))
+            for label, value in ((middle, line.ttft_p50_s), ("p90", line.metrics.get("ttft_p90_s")), ("p99", line.metrics.get("ttft_p99_s")))
             if value is not None
         )
         blocks.append(
@@ -144,6 +148,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 total_tps=fmt_tps(total),
                 ttft=ttft or "—",
                 ttft_p50=fmt_seconds(line.ttft_p50_s),
+                ttft_label=f"TTFT {middle}",
                 served=rate_served(line),
                 served_rate=f"{served:.2f}" if (served := line.metrics.get("request_throughput")) is not None else "",
                 served_of=f"req/s served of {asked:.2f} asked" if (asked := line.metrics.get("requested_rate")) else "req/s served",

@@ -10,6 +10,7 @@ from attrs import frozen
 
 from arena_core.loadgen.open_summary import SATURATED_BELOW
 from arena_core.run.capacity import PROBE_LABEL
+from arena_core.run.manifest import MEASURED_BY_ARENA
 from arena_core.types import CardWorkload, ModelCard
 
 NOTABLE_RATIO = 1.2
@@ -92,7 +93,7 @@ def _prefill_wall(card: ModelCard) -> list[str]:
         return []
     scaled = f", prompts scaled x{card.scale:g}" if card.scale != 1 else ""
     return [
-        f"Prefill wall: TTFT p50 grows {long.ttft_p50_s / short.ttft_p50_s:.1f}x from {card.layout.label(short.name)} ({short.name}, {_fmt_s(short.ttft_p50_s)}) "
+        f"Prefill wall: TTFT {'mean' if ttft_is_mean(card, short) else 'p50'} grows {long.ttft_p50_s / short.ttft_p50_s:.1f}x from {card.layout.label(short.name)} ({short.name}, {_fmt_s(short.ttft_p50_s)}) "
         f"to {card.layout.label(long.name)} ({long.name}, {_fmt_s(long.ttft_p50_s)}{scaled})."
     ]
 
@@ -117,3 +118,11 @@ def _comparisons(card: ModelCard, others: Sequence[ModelCard]) -> list[str]:
                 candidates.append((abs(math.log(ratio)), sentence))
             break
     return [sentence for _, sentence in sorted(candidates)[:MOST_COMPARED]]
+
+
+def ttft_is_mean(card: ModelCard, line: CardWorkload) -> bool:
+    """Whether ``line``'s TTFT figure is a mean, not a p50: an imported closed-loop result whose
+    only TTFT is llama-benchy's mean time to first response (the seed cards print it as "TTFT
+    p50"; workloads.md), which the import keeps as ``ttfr_mean_s`` and in the p50's place."""
+    mean = line.metrics.get("ttfr_mean_s")
+    return card.source != MEASURED_BY_ARENA and not line.open_loop and mean is not None and mean == line.ttft_p50_s

@@ -13,7 +13,7 @@
     if (!numeric) { return text.toLowerCase(); }
     var number = parseFloat(text.replace(/^=/, "").replace(/[^0-9.eE+-]/g, " "));
     if (isNaN(number)) { return null; }
-    return /ms$/.test(text) ? number / 1000 : number;
+    return /[0-9] ?ms\b/.test(text) ? number / 1000 : number;  // "261 ms" and "261 ms (mean)"
   }
 
   function sortBy(header) {
