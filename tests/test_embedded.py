@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
+from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, EndpointSettings, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
 from arena_core.loadgen import read_records
 from arena_core.run.probes import probes_for
 from arena_core.run.telemetry import TelemetrySampler, summarise
@@ -60,6 +60,12 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
         listening = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:] if line.split()[3] == "0A"]
         bound = [fields[1] for fields in listening if fields[1].endswith(f":{port:04X}")]
         assert bound and all(address.startswith("0100007F:") for address in bound), bound
+        # attached to as any server is, it names its engine and its slots (what predicts the run)
+        attached = registry.get("backends", "openai").create(
+            BackendRequest(model=None, run_dir=tmp_path, max_context_tokens=256, max_concurrency=4, endpoint=EndpointSettings(base_url=endpoint.base_url))
+        )
+        attached.start()
+        assert attached.facts["engine"] == "llama-cpp" and attached.facts["slots"] == backend.facts["parallel"] == 4
         before = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
         probes, _ = probes_for((), server_pid=lambda: backend.facts["pid"])
         sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", interval_s=0.2, probes=probes).start()

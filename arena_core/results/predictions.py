@@ -159,7 +159,7 @@ def why_not_predicted(card: ModelCard, registry: Registry) -> str:
     """Why the default predictor makes no prediction for ``card``'s run (its backend declares no
     scheduling, say), as the predictor says it; empty when it covers the run or none is registered."""
     chosen = default_predictor(registry)
-    backend = registry.backends.get(card.backend)
+    backend = registry.serving_backend(card.backend, card.backend_facts)  # an attached server: the engine that answered
     if chosen is None:
         return ""
     if backend is None:
@@ -171,7 +171,7 @@ def why_not_predicted(card: ModelCard, registry: Registry) -> str:
         hardware = (
             profile.item if profile else HardwareProfile(name=card.hardware, title=card.hardware_title, description="", memory_gb=None, unified_memory=False)
         )
-        why = chosen.predictor.coverage(PredictionSetup(model=spec, hardware=hardware, backend=backend.item))
+        why = chosen.predictor.coverage(PredictionSetup(model=spec, hardware=hardware, backend=backend))
     except (TypeError, ValueError):  # a name the catalog's rules refuse: nothing to predict it as
         return "the run's model cannot be described to the predictor: not predicted"
     if why:

@@ -2,8 +2,10 @@
 127.0.0.1); ``vllm`` launches ``vllm serve``; ``openai`` attaches to a server that is already running.
 
 The two that start a server declare how it schedules (:class:`arena_core.Scheduling`), with
-sources, for the predictor; the one that attaches does not know which engine answers, so it
-declares nothing and its runs are not covered by prediction. ``vllm`` is registered first: the
+sources, for the predictor; the one that attaches declares nothing of its own, but records the
+engine the server names itself as (``owned_by`` in ``/v1/models``) and its slots, and its runs
+are predicted as that engine's (:meth:`arena_core.Registry.serving_backend`); a server that
+names no engine Arena knows is not covered by prediction. ``vllm`` is registered first: the
 first backend that declares its scheduling is ``arena predict``'s default."""
 
 from __future__ import annotations
@@ -73,5 +75,12 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
         )
     )
     register(
-        BackendSpec(name="openai", description="An OpenAI-compatible server that is already running (--base-url).", create=ExistingEndpoint, attaches=True)
+        BackendSpec(
+            name="openai",
+            description="An OpenAI-compatible server that is already running (--base-url).",
+            create=ExistingEndpoint,
+            attaches=True,
+            # the engine the server names itself as, and its slots: what a prediction of the run simulates
+            card_facts=("engine", "slots"),
+        )
     )

@@ -7,7 +7,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from arena_core import BackendRequest, Endpoint, UsageError, parse_json, read_api_key, read_bounded
+from arena_core import BackendRequest, Endpoint, UsageError, bounds, parse_json, read_api_key, read_bounded
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -23,6 +23,9 @@ SETUP_DEADLINE_S = 15.0
 SETUP_MAX_BYTES = 4 * 2**20
 #: The longest model id Arena takes from a server's list.
 MAX_MODEL_ID = 512
+#: The engines a server names itself as in ``/v1/models`` (each entry's ``owned_by``), and the
+#: backend that declares how each schedules: what a prediction of an attached run simulates.
+ENGINES_BY_OWNER = {"vllm": "vllm", "llamacpp": "llama-cpp"}
 
 
 class ExistingEndpoint:
@@ -34,6 +37,9 @@ class ExistingEndpoint:
         self.model = section.model
         self.key = read_api_key(section)
         self.version = ""
+        #: the engine that answered, as the server names itself (a backend's name; "" unknown)
+        self.engine = ""
+        self.slots: int | None = None
 
     def start(self) -> Endpoint:
         listing = self._get("/v1/models")
@@ -44,7 +50,20 @@ class ExistingEndpoint:
             if not ids:
                 raise UsageError(f"{self.base_url}/v1/models lists no model; name one with --served-model")
             self.model = ids[0]
+        owners = {owner for entry in entries if isinstance(entry, dict) and entry.get("id") == self.model and isinstance(owner := entry.get("owned_by"), str)}
+        self.engine = ENGINES_BY_OWNER.get(owners.pop(), "") if len(owners) == 1 else ""  # only a name Arena knows, never the server's text
+        if self.engine == "llama-cpp":
+            self.slots = self._llama_cpp_slots()
         return Endpoint(base_url=self.base_url, model=self.model, api_key=self.key)
+
+    def _llama_cpp_slots(self) -> int | None:
+        """How many requests llama.cpp's server serves at once (``/props``' ``total_slots``, its
+        ``--parallel``), where it says so with a count; None where it does not answer."""
+        try:
+            found = self._get("/props").get("total_slots")
+        except UsageError:  # an older server, or /props turned off: the engine's default then
+            return None
+        return found if not bounds.CONCURRENCY.problem(found) else None  # a count a server could serve at once, or none
 
     def _get(self, path: str) -> dict:
         request = urllib.request.Request(self.base_url + path)
@@ -79,4 +98,9 @@ class ExistingEndpoint:
 
     @property
     def facts(self) -> Mapping[str, object]:
-        return {"backend": "openai", "base_url": self.base_url, "model": self.model}
+        facts: dict[str, object] = {"backend": "openai", "base_url": self.base_url, "model": self.model}
+        if self.engine:  # what a prediction of this run simulates (Registry.serving_backend)
+            facts["engine"] = self.engine
+        if self.slots is not None:
+            facts["slots"] = self.slots
+        return facts

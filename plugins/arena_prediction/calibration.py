@@ -18,7 +18,8 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -77,11 +78,13 @@ REQUEST_GRID = {
 ROOFS = ("memory_bandwidth_gbs", "dense_tflops")
 
 
-def scheduling_of(backend: str, registry: Registry) -> Scheduling | None:
-    """How the backend a run was served by schedules, as it declares; ``None`` for a backend
-    that declares nothing, prefills whole prompts, or is not registered here: its runs are not covered."""
-    registration = registry.backends.get(backend)
-    scheduling = registration.item.scheduling if registration is not None else None
+def scheduling_of(backend: str, registry: Registry, facts: Mapping[str, Any] | None = None) -> Scheduling | None:
+    """How the backend a run was served by schedules, as it declares (for one that attached to
+    a server, as the engine its ``facts`` say answered declares: :meth:`Registry.serving_backend`);
+    ``None`` for a backend that declares nothing, prefills whole prompts, or is not registered
+    here: its runs are not covered."""
+    served = registry.serving_backend(backend, facts or {})
+    scheduling = served.scheduling if served is not None else None
     return scheduling if scheduling is not None and scheduling.chunked_prefill else None  # whole-prompt prefill is not simulated
 
 
@@ -156,7 +159,7 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
     hardware without roofs, a backend that declares no scheduling)."""
     model = model_of(card, registry)
     registration = registry.hardware.get(card.hardware)
-    scheduling = scheduling_of(card.backend, registry)
+    scheduling = scheduling_of(card.backend, registry, card.backend_facts)
     if model is None or registration is None or scheduling is None:
         return None
     roofs = attrs.asdict(card.hardware_roofs) if card.hardware_roofs else {}

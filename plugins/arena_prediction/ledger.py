@@ -87,7 +87,7 @@ def card_print(card: ModelCard, registry: Registry) -> str:
             card.hardware,
             repr(model_of(card, registry)),
             repr(attrs.evolve(profile.item, measure=None)) if profile else None,
-            repr(scheduling_of(card.backend, registry)),
+            repr(scheduling_of(card.backend, registry, card.backend_facts)),
             repr(card.hardware_roofs),
             repr(card.server_settings),
             CONVERTER.unstructure(dict(card.measured_shapes)),
@@ -147,7 +147,7 @@ def ledger(
     fits and the lines made with them, keyed by what they were made from."""
     groups: dict[tuple[str, str], list[ModelCard]] = {}
     for card in cards:
-        if (scheduling := scheduling_of(card.backend, registry)) is not None:
+        if (scheduling := scheduling_of(card.backend, registry, card.backend_facts)) is not None:
             groups.setdefault((card.hardware, scheduling.engine), []).append(card)
     lines: list[LedgerLine] = []
     for (hardware, engine), members in groups.items():

@@ -100,7 +100,9 @@ class StepSimulator:
             why = "declares no scheduling" if backend.scheduling is None else "prefills whole prompts (no chunked prefill)"
             raise UsageError(f"backend {backend.name!r} {why}: the step simulator does not cover its runs, nothing to fit")
         engine = backend.scheduling.engine
-        chosen = [c for c in cards if c.hardware == hardware and (s := scheduling_of(c.backend, self.registry)) is not None and s.engine == engine]
+        chosen = [
+            c for c in cards if c.hardware == hardware and (s := scheduling_of(c.backend, self.registry, c.backend_facts)) is not None and s.engine == engine
+        ]
         samples = samples_of(chosen, self.registry)
         if not samples:
             raise UsageError(
