@@ -543,7 +543,11 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_te
     assert [line["workload"] for line in lines if not line["open_loop"]] == closed
     assert {line["workload"] for line in lines if line["open_loop"]} == {"office-baseline", "sharegpt", "monday-peak"}  # the seed has no reasoning result of it
     assert all(line["tier"] == 1 and line["measured_tps"] and line["predicted_tps"] for line in lines)
-    assert "Predicted vs measured" in arena("card", run_id, "--output", str(store)).stdout
+    shown = flat(arena("card", run_id, "--output", str(store)).stdout)
+    assert (
+        "Predicted vs measured" in shown
+        and "TTFT: the mean over a closed-loop workload's requests (as llama-benchy gives it), the p50 of an open-loop one's" in shown
+    )
     board = json.loads(arena("leaderboard", "--output", str(store), "--prediction-error", "--json").stdout)
     assert len(board["rows"]) == 17 and {(r["workload"], r["metric"]) for r in board["prediction_error"]} >= {("chat", "tps"), ("chat", "ttft")}
     assert all(r["results"] == 17 for r in board["prediction_error"] if r["workload"] in closed)

@@ -16,7 +16,8 @@ from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import throughput_headline
 from arena_core.report.text import wrap_text
 from arena_core.results.cards import load_card, load_cards, scores_for
-from arena_core.types import ModelCard
+from arena_core.results.findings import ttft_is_mean
+from arena_core.types import CardWorkload, ModelCard
 
 #: Which way is better for a row: more (throughput, score, quality) or less (latency, memory).
 HIGHER, LOWER = 1, -1
@@ -91,7 +92,7 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
     for name in (*a.expected, *dict.fromkeys(extra)):
         la, lb = a.workload(name), b.workload(name)
         table.add(f"{name} tok/s", *(line.tokens_per_second if line else None for line in (la, lb)), fmt_tps, HIGHER)
-        table.add(f"{name} TTFT p50", *(line.ttft_p50_s if line else None for line in (la, lb)), fmt_seconds, LOWER)
+        table.add(f"{name} {_ttft_kind((a, la), (b, lb))}", *(line.ttft_p50_s if line else None for line in (la, lb)), fmt_seconds, LOWER)
         table.add(f"{name} served", *(line.metrics.get("request_throughput") if line else None for line in (la, lb)), _rate, HIGHER)
     echo(wrap_text(f"A: {a.model_title} on {a.hardware} ({a.run_id})", hanging="   "))
     echo(wrap_text(f"B: {b.model_title} on {b.hardware} ({b.run_id})", hanging="   "))
@@ -110,3 +111,10 @@ def _quality_rows(table: Rows, a: ModelCard, b: ModelCard) -> None:
         )
         if benchmark:
             table.add(f"{benchmark} (published)", a.published(benchmark), b.published(benchmark), _one, HIGHER)
+
+
+def _ttft_kind(*runs: tuple[ModelCard, CardWorkload | None]) -> str:
+    """What a workload's TTFT row compares: "TTFT p50", "TTFT mean" where each figure is a mean
+    (an imported closed-loop one: :func:`ttft_is_mean`), and which is which where they differ."""
+    kinds = ["mean" if line is not None and ttft_is_mean(card, line) else "p50" for card, line in runs]
+    return f"TTFT {kinds[0]}" if kinds[0] == kinds[1] else f"TTFT (A {kinds[0]}, B {kinds[1]})"

@@ -122,6 +122,8 @@ def prediction_rows(predictions: Sequence[LedgerLine]) -> list[tuple[str, ...]]:
 PREDICTION_HEADERS = ["workload", "tok/s predicted", "measured", "error", "TTFT predicted", "measured", "error", "G predicted", "measured", "error", ""]
 #: What the tokens/s of the table are where open-loop workloads are in it.
 PREDICTION_NOTE = "tok/s: one user's decode speed for a closed-loop workload, the output throughput for an open-loop one"
+#: What the TTFT compared is, always under the table (as the predictor and the ledger take it).
+TTFT_NOTE = "TTFT: the mean over a closed-loop workload's requests (as llama-benchy gives it), the p50 of an open-loop one's"
 #: What G is, always under the table.
 G_NOTE = "G: the seed site's throughput (closed loop: a round's total decode tok/s; open loop: total tok/s ÷ peak concurrent requests)"
 
@@ -137,6 +139,6 @@ def prediction_section(predictions: Sequence[LedgerLine] | None, h2: str, table_
     rows = prediction_rows(predictions)
     tiers = sorted({row[10] for row in rows})
     paired = [(row[0], *(f"{row[i]} → {row[i + 1]} ({row[i + 2]})" for i in (1, 4, 7)), *(row[10:] if len(tiers) > 1 else ())) for row in rows]
-    headers = ["workload", "tok/s", "TTFT p50", "G", *([""] if len(tiers) > 1 else [])]
+    headers = ["workload", "tok/s", "TTFT", "G", *([""] if len(tiers) > 1 else [])]
     how = f"Each: predicted → measured (absolute error){'; ' + tiers[0] if len(tiers) == 1 else ''}."
-    return [title, table_of(paired, headers), how, *note, G_NOTE, ""]
+    return [title, table_of(paired, headers), how, *note, TTFT_NOTE, G_NOTE, ""]

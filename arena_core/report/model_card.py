@@ -283,7 +283,7 @@ def _block_lines(card: ModelCard, *, markdown: bool, wrap: Callable[..., str]) -
     for block in workload_blocks(card):
         out.append(f"### {block.title} ({block.name}) · {block.runner}" if markdown else f"{block.title} ({block.name}) · {block.runner}")
         said = [block.description, f"parameters: {block.parameters}" if block.parameters else ""]
-        figures = f"{block.per_user_tps} {block.per_user_label}, {block.total_tps} tok/s in all · TTFT {block.ttft}"
+        figures = f"{block.per_user_tps} {block.per_user_label}, {block.total_tps} {block.total_label} · TTFT {block.ttft}"
         said.append(figures + (f" · served {block.served}" if block.served else "") + f" · {block.verdict}" + (f": {block.notes}" if block.notes else ""))
         said.append(block.cache)
         out += [wrap(text, indent="  ", hanging="    ") for text in said if text]

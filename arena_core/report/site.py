@@ -23,7 +23,7 @@ from arena_core import __version__
 from arena_core.config import CostSection
 from arena_core.registry import Registry
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
-from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, prediction_rows
+from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, TTFT_NOTE, prediction_rows
 from arena_core.report.charts import bar_chart, line_chart, scatter_chart
 from arena_core.report.cost import CostLine, cost_of
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
@@ -399,7 +399,7 @@ def _card_page(
         capacity=_capacity(card),
         prediction_rows=prediction_rows(predictions or []),
         prediction_headers=PREDICTION_HEADERS,
-        prediction_note="; ".join([*([PREDICTION_NOTE] if any(line.open_loop for line in predictions or []) else []), G_NOTE]),
+        prediction_note="; ".join([*([PREDICTION_NOTE] if any(line.open_loop for line in predictions or []) else []), TTFT_NOTE, G_NOTE]),
         prediction_absent=NO_PREDICTOR if predictions is None else uncovered,
         **_card_charts(card),
     )

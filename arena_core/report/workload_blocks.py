@@ -40,6 +40,8 @@ class WorkloadBlock:
     #: what ``per_user_tps`` is: one user's decode speed (closed loop), the seed's figure (open loop)
     per_user_label: str
     total_tps: str
+    #: what ``total_tps`` counts: every user's decode (closed loop), input and output tokens (open loop)
+    total_label: str
     ttft: str
     ttft_p50: str
     #: what ``ttft_p50`` is: "TTFT p50", or "TTFT mean" where the source gave a mean (:func:`ttft_is_mean`)
@@ -146,6 +148,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 per_user_tps=fmt_tps(line.tokens_per_second),
                 per_user_label="tok/s per request in flight (the seed's)" if line.open_loop else "tok/s per user",
                 total_tps=fmt_tps(total),
+                total_label="tok/s in all, input and output" if line.open_loop else "tok/s in all",
                 ttft=ttft or "—",
                 ttft_p50=fmt_seconds(line.ttft_p50_s),
                 ttft_label=f"TTFT {middle}",
