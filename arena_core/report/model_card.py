@@ -61,11 +61,11 @@ def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
         if line is None:
             rows.append((name, "—", "—", "—", "—", "not completed"))
             continue
-        rows.append((name, fmt_tps(line.tokens_per_second), _middle_ttft(card, line), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID"))
+        rows.append((name, fmt_tps(line.tokens_per_second), ttft_cell(card, line), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID"))
     return rows
 
 
-def _middle_ttft(card: ModelCard, line: CardWorkload) -> str:
+def ttft_cell(card: ModelCard, line: CardWorkload) -> str:
     """The TTFT p50 column's cell: the p50, or the mean marked so where the source gave a mean."""
     return fmt_seconds(line.ttft_p50_s) + (" (mean)" if ttft_is_mean(card, line) else "")
 

@@ -26,7 +26,7 @@ from arena_core.report.capacity_card import capacity_column, capacity_headline, 
 from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, TTFT_NOTE, prediction_rows
 from arena_core.report.charts import bar_chart, line_chart, scatter_chart
 from arena_core.report.cost import CostLine, cost_of
-from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
+from arena_core.report.formats import fmt_score, fmt_tps
 from arena_core.report.model_card import (
     big_figures,
     cost_rows,
@@ -40,6 +40,7 @@ from arena_core.report.model_card import (
     quality_heading,
     quality_rows,
     time_line,
+    ttft_cell,
     workload_rows,
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
@@ -99,7 +100,7 @@ def _leaderboard_rows(
             shown_performance=f"{score.performance:.1f}" if score.value is not None else "—",
             memory=f"{card.model_memory_gb:.1f}" + ("*" if card.model_memory_estimated else "") if card.model_memory_gb is not None else "—",
             chat_tps=fmt_tps(headline.tokens_per_second) if headline else "—",
-            chat_ttft=fmt_seconds(headline.ttft_p50_s) + (" (mean)" if ttft_is_mean(card, headline) else "") if headline else "—",
+            chat_ttft=ttft_cell(card, headline) if headline else "—",
             why=", ".join(label for label in row.labels if label.startswith("not ranked")).removeprefix("not ranked: "),
         )
         found.append(data)
