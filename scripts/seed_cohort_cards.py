@@ -27,6 +27,33 @@ CATALOGUED = {"Qwen/Qwen3.6-35B-A3B-FP8": "qwen3.6-35b-a3b", "Qwen/Qwen3.5-0.8B"
 QUALITY = {"mmlu_pro": "MMLU-Pro", "gpqa": "GPQA-Diamond", "humaneval": "HumanEval"}
 FACTS = ("vendor", "architecture", "params_total_b", "params_active_b", "precision", "size_bucket", "context_k", "cohort_confidence")
 
+#: Where a run's server differed from the file-wide settings (an FP8 KV cache, vLLM's default
+#: step budget of 8192 tokens), by the seed's ``repo_path``, from its raw data (commit 956e375):
+#: each run's ``meta.json`` ``server_config`` and the vLLM boot logs kept beside three runs.
+#: * KV cache: four runs say ``kv_cache_dtype: auto``. On the two BF16 checkpoints that is the
+#:   model's 16 bits; the two ModelOpt ones (Omni FP8, NVFP4) keep FP8, as their quantisation
+#:   config asks (``kv_cache_quant_algo: FP8``, which vLLM's ``auto`` follows since PR 29980).
+#: * Step budget: the ``cu130-nightly`` image's vLLM (0.19.2rc1.dev134, the boot logs of
+#:   Nemotron 3 Nano 4B BF16, Qwen3.6-35B-A3B BF16 and Nemotron 3 Super) compiled and scheduled
+#:   2048 tokens a step ("compile range (1, 2048)"; Super's also "max_num_scheduled_tokens is set
+#:   to 2048"); all seven runs on that image, taken on 4-5 May 2026, ran that build. Qwen3.5-2B
+#:   ran v0.20.1: no log of its own, but its model class (Qwen3.5/3.6) schedules 2048 both before
+#:   (the nightly) and after it (v0.26.0's boot logs of Qwen3.6-27B-FP8 and 35B-A3B-FP8, kept in
+#:   the same repository), where Nemotron 3 Nano 30B on v0.26.0 logs 8192.
+#: * Slots: Nemotron 3 Super was served with ``--max-num-seqs 20`` (its ``_profile.env``).
+NIGHTLY = {"token_budget": 2048}
+SERVER_SETTINGS = {
+    "results/qwen-3.5/qwen-3.5-0.8b/bf16": NIGHTLY,
+    "results/qwen-3.5/qwen-3.5-2b/bf16": NIGHTLY,
+    "results/qwen-3.6/qwen-3.6-35b-a3b/fp8": NIGHTLY,
+    "results/qwen-3.6/qwen-3.6-35b-a3b/bf16": NIGHTLY | {"kv_cache_dtype": "auto"},
+    "results/qwen-3.6/qwen-3.6-27b/fp8": NIGHTLY,
+    "results/nemotron-3/nemotron-3-nano-4b/bf16": NIGHTLY,
+    "results/nemotron-3/nemotron-3-nano-4b/fp8": NIGHTLY,
+    "results/nemotron-3/nemotron-3-super-120b-a12b/nvfp4": NIGHTLY | {"slots": 20},
+    "results/nemotron-3/nemotron-3-nano-omni-30b-a3b-reasoning/bf16": {"kv_cache_dtype": "auto"},
+}
+
 
 def closed_line(figures: dict) -> dict:
     return {
@@ -79,7 +106,7 @@ def card(model: dict, modes: dict[str, str], licence: str) -> dict:
         "model_facts": {"hf_model": run["hf_model"], "served_name": run["served_name"], **{key: model.get(key) for key in FACTS}},
         "published_scores": published,
         "workloads": workloads,
-    }
+    } | ({"server_settings": SERVER_SETTINGS[run["repo_path"]]} if run["repo_path"] in SERVER_SETTINGS else {})
 
 
 def main() -> None:
@@ -100,7 +127,8 @@ def main() -> None:
         "measured_shapes_note": (
             "What the seed's raw data shows it ran where Arena's workload differs (shared/spec/workloads.md): multi-turn ran the "
             "literal --pp 2048 --tg 512 --depth 4, four tokens of history at c = 10, not a five-turn conversation. "
-            "Its vLLM servers kept an FP8 KV cache."
+            "Its vLLM servers kept an FP8 KV cache and took 8192 tokens a step, except where a card's own server_settings say otherwise: "
+            "those come from each run's meta.json and the vLLM boot logs in the raw data (scripts/seed_cohort_cards.py says which)."
         ),
         "cards": [card(model, modes, data["licence"]) for model in data["models"]],
     }

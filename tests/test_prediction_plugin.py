@@ -133,6 +133,65 @@ def test_a_changed_card_is_a_new_key(tmp_path):
     assert card_print(card, registry) != card_print(attrs.evolve(card, server_settings=ServerSettings(kv_cache_dtype="auto")), registry)
 
 
+def test_a_runs_stated_step_budget_and_slots_are_what_it_is_simulated_with(tmp_path):
+    """The seed's runs on vLLM's cu130-nightly build scheduled 2048 tokens a step (their boot
+    logs), Nemotron 3 Super at most 20 sequences: the prediction simulates each run as its server
+    ran, the others at the backend's defaults; and a changed budget is a new key for the kept fits."""
+    import attrs
+
+    from arena_core import ArenaHooks, ServerSettings
+    from arena_core.report.model_card import platform_rows
+    from arena_core.results.cards import load_cards
+    from arena_prediction.calibration import _served
+    from arena_prediction.ledger import card_print
+
+    manager = make_plugin_manager(autoload=False)
+    assert run_cli(manager, ["import", "--seeds", "--output", str(tmp_path)]).exit_code == 0
+    registry = ArenaHooks(manager).registry
+    cards = {card.model: card for card in load_cards(tmp_path, registry)[0]}
+    scheduled = {model: _served(card, registry).scheduling for model, card in cards.items()}
+    assert (scheduled["qwen3.6-27b"].token_budget, scheduled["qwen3.6-27b"].slots) == (2048, 256)
+    assert (scheduled["nemotron-3-super-120b-a12b-nvfp4"].token_budget, scheduled["nemotron-3-super-120b-a12b-nvfp4"].slots) == (2048, 20)
+    assert (scheduled["gemma-4-26b-a4b-it-bf16-v23"].token_budget, scheduled["gemma-4-26b-a4b-it-bf16-v23"].slots) == (8192, 256)
+    assert sorted(m for m, s in scheduled.items() if s.token_budget == 2048) == [
+        "nemotron-3-nano-4b-bf16",
+        "nemotron-3-nano-4b-fp8",
+        "nemotron-3-super-120b-a12b-nvfp4",
+        "qwen-3.5-2b-bf16",
+        "qwen-3.6-35b-a3b-bf16",
+        "qwen3.5-0.8b",
+        "qwen3.6-27b",
+        "qwen3.6-35b-a3b",
+    ]
+    assert _served(cards["qwen-3.6-35b-a3b-bf16"], registry).kv_bytes_per_element == 2.0  # "auto" on a 16-bit checkpoint
+    assert _served(cards["qwen3.6-35b-a3b"], registry).kv_bytes_per_element == 1.0
+    gemma = cards["gemma-4-26b-a4b-it-bf16-v23"]
+    assert card_print(gemma, registry) != card_print(attrs.evolve(gemma, server_settings=ServerSettings(kv_cache_dtype="fp8", token_budget=2048)), registry)
+    # the card says what its prediction simulates
+    assert ("server settings", "KV cache fp8, 2,048 tokens a step, 20 sequences at once (what its prediction simulates)") in platform_rows(
+        cards["nemotron-3-super-120b-a12b-nvfp4"]
+    )
+    assert ("server settings", "KV cache fp8 (what its prediction simulates)") in platform_rows(gemma)
+
+
+def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them():
+    """A manifest is outside data too: a KV cache type Arena does not know, a budget that is not a
+    count, states nothing (and so reaches no card and no simulation)."""
+    import attrs
+
+    from arena_core import ServerSettings
+    from arena_core.results.cards import _server_settings
+    from arena_core.run.manifest import Manifest
+
+    base = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", engine="imported")
+    hostile = {"kv_cache_dtype": "<script>x</script>", "token_budget": "2048", "slots": 10**12}
+    assert _server_settings(attrs.evolve(base, config={"server_settings": hostile})) == ServerSettings()
+    assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": ["fp8"], "slots": True}})) == ServerSettings()
+    assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": "auto", "token_budget": 512}})) == ServerSettings(
+        kv_cache_dtype="auto", token_budget=512
+    )
+
+
 def test_an_attached_run_on_an_unnamed_machine_says_it_is_not_covered(registry):
     from arena_core import ModelCard
     from arena_core.results.predictions import why_not_predicted

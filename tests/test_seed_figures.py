@@ -173,12 +173,33 @@ def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(t
     assert manifest["config"] == said
     wrong = {
         "measured_shapes": ({"multi-turn": {"turns": 0}}, "$.measured_shapes.multi-turn:"),
-        "server_settings": ({"kv_cache_dtype": "fp4"}, "$.server_settings.kv_cache_dtype: not a known setting or value"),
+        "server_settings": ({"kv_cache_dtype": "fp4"}, "$.server_settings.kv_cache_dtype: expected one of auto, bf16"),
     }
     for key, (value, message) in wrong.items():
         (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", **said, key: value, "cards": [card]}))
         bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    # a card's own settings (its server's step budget and slots, say) over the file's, each checked
+    for value, message in (
+        ({"token_budget": 0}, "$.cards[0].server_settings.token_budget: must be greater than 0"),
+        ({"slots": "20"}, "$.cards[0].server_settings.slots: expected an integer, got str '20'"),
+        ({"token_budget": True}, "$.cards[0].server_settings.token_budget: expected an integer, got bool"),
+        ({"slots": 10**9}, "$.cards[0].server_settings.slots: must be greater than 0 and at most 10,000"),
+        ({"max_num_batched_tokens": 2048}, "$.cards[0].server_settings.max_num_batched_tokens: not a known setting (kv_cache_dtype, token_budget, slots)"),
+        ([2048], "$.cards[0].server_settings: expected a mapping of settings"),
+    ):
+        (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [card | {"server_settings": value}]}))
+        bad = arena("import", "bad.json", "--output", "store2", cwd=tmp_path)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert not (tmp_path / "store2").exists() or not list((tmp_path / "store2").glob("*/manifest.json"))
+    own = card | {"server_settings": {"kv_cache_dtype": "auto", "token_budget": 2048, "slots": 20}}
+    (tmp_path / "own.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [own, card]}))
+    assert arena("import", "own.json", "--output", "store3", cwd=tmp_path).returncode == 0
+    configs = sorted((json.loads(p.read_text())["config"] for p in (tmp_path / "store3").glob("*/manifest.json")), key=len)
+    assert {json.dumps(c["server_settings"], sort_keys=True) for c in configs} == {
+        json.dumps({"kv_cache_dtype": "fp8"}),
+        json.dumps({"kv_cache_dtype": "auto", "slots": 20, "token_budget": 2048}),
+    }
     for shapes, message in (({"office-baseline": {"depth": 4}}, "expected a closed-loop workload"), ({"multi-turn": {"turns": "1"}}, "expected whole numbers")):
         (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", "measured_shapes": shapes, "cards": [card]}))
         bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)

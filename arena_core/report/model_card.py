@@ -22,7 +22,7 @@ from arena_core.report.workload_blocks import summary_lines, workload_blocks
 from arena_core.results.findings import ttft_is_mean
 from arena_core.run.budget import minutes
 from arena_core.run.manifest import MEASURED_BY_ARENA
-from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score
+from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score, ServerSettings
 
 
 def headline_tps(card: ModelCard) -> float | None:
@@ -90,7 +90,17 @@ def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
             rows.append((key.replace("_", " "), str(backend[key])))
     if isinstance(backend.get("command"), list):
         rows.append(("server command", shlex.join(str(part) for part in backend["command"])))
+    if settings := server_settings_text(card.server_settings):
+        rows.append(("server settings", f"{settings} (what its prediction simulates)"))
     return rows
+
+
+def server_settings_text(settings: ServerSettings) -> str:
+    """What a run states of its server beside the backend's defaults, in words ("" for nothing)."""
+    parts = [f"KV cache {settings.kv_cache_dtype}"] if settings.kv_cache_dtype else []
+    parts += [f"{settings.token_budget:,} tokens a step"] if settings.token_budget else []
+    parts += [f"{settings.slots} sequences at once"] if settings.slots else []
+    return ", ".join(parts)
 
 
 def seed_meanings(card: ModelCard) -> list[tuple[str, str]]:

@@ -24,9 +24,10 @@ from arena_core.run.capacity import SearchSettings
 from arena_core.run.engine import default_workloads
 from arena_core.run.identity import UNNAMED
 from arena_core.run.manifest import MANIFEST, Manifest, read_manifest
-from arena_core.run.roofline import bytes_per_param
+from arena_core.run.roofline import KV_CACHE_BYTES, bytes_per_param
 from arena_core.run.store import find_run, list_runs, load_result, workload_dir
 from arena_core.types import (
+    SERVER_COUNTS,
     CardLayout,
     CardSlo,
     CardWorkload,
@@ -216,12 +217,14 @@ def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
 
 
 def _server_settings(manifest: Manifest) -> ServerSettings:
-    """The KV cache type an imported cards file states, else the one the backend recorded."""
+    """The server settings an imported cards file states (its KV cache type, else the one the
+    backend recorded; a step's token budget and the slots where it says them)."""
     stated = manifest.config.get("server_settings") or {}
     if not isinstance(stated, Mapping):  # a manifest is outside data too: a setting of the wrong shape states nothing
         stated = {}
-    kv = stated.get("kv_cache_dtype") if stated else manifest.backend_facts.get("kv_cache_dtype")
-    return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) else "")
+    kv = stated.get("kv_cache_dtype") if "kv_cache_dtype" in stated else manifest.backend_facts.get("kv_cache_dtype")
+    counts = {key: value for key, bound in SERVER_COUNTS.items() if not bound.problem(value := stated.get(key))}
+    return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "", **counts)  # a type Arena knows, or none
 
 
 def _legend(workload: WorkloadSpec) -> WorkloadLegend:

@@ -27,7 +27,18 @@ from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, ModelMemory, write_manifest
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.store import index_run, new_run_dir, store_result
-from arena_core.types import NAME_PATTERN, ClosedLoopShape, ModelFacts, ModelSpec, QualityScore, ReportReader, Verdict, WorkloadResult, WorkloadSpec
+from arena_core.types import (
+    NAME_PATTERN,
+    SERVER_COUNTS,
+    ClosedLoopShape,
+    ModelFacts,
+    ModelSpec,
+    QualityScore,
+    ReportReader,
+    Verdict,
+    WorkloadResult,
+    WorkloadSpec,
+)
 
 SEEDS = "seed-cards.json"
 #: Reference commands of imported runs name a placeholder server: the real one is not known.
@@ -229,26 +240,32 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
     for index, card in enumerate(cards):
         where = f"{path}: $.cards[{index}]"
         try:
-            checked.append(_card(card, where, registry))
+            results, origin = _card(card, where, registry)
+            # a card's own settings (its server's budget, say) over the file's
+            settings = server | _server_settings(card.get("server_settings", {}), f"{where}.server_settings")
         except UsageError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"{where}: malformed card ({type(exc).__name__}: {exc})") from None
-    config = ({"measured_shapes": shapes} if shapes else {}) | ({"server_settings": server} if server else {})
-    return [_store(output, results, registry, config=config, **origin) for results, origin in checked]
+        checked.append((results, origin, ({"measured_shapes": shapes} if shapes else {}) | ({"server_settings": settings} if settings else {})))
+    return [_store(output, results, registry, config=config, **origin) for results, origin, config in checked]
 
 
-#: What a cards file may say of the servers its runs measured (the prediction reads them).
-SERVER_SETTINGS = {"kv_cache_dtype": tuple(KV_CACHE_BYTES)}
-
-
-def _server_settings(value: Any, where: str) -> dict[str, str]:
+def _server_settings(value: Any, where: str) -> dict[str, Any]:
+    """What a cards file (or one card) says of the servers its runs measured, which the
+    prediction reads: the KV cache's type (one of :data:`KV_CACHE_BYTES`), and the counts of
+    :data:`~arena_core.types.SERVER_COUNTS` (a step's token budget, the slots)."""
     if not isinstance(value, dict):
         raise UsageError(f"{where}: expected a mapping of settings")
     for key, setting in value.items():
-        if key not in SERVER_SETTINGS or setting not in SERVER_SETTINGS[key]:
-            known = "; ".join(f"{k}: {', '.join(v)}" for k, v in SERVER_SETTINGS.items())
-            raise UsageError(f"{where}.{str(key)[:40]}: not a known setting or value ({known})")
+        if key == "kv_cache_dtype":
+            if setting not in KV_CACHE_BYTES:
+                raise UsageError(f"{where}.kv_cache_dtype: expected one of {', '.join(KV_CACHE_BYTES)}")
+        elif key in SERVER_COUNTS:
+            if problem := SERVER_COUNTS[key].problem(setting):
+                raise UsageError(f"{where}.{key}: {problem}")
+        else:
+            raise UsageError(f"{where}.{str(key)[:40]}: not a known setting (kv_cache_dtype, {', '.join(SERVER_COUNTS)})")
     return dict(value)
 
 

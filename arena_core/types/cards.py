@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from attrs import field, frozen
+from attrs.validators import optional
 
+from arena_core import bounds
 from arena_core.types.models import ModelSpec, QualityScore
 from arena_core.types.quality import MeasuredQuality
 
@@ -142,11 +144,20 @@ class HardwareRoofs:
     dense_tflops: Mapping[str, float] = field(factory=dict)
 
 
+#: The server settings a cards file may state as counts, each with its bounds.
+SERVER_COUNTS = {"token_budget": bounds.COUNT, "slots": bounds.CONCURRENCY}
+
+
 @frozen(kw_only=True)
 class ServerSettings:
-    """What a cards file or a backend says of the server's settings a prediction reads."""
+    """What a cards file or a backend says of the server's settings a prediction reads: its KV
+    cache's type and, where the server was not at its engine's defaults, the tokens one step
+    takes (vLLM's ``max_num_batched_tokens``) and the sequences it serves at once
+    (``max_num_seqs``); None: the engine's default, as its backend declares it."""
 
     kv_cache_dtype: str = ""
+    token_budget: int | None = field(default=None, validator=optional(SERVER_COUNTS["token_budget"]))
+    slots: int | None = field(default=None, validator=optional(SERVER_COUNTS["slots"]))
 
 
 @frozen(kw_only=True)

@@ -168,7 +168,10 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
         machine = Machine.of(hardware, model, sixteen_bit=scheduling.sixteen_bit(model.precision, card.hardware, str(card.backend_facts.get("version", "")))[0])
     except (TypeError, ValueError):
         return None
-    kv_dtype = card.server_settings.kv_cache_dtype.lower()  # an import's, else the backend's
+    settings = card.server_settings
+    kv_dtype = settings.kv_cache_dtype.lower()  # an import's, else the backend's
+    # where the run's server was not at its engine's defaults (a cards file says so), as it ran
+    scheduling = attrs.evolve(scheduling, token_budget=settings.token_budget or scheduling.token_budget, slots=settings.slots or scheduling.slots)
     # 16 bits when the run says nothing
     return Served(model=model, machine=machine, kv_bytes_per_element=KV_CACHE_BYTES.get(kv_dtype, 2.0), scheduling=scheduling)
 

@@ -161,8 +161,10 @@ class Efficiency:
 #: 16-bit ones (GB10's CUTLASS MoE kernels, 120-154 TFLOPS, against BF16's 92: the low end) and
 #: its prefill at 28 % of the 16-bit peak (the one MoE prefill published on GB10, Qwen3.6-35B-A3B;
 #: an NVFP4 figure, taken for the 16-bit one: read strictly, 22 %; docs/prediction.md gives the
-#: tier-0 error both ways). Gated DeltaNet's scan at 5 %: an assumption (on GB10 it runs a Triton
-#: fallback that "loses efficiency"; no figure is published), for calibration to replace; Mamba-2's
+#: tier-0 error both ways). Gated DeltaNet's scan at 3 %: an assumption (on GB10 it runs a Triton
+#: fallback that "loses efficiency"; no figure is published), for calibration to replace, chosen
+#: on the ledger once the seed's runs were simulated at the step budget they ran (docs/prediction.md,
+#: "The seed's servers as they ran"; the cohort alone fits 1.5 %); Mamba-2's
 #: at 20 %, an assumption too (memory-bound kernels; docs/prediction.md gives the ledger at 10-100 %).
 #: llama.cpp: 60 % of the bandwidth, 30 % of the peak, 2 ms a step. A request's own cost: 5 ms
 #: (the HTTP request, its scheduling and its first token sent back: an assumption, for
@@ -181,7 +183,7 @@ PRIORS = {
         fp8_speedup=2.0,
         fp4_speedup=1.0,
         moe_speedup=1.3,
-        scan_compute=0.05,
+        scan_compute=0.03,
         ssd_compute=0.2,
         request_overhead_s=REQUEST_OVERHEAD_S,
         prompt_token_overhead_s=TOKENISING_S,
