@@ -171,11 +171,12 @@ def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(t
     assert arena("import", "cards.json", "--output", "store", cwd=tmp_path).returncode == 0
     (manifest,) = [json.loads(p.read_text()) for p in (tmp_path / "store").glob("*/manifest.json")]
     assert manifest["config"] == said
-    wrong = {
-        "measured_shapes": ({"multi-turn": {"turns": 0}}, "$.measured_shapes.multi-turn:"),
-        "server_settings": ({"kv_cache_dtype": "fp4"}, "$.server_settings.kv_cache_dtype: expected one of auto, bf16"),
-    }
-    for key, (value, message) in wrong.items():
+    wrong = (
+        ("measured_shapes", {"multi-turn": {"turns": 0}}, "$.measured_shapes.multi-turn:"),
+        ("server_settings", {"kv_cache_dtype": "fp4"}, "$.server_settings.kv_cache_dtype: expected one of auto, bf16"),
+        ("server_settings", {"kv_cache_dtype": ["fp8"]}, "$.server_settings.kv_cache_dtype: expected one of auto, bf16"),
+    )
+    for key, value, message in wrong:
         (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", **said, key: value, "cards": [card]}))
         bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
@@ -183,6 +184,7 @@ def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(t
     for value, message in (
         ({"token_budget": 0}, "$.cards[0].server_settings.token_budget: must be greater than 0"),
         ({"slots": "20"}, "$.cards[0].server_settings.slots: expected an integer, got str '20'"),
+        ({"slots": "9" * 5000}, "$.cards[0].server_settings.slots: expected an integer, got str '999"),
         ({"token_budget": True}, "$.cards[0].server_settings.token_budget: expected an integer, got bool"),
         ({"slots": 10**9}, "$.cards[0].server_settings.slots: must be greater than 0 and at most 10,000"),
         ({"max_num_batched_tokens": 2048}, "$.cards[0].server_settings.max_num_batched_tokens: not a known setting (kv_cache_dtype, token_budget, slots)"),
@@ -191,6 +193,7 @@ def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(t
         (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [card | {"server_settings": value}]}))
         bad = arena("import", "bad.json", "--output", "store2", cwd=tmp_path)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert len(bad.stderr) < 400  # a long value is cut short in the one line
         assert not (tmp_path / "store2").exists() or not list((tmp_path / "store2").glob("*/manifest.json"))
     own = card | {"server_settings": {"kv_cache_dtype": "auto", "token_budget": 2048, "slots": 20}}
     (tmp_path / "own.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [own, card]}))

@@ -259,11 +259,11 @@ def _server_settings(value: Any, where: str) -> dict[str, Any]:
         raise UsageError(f"{where}: expected a mapping of settings")
     for key, setting in value.items():
         if key == "kv_cache_dtype":
-            if setting not in KV_CACHE_BYTES:
+            if not isinstance(setting, str) or setting not in KV_CACHE_BYTES:
                 raise UsageError(f"{where}.kv_cache_dtype: expected one of {', '.join(KV_CACHE_BYTES)}")
         elif key in SERVER_COUNTS:
             if problem := SERVER_COUNTS[key].problem(setting):
-                raise UsageError(f"{where}.{key}: {problem}")
+                raise UsageError(f"{where}.{key}: {problem[:MAX_TEXT]}")  # the value it got, cut short
         else:
             raise UsageError(f"{where}.{str(key)[:40]}: not a known setting (kv_cache_dtype, {', '.join(SERVER_COUNTS)})")
     return dict(value)
