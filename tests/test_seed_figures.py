@@ -240,3 +240,17 @@ def test_a_server_answering_garbage_stops_the_run_before_its_first_workload(tmp_
     assert "sanity check" in last and "answered garbage" in last and "no workload was started" in last and "\\x00" in last
     assert [e for e in log if e["path"] == "/v1/chat/completions" and not e.get("sanity")] == []
     assert not any((p / "manifest.json").is_file() for p in (tmp_path / "store").iterdir()) if (tmp_path / "store").exists() else True
+
+
+def test_a_seed_model_the_catalog_knows_better_shows_the_catalogs_precision_beside_the_sources(seed_store, registry):
+    """The seed labels its Ministral 3 runs BF16; their decode speed is only possible at one byte a
+    weight, and the catalog (its title, the prediction) takes FP8. The card's Model section says
+    both and its weights estimate is the catalog's, so no page says BF16 and 16 GB beside "FP8"."""
+    from arena_core.report.model_card import model_rows
+    from arena_core.results.cards import load_cards
+
+    cards = {card.model: card for card in load_cards(seed_store, registry)[0]}
+    eight = cards["ministral-3-8b-instruct-bf16"]
+    assert ("precision", "FP8 (Arena's catalog; the source says BF16)") in model_rows(eight)
+    assert eight.model_title.endswith("(FP8)") and eight.model_memory_estimated and eight.model_memory_gb == 8.0
+    assert ("precision", "BF16") in model_rows(cards["qwen-3.5-2b-bf16"])  # where the two agree, the source's words

@@ -172,11 +172,17 @@ def _untitled(name: str) -> str:
 
 def _model_facts(recorded: Mapping[str, Any], model: ModelSpec | None) -> ModelFacts:
     """A run's model facts: what its manifest recorded (an import's card, what the server said),
-    with the catalog's Hugging Face id and precision where the manifest has none."""
+    with the catalog's Hugging Face id and precision where the manifest has none. Where the
+    catalog's precision differs from the recorded one (the seed labels its Ministral 3 runs BF16,
+    which their decode speed rules out), the catalog's is shown, as the title and the prediction
+    use it, beside what the source said; a weights estimate reads the catalog's."""
     facts = ModelFacts.of(recorded) if recorded else ModelFacts()
     if model is None:
         return facts
-    return attrs.evolve(facts, hf_model=facts.hf_model or model.hf_id, precision=facts.precision or model.precision)
+    precision = facts.precision or model.precision
+    if bytes_per_param(precision) != bytes_per_param(model.precision):
+        precision = f"{model.precision.upper()} (Arena's catalog; the source says {facts.precision})"
+    return attrs.evolve(facts, hf_model=facts.hf_model or model.hf_id, precision=precision)
 
 
 def _took(manifest: Manifest) -> float | None:
