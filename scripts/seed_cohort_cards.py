@@ -31,8 +31,9 @@ FACTS = ("vendor", "architecture", "params_total_b", "params_active_b", "precisi
 #: step budget of 8192 tokens), by the seed's ``repo_path``, from its raw data (commit 956e375):
 #: each run's ``meta.json`` ``server_config`` and the vLLM boot logs kept beside three runs.
 #: * KV cache: four runs say ``kv_cache_dtype: auto``. On the two BF16 checkpoints that is the
-#:   model's 16 bits; the two ModelOpt ones (Omni FP8, NVFP4) keep FP8, as their quantisation
-#:   config asks (``kv_cache_quant_algo: FP8``, which vLLM's ``auto`` follows since PR 29980).
+#:   model's 16 bits; the two ModelOpt ones (Omni FP8, NVFP4) are taken to keep FP8, as NVIDIA's
+#:   ModelOpt checkpoints of Nemotron 3 Nano ask (``kv_cache_quant_algo: FP8`` in the Nano 30B-A3B
+#:   NVFP4 config, which vLLM's ``auto`` follows since PR 29980; Omni's own was not in reach).
 #: * Step budget: the ``cu130-nightly`` image's vLLM (0.19.2rc1.dev134, the boot logs of
 #:   Nemotron 3 Nano 4B BF16, Qwen3.6-35B-A3B BF16 and Nemotron 3 Super) compiled and scheduled
 #:   2048 tokens a step ("compile range (1, 2048)"; Super's also "max_num_scheduled_tokens is set
