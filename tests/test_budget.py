@@ -79,3 +79,16 @@ def test_a_budget_is_a_time(given, seconds):
 def test_a_budget_that_is_not_a_time_is_refused(given):
     with pytest.raises(click.BadParameter):
         Duration().convert(given, None, None)
+
+
+def test_a_budget_nothing_can_estimate_is_refused_not_ignored(hooks, tmp_path):
+    """A server Arena attaches to serves a model it may not know: how long a run takes cannot be
+    estimated, so ``--budget`` is refused before anything runs (one line naming the flag and
+    why), never ignored while the card says the scale was chosen to fit it."""
+    from arena_core.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"^--budget 10 min: Arena cannot estimate how long this run takes \('served-model' has no parameter count"):
+        plan(hooks, tmp_path, base_url="http://127.0.0.1:9", served_model="served-model", budget_s=600)
+    with pytest.raises(UsageError, match="the engine of a server Arena attaches to is known only once the run asks it"):
+        plan(hooks, tmp_path, base_url="http://127.0.0.1:9", model="qwen3.6-35b-a3b", budget_s=600)
+    assert plan(hooks, tmp_path, base_url="http://127.0.0.1:9", served_model="served-model").budget_s is None

@@ -280,3 +280,16 @@ def test_capacity_is_predicted_both_ways_with_intervals():
     for found in (users, *rates):
         assert found["central"] is not None and found["low"] <= found["central"] <= found["high"], found
     assert [r["central"] for r in rates] == sorted(r["central"] for r in rates)  # a looser TTFT limit never serves less
+
+
+def test_a_capacity_below_the_least_load_searched_says_which_least():
+    """A rate search starts at 0.125 req/s: a box that fails its first probe serves below that,
+    not "below 1 req/s"; a capacity whose every end failed says so once, not as [below–below]."""
+    from arena_core.results.predicted_capacity import LEAST_RATE, PredictedCapacity
+
+    rate = PredictedCapacity(load="rate", limit="TTFT p95 ≤ 10 s", central=0.164, low=None, high=0.484, least=LEAST_RATE)
+    assert rate.describe() == "0.164 req/s [below 0.125–0.484] (TTFT p95 ≤ 10 s)"
+    none = PredictedCapacity(load="users", limit="the SLO", central=None, low=None, high=None)
+    assert none.describe() == "below 1 chat users, at both ends of its interval too (the SLO)"
+    slow = predicted("qwen3.6-27b", "--workloads", "chat,office-baseline", "--capacity", "--calibration", "none")
+    assert {found["least_searched"] for found in slow["capacity"][1:]} == {LEAST_RATE}

@@ -174,7 +174,7 @@ def test_a_runs_stated_step_budget_and_slots_are_what_it_is_simulated_with(tmp_p
     assert ("server settings", "KV cache fp8 (what its prediction simulates)") in platform_rows(gemma)
 
 
-def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them():
+def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them(registry):
     """A manifest is outside data too: a KV cache type Arena does not know, a budget that is not a
     count, states nothing (and so reaches no card and no simulation)."""
     import attrs
@@ -185,11 +185,30 @@ def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them
 
     base = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", engine="imported")
     hostile = {"kv_cache_dtype": "<script>x</script>", "token_budget": "2048", "slots": 10**12}
-    assert _server_settings(attrs.evolve(base, config={"server_settings": hostile})) == ServerSettings()
-    assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": ["fp8"], "slots": True}})) == ServerSettings()
-    assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": "auto", "token_budget": 512}})) == ServerSettings(
+    assert _server_settings(attrs.evolve(base, config={"server_settings": hostile}), registry) == ServerSettings()
+    assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": ["fp8"], "slots": True}}), registry) == ServerSettings()
+    assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": "auto", "token_budget": 512}}), registry) == ServerSettings(
         kv_cache_dtype="auto", token_budget=512
     )
+
+
+def test_the_slots_of_a_server_arena_started_are_what_its_runs_are_simulated_with(registry):
+    """A vLLM Arena started with ``--max-num-seqs 4`` (``--slots 4``) serves four sequences at
+    once, and its prediction simulates four, not the engine's default 256; llama.cpp's
+    ``--parallel`` alike. A cards file's own slots come first; a fact out of range states nothing."""
+    import attrs
+
+    from arena_core import ServerSettings
+    from arena_core.results.cards import _server_settings
+    from arena_core.run.manifest import Manifest
+
+    vllm = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", engine="native")
+    assert _server_settings(attrs.evolve(vllm, backend_facts={"max_num_seqs": 4}), registry) == ServerSettings(slots=4)
+    assert _server_settings(attrs.evolve(vllm, backend_facts={"max_num_seqs": 4}, config={"server_settings": {"slots": 20}}), registry).slots == 20
+    assert _server_settings(attrs.evolve(vllm, backend="llama-cpp", backend_facts={"parallel": 25}), registry).slots == 25
+    for hostile in (0, 10**12, "4", True, None):
+        assert _server_settings(attrs.evolve(vllm, backend_facts={"max_num_seqs": hostile}), registry).slots is None
+    assert _server_settings(attrs.evolve(vllm, backend="openai", backend_facts={"parallel": 25}), registry).slots is None  # no slots fact of its own
 
 
 def test_an_attached_run_on_an_unnamed_machine_says_it_is_not_covered(registry):

@@ -62,6 +62,16 @@ def test_a_table_fits_by_wrapping_text_and_keeps_numbers_right_aligned():
     assert render_table(["a", "b"], [("x" * 30, "1")], width=200) == render_table(["a", "b"], [("x" * 30, "1")], width=1000)  # fits: as it is
 
 
+def test_a_word_is_broken_only_when_nothing_else_makes_the_table_fit():
+    """A workload's name is one word ("long-context-25k"): where a column of figures can give up
+    the character the table lacks, the name stays on one line; a figure and its interval stay
+    whole. Only a table that cannot fit otherwise breaks a word."""
+    rows = [("long-context-25k", "6.8\n[5.5–8.5]", "37.7\n[29.2–49.7]", "25.92 s\n[18.62 s–34.89 s]", "41.2\n[32.1–54.1]")]
+    table = render_table(["workload", "tok/s per user", "tok/s total", "TTFT", "seed's G"], rows, width=80)
+    assert longest(table) <= 80 and "long-context-25k" in table and "[18.62 s–34.89 s]" in table
+    assert longest(render_table(["workload", "figure"], [("long-context-25k", "1")], width=20)) <= 20  # no room: broken, not overflowing
+
+
 def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
     store, run_of = seeds
     run_id = run_of["qwen3.6-35b-a3b"]

@@ -1,7 +1,8 @@
 """Plain-text renderers for the terminal: tables (tabulate) and JSON, fitted to the terminal.
 
 A table is made to fit the terminal's width (80 columns where it cannot tell: output into a pipe
-or a file): the widest text columns wrap first, numbers last. A column of numbers is
+or a file): the widest text columns wrap first, numbers last, and a word is broken only where
+nothing else makes it fit. A column of numbers is
 right-aligned, so that digits line up.
 """
 
@@ -49,15 +50,27 @@ def _line_width(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 
 
-def _fitted_widths(natural: list[int], numeric: list[bool], width: int, whole: list[bool]) -> list[int | None]:
-    """Column widths that make a table of ``natural`` widths fit ``width``: the widest text
-    column is narrowed first, one character at a time, then numbers, never a ``whole`` one;
-    ``None`` where a column keeps its own width."""
+def _unbroken_width(header: str, cells: Sequence[str], numeric: bool) -> int:
+    """How narrow a column can be made without breaking a word: its longest word (of a column of
+    numbers, its longest line: a figure and its interval stay whole); its header's longest word
+    with tabulate's padding (2), since a header wraps at its spaces."""
+    pieces = [line for cell in cells for line in cell.splitlines()] if numeric else [word for cell in cells for word in cell.split()]
+    return max([len(piece) for piece in pieces] + [len(word) + 2 for word in header.split()] + [1])
+
+
+def _fitted_widths(natural: list[int], numeric: list[bool], width: int, whole: list[bool], unbroken: list[int]) -> list[int | None]:
+    """Column widths that make a table of ``natural`` widths fit ``width``, narrowing the widest
+    column one character at a time: text columns first, then numbers, each no narrower than it
+    can be without breaking a word (``unbroken``: "long-context-25k" stays on one line); only
+    then any column below that, to TEXT_MIN or NUMBER_MIN; never a ``whole`` one. ``None``
+    where a column keeps its own width."""
     widths = list(natural)
     excess = sum(widths) + GAP * (len(widths) - 1) - width
-    for allowed in ([not n and not w for n, w in zip(numeric, whole)], [not w for w in whole]):
+    least = [TEXT_MIN if not n else NUMBER_MIN for n in numeric]
+    whole_words = [max(floor, words) for floor, words in zip(least, unbroken)]
+    text, movable = [not n and not w for n, w in zip(numeric, whole)], [not w for w in whole]
+    for allowed, floor in ((text, whole_words), (movable, whole_words), (text, least), (movable, least)):
         while excess > 0:
-            floor = [TEXT_MIN if not n else NUMBER_MIN for n in numeric]
             candidates = [i for i, ok in enumerate(allowed) if ok and widths[i] > floor[i]]
             if not candidates:
                 break
@@ -82,7 +95,8 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, width
     # tabulate pads a header by MIN_PADDING (2): a column is at least its header's width plus 2
     natural = [max([_line_width(headers[i]) + (2 if headers[i] else 0), *(_line_width(c) for c in columns[i])]) for i in range(count)]
     limit = width or terminal_width()
-    fitted = _fitted_widths(natural, numeric, limit, [header in whole for header in headers])
+    unbroken = [_unbroken_width(headers[i], columns[i], numeric[i]) for i in range(count)]
+    fitted = _fitted_widths(natural, numeric, limit, [header in whole for header in headers], unbroken)
     header_widths = [max(1, w - 2) if w is not None else None for w in fitted]
     wrap = {"maxcolwidths": fitted, "maxheadercolwidths": header_widths} if any(fitted) and cells else {}
     if not any(headers):  # a table of names and values: no empty header line

@@ -140,7 +140,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         hardware_roofs=HardwareRoofs(memory_bandwidth_gbs=profile.memory_bandwidth_gbs, dense_tflops=dict(profile.dense_tflops)) if profile else None,
         model_facts=facts,
         measured_shapes=_measured_shapes(manifest.config.get("measured_shapes")),
-        server_settings=_server_settings(manifest),
+        server_settings=_server_settings(manifest, registry),
         slo=CardSlo(objective=objective.describe(), name=recorded[0] if recorded else "", target=objective.target, ttft_s=objective.ttft_s),
         legend={
             name: _legend(registry.workloads[name].item)
@@ -222,14 +222,20 @@ def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
     }
 
 
-def _server_settings(manifest: Manifest) -> ServerSettings:
-    """The server settings an imported cards file states (its KV cache type, else the one the
-    backend recorded; a step's token budget and the slots where it says them)."""
+def _server_settings(manifest: Manifest, registry: Registry) -> ServerSettings:
+    """The server settings a run's prediction simulates: an imported cards file's (its KV cache
+    type, else the one the backend recorded; a step's token budget and the slots where it says
+    them), and the slots of a server Arena started where its backend records them (vLLM's
+    ``--max-num-seqs``, llama.cpp's ``--parallel``: its ``slots_fact``)."""
     stated = manifest.config.get("server_settings") or {}
     if not isinstance(stated, Mapping):  # a manifest is outside data too: a setting of the wrong shape states nothing
         stated = {}
     kv = stated.get("kv_cache_dtype") if "kv_cache_dtype" in stated else manifest.backend_facts.get("kv_cache_dtype")
     counts = {key: value for key, bound in SERVER_COUNTS.items() if not bound.problem(value := stated.get(key))}
+    backend = registry.backends.get(manifest.backend)
+    if "slots" not in counts and backend is not None and backend.item.slots_fact:
+        if not SERVER_COUNTS["slots"].problem(started := manifest.backend_facts.get(backend.item.slots_fact)):
+            counts["slots"] = started
     return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "", **counts)  # a type Arena knows, or none
 
 

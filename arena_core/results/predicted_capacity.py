@@ -44,6 +44,8 @@ class PredictedCapacity:
             return f"below {self.least:g}" if value is None else f"{value:.3g}"
 
         unit = "chat users" if self.load == "users" else "req/s"
+        if self.central is None and self.low is None and self.high is None:
+            return f"below {self.least:g} {unit}, at both ends of its interval too ({self.limit})"
         return f"{shown(self.central)} {unit} [{shown(self.low)}–{shown(self.high)}] ({self.limit})"
 
     def as_dict(self) -> dict:
@@ -80,11 +82,16 @@ def rate_capacity(predictor: Predictor, setup: PredictionSetup, base: WorkloadSp
             served = served_share(records)
             return Probe(load=rate, passed=passes(attainment, 0, objective.target, served), attainment=attainment, failed=0, served=served)
 
-        return search(probe, start=0.125, limit=64, precision=0.05, whole=False).found
+        return search(probe, start=LEAST_RATE, limit=64, precision=0.05, whole=False).found
 
     central, slow, fast = (found_at(end) for end in ENDS)
     return PredictedCapacity(
-        load="rate", limit=f"TTFT p95 ≤ {ttft_limit_s:g} s, {base.name}'s shape", central=central, low=_least(slow, fast), high=_most(slow, fast)
+        load="rate",
+        limit=f"TTFT p95 ≤ {ttft_limit_s:g} s, {base.name}'s shape",
+        central=central,
+        low=_least(slow, fast),
+        high=_most(slow, fast),
+        least=LEAST_RATE,  # a rate the first probe fails is below the least searched, not below 1
     )
 
 

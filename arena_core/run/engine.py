@@ -175,12 +175,24 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         spec = registry.get("workloads", name)
         unscaled.append(apply_override(spec, config.workloads[name], source=config.source) if name in config.workloads else spec)
     quality = _quality_suites(request, registry)
+    untimed = ""
     try:
         timing = Timing.of(hooks, model, hardware, backend, request.output or Path(run.output), quality, request.quality_full)
-    except (ValueError, ArithmeticError, UsageError):  # a time estimate never stops a run: it is then not said
-        timing = None
+    except (ValueError, ArithmeticError, UsageError) as exc:  # a time estimate never stops a run by itself: it is then not said
+        timing, untimed = None, str(exc)
+    if budget and timing is None and request.budget_s:
+        # a budget asked for that nothing can honour is refused, never ignored while the card says it was kept
+        if model.params_total_b is None:
+            why = f"{model.name!r} has no parameter count Arena knows"
+        elif backend.attaches:
+            why = "the engine of a server Arena attaches to is known only once the run asks it"
+        else:
+            why = untimed or f"the predictor does not cover backend {backend.name!r}"
+        raise UsageError(f"--budget {minutes(budget)}: Arena cannot estimate how long this run takes ({why}); give --scale instead")
     if budget and timing is not None:
         scale = scale_for(budget, scale, lambda s: timing.expected(_scaled(unscaled, s)))
+    elif timing is None:
+        budget = None  # the embedded default's budget, where its time cannot be estimated: not claimed
     workloads = _scaled(unscaled, scale)
     engine = request.engine or run.engine
     _check_engine(engine, workloads, registry)
