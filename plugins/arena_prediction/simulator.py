@@ -125,14 +125,23 @@ class Efficiency:
     #: the embedded Gemma 3, a twentieth: calibration fits it)
     decode_attention_speed: float = field(default=1.0, validator=bounds.EFFICIENCY)
 
+    #: Host work per logit a step samples: each sequence that samples a token (a decoding one,
+    #: a prompt that ends) has its whole row of logits, one per vocabulary entry, copied to the
+    #: host and sampled there, serial with the GEMMs. llama.cpp's server does this by default
+    #: (ggml-org/llama.cpp issue 27050: at 32 slots it dominates a decode step); vLLM samples
+    #: on the GPU in one batched call (0: the seed's ledger fits nothing better).
+    sampling_s_per_logit: float = field(default=0.0, validator=[ge(0.0), le(1e-6)])
+
     #: What one request costs before the engine can schedule it, beside any step: the HTTP
     #: request, applying the chat template, scheduling it and sending its first token back
     request_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
     #: and per token of its prompt (tokenising it: the whole conversation, a turn's history too)
     prompt_token_overhead_s: float = field(default=0.0, validator=[ge(0.0), le(0.001)])
 
-    def step_overhead_s(self, layers: int) -> float:
-        return self.overhead_s + self.layer_overhead_s * layers
+    def step_overhead_s(self, layers: int, sampled_logits: T | float = 0.0) -> T | float:
+        """A step's cost beside its bytes and FLOPs: per step, per layer, and per logit it samples
+        on the host (a number, or an array of them for steps of ``sampled_logits`` each)."""
+        return self.overhead_s + self.layer_overhead_s * layers + self.sampling_s_per_logit * sampled_logits
 
     def request_seconds(self, request: Request) -> float:
         """What ``request`` costs before the engine can schedule it (its send to its admission,
@@ -166,12 +175,22 @@ class Efficiency:
 #: on the ledger once the seed's runs were simulated at the step budget they ran (docs/prediction.md,
 #: "The seed's servers as they ran"; the cohort alone fits 1.5 %); Mamba-2's
 #: at 20 %, an assumption too (memory-bound kernels; docs/prediction.md gives the ledger at 10-100 %).
-#: llama.cpp: 60 % of the bandwidth, 30 % of the peak, 2 ms a step. A request's own cost: 5 ms
+#: llama.cpp: 60 % of the bandwidth, 30 % of the peak (assumptions), its step and sampling costs
+#: below. A request's own cost: 5 ms
 #: (the HTTP request, its scheduling and its first token sent back: an assumption, for
 #: calibration to replace) and tokenising its prompt, 15 µs a token in a Python server (a Hugging
 #: Face tokenizer applying a chat template and encoding, 10-21 µs a token measured in
 #: tenstorrent/tt-inference-server issue 2173), 1 µs in llama.cpp's C++ one (an assumption).
 REQUEST_OVERHEAD_S = 0.005
+#: llama.cpp's sampling on the host: 4 ns a logit, as two GPU measurements agree: its server on
+#: an H200, Gemma 3 270M (262,144 logits a token), ten sequences 11.5-13.9 ms a step against
+#: 2.3 ms for one, 1.1 ms more a sequence: 4.2 ns a logit (docs/prediction.md, "On a GPU");
+#: ggml-org/llama.cpp issue 27050, an RTX 5090 at 32 slots, a step 15.8 ms longer than with
+#: sampling on the GPU for 16.2 MB of logits (32 rows of about 127,000): 3.9 ns a logit.
+LLAMA_CPP_SAMPLING_S = 4e-9
+#: and a step's own cost beside it: 0.7 ms, what is left of that H200's single stream (1.84 ms a
+#: token) after sampling 262,144 logits (1.05 ms) and reading the weights (0.09 ms).
+LLAMA_CPP_STEP_S = 0.0007
 TOKENISING_S = 15e-6
 PRIORS = {
     "vllm": Efficiency(
@@ -188,7 +207,15 @@ PRIORS = {
         request_overhead_s=REQUEST_OVERHEAD_S,
         prompt_token_overhead_s=TOKENISING_S,
     ),
-    "llama-cpp": Efficiency(bandwidth=0.6, compute=0.3, moe_compute=0.3, overhead_s=0.002, request_overhead_s=REQUEST_OVERHEAD_S, prompt_token_overhead_s=1e-6),
+    "llama-cpp": Efficiency(
+        bandwidth=0.6,
+        compute=0.3,
+        moe_compute=0.3,
+        overhead_s=LLAMA_CPP_STEP_S,
+        sampling_s_per_logit=LLAMA_CPP_SAMPLING_S,
+        request_overhead_s=REQUEST_OVERHEAD_S,
+        prompt_token_overhead_s=1e-6,
+    ),
 }
 
 
@@ -212,6 +239,7 @@ DESCRIBED = (
     ("decode attention", "decode_attention_speed", "×{:.2g} of the GEMMs' speed".format),
     ("per step", "overhead_s", lambda s: f"{s * 1000:g} ms"),
     ("per layer", "layer_overhead_s", lambda s: f"{s * 1e6:g} µs"),
+    ("sampling on the host", "sampling_s_per_logit", lambda s: f"{s * 1e9:g} ns a logit"),
     ("prefill ramp", "prefill_ramp_tokens", lambda t: f"{t:.0f} tokens"),
     ("per request", "request_overhead_s", lambda s: f"{s * 1000:g} ms"),
     ("per prompt token", "prompt_token_overhead_s", lambda s: f"{s * 1e6:g} µs"),
@@ -233,6 +261,8 @@ class ModelPhysics:
     kv_bytes_per_token: float
     state_bytes: float  # linear-attention state of one sequence
     attention_flops_per_context_token: float
+    #: the logits of one sampled token, the vocabulary (0: no architecture, so none counted)
+    vocab: int = 0
     #: sliding-window layers: KV bytes and attention FLOPs per token of context inside the window
     window: int = 0
     window_kv_bytes_per_token: float = 0.0
@@ -310,6 +340,7 @@ def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics
         top_k=top_k if expert_bytes else 0,
         lm_head_bytes=lm_bytes,
         lm_head_params=lm_head_params,
+        vocab=arch.vocab if arch else 0,
         flops_per_token=2.0 * (active - lm_head_params),
         lm_head_flops=2.0 * lm_head_params,
         kv_bytes_per_token=arch.kv_bytes_per_token(kv_bytes_per_element) if arch else 0.0,
@@ -402,19 +433,22 @@ def step_seconds(
     ramp_flops: np.ndarray | float = 0.0,
     scan_flops: np.ndarray | float = 0.0,
     decode_attention_flops: np.ndarray | float = 0.0,
+    sampled_logits: np.ndarray | float = 0.0,
 ) -> tuple[Any, Any]:
     """Steps' times (of a model of ``layers`` layers), and whether each was bound by memory
     (True) or compute (False): arrays for arrays of steps, scalars for one step's floats.
     ``ramp_flops``: a prefilling step's FLOPs per token (0 for a decode-only step), which
     ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a step's Gated DeltaNet
     or Mamba-2 FLOPs, at ``Efficiency.scan_compute`` or ``ssd_compute``; ``decode_attention_flops``: its decoding tokens'
-    attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s."""
+    attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s; ``sampled_logits``:
+    the logits it samples on the host (a vocabulary's per sampling sequence), each at
+    ``Efficiency.sampling_s_per_logit``."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
     gemm = machine.compute_flops(efficiency)
     scan = efficiency.ssd_compute if machine.mamba_scan else efficiency.scan_compute
     compute_s = flops / gemm + decode_attention_flops / (gemm * efficiency.decode_attention_speed) + scan_flops / (machine.peak_flops * scan)
-    return np.maximum(memory_s, compute_s) + efficiency.step_overhead_s(layers), memory_s >= compute_s
+    return np.maximum(memory_s, compute_s) + efficiency.step_overhead_s(layers, sampled_logits), memory_s >= compute_s
 
 
 @frozen(kw_only=True)
@@ -469,6 +503,8 @@ class Simulation:
     scan_flops: np.ndarray | float = 0.0
     #: per step: its decoding tokens' attention FLOPs
     decode_attention_flops: np.ndarray | float = 0.0
+    #: per step: the logits it sampled (the vocabulary, once per sequence that sampled a token)
+    sampled_logits: np.ndarray | float = 0.0
 
     def bound(self) -> str:
         """What bounded most steps: "bandwidth" or "compute"."""
@@ -486,8 +522,9 @@ class _Steps:
         self.ramp: list[float] = []
         self.scan: list[float] = []
         self.attention: list[float] = []
+        self.sampled: list[float] = []
 
-    def add(self, end: float, read: float, flops: float, memory: bool, ramp: float, scan: float, attention: float) -> int:
+    def add(self, end: float, read: float, flops: float, memory: bool, ramp: float, scan: float, attention: float, sampled: float) -> int:
         """Record a step; its index."""
         self.ends.append(end)
         self.read.append(read)
@@ -496,6 +533,7 @@ class _Steps:
         self.ramp.append(ramp)
         self.scan.append(scan)
         self.attention.append(attention)
+        self.sampled.append(sampled)
         return len(self.ends) - 1
 
     def simulation(self, served: Sequence[Served], layers: int) -> Simulation:
@@ -508,6 +546,7 @@ class _Steps:
             ramp_flops=np.array(self.ramp),
             scan_flops=np.array(self.scan),
             decode_attention_flops=np.array(self.attention),
+            sampled_logits=np.array(self.sampled),
         )
 
 
@@ -573,9 +612,11 @@ def simulate(
             physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
         )
         ramp = physics_.flops_per_token if chunks else 0.0
-        seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, ramp, scan, attention)  # floats: no arrays of one
+        # every decoding sequence samples, and a prompt whose last chunk this is
+        sampled = physics_.vocab * (len(decoding) + sum(1 for e, take in chunks if e[1] + take >= e[0].prompt))
+        seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, ramp, scan, attention, sampled)  # floats: no arrays of one
         clock += float(seconds)
-        step = steps.add(clock, read, flops, bool(memory), ramp, scan, attention)
+        step = steps.add(clock, read, flops, bool(memory), ramp, scan, attention, sampled)
         for entry in decoding:
             entry[2] += 1
         for entry, take in chunks:

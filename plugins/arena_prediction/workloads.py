@@ -141,6 +141,7 @@ class RetimedRounds:
 
         self.read, self.flops = rows("read"), rows("flops")
         self.ramp_flops, self.scan_flops, self.decode_attention_flops = rows("ramp_flops"), rows("scan_flops"), rows("decode_attention_flops")
+        self.sampled_logits = rows("sampled_logits")
         self.layers = rounds[0].layers
         self.round_of = np.array([row for row, done in enumerate(rounds) for _ in done.served])
         self.first_step = np.array([s.first_step for done in rounds for s in done.served])
@@ -156,7 +157,9 @@ class RetimedRounds:
         """The figures at ``efficiency``: every step re-timed, each round's clock from 0 and its
         first step after its requests' own cost (the same for every request of a round, which
         all send the same prompt: so the steps do not move)."""
-        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops)
+        seconds, _ = step_seconds(
+            self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops, self.sampled_logits
+        )
         ends = np.cumsum(seconds, axis=1)  # each row on its own, step by step, as the simulation's clock
         delay = efficiency.own_cost_s(self.prompts)
         return self.figures_at(ends[self.round_of, self.first_step] + delay, ends[self.round_of, self.last_step] + delay)
@@ -192,6 +195,7 @@ class RetimedOpen:
             raise ValueError("an open-loop run serves at least one request")
         self.read, self.flops, self.layers = done.read, done.flops, done.layers
         self.ramp_flops, self.scan_flops, self.decode_attention_flops = done.ramp_flops, done.scan_flops, done.decode_attention_flops
+        self.sampled_logits = done.sampled_logits
         self.admitted_step = np.array([s.admitted_step for s in done.served])
         self.first_step = np.array([s.first_step for s in done.served])
         self.prompts = np.array([s.request.prompt + s.request.cached for s in done.served])
@@ -201,7 +205,9 @@ class RetimedOpen:
     def engine_ttfts(self, machine: Machine, efficiency: Efficiency) -> np.ndarray:
         """Each request's TTFT at ``efficiency`` but its own cost (the send to the first token
         less :meth:`Efficiency.request_seconds`)."""
-        seconds, _ = step_seconds(self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops)
+        seconds, _ = step_seconds(
+            self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops, self.sampled_logits
+        )
         ends = np.concatenate(([0.0], np.cumsum(seconds)))
         return self.rest + ends[self.first_step + 1] - ends[self.admitted_step]
 
@@ -252,6 +258,7 @@ def interval_ends(central: Efficiency) -> tuple[Efficiency, Efficiency]:
         ssd_compute=central.ssd_compute * SPREAD["compute"][0],
         overhead_s=central.overhead_s * SPREAD["overhead_s"][1],
         layer_overhead_s=central.layer_overhead_s * SPREAD["overhead_s"][1],
+        sampling_s_per_logit=central.sampling_s_per_logit * SPREAD["overhead_s"][1],
     )
     fast = attrs.evolve(
         central,
@@ -262,6 +269,7 @@ def interval_ends(central: Efficiency) -> tuple[Efficiency, Efficiency]:
         ssd_compute=min(1.0, central.ssd_compute * SPREAD["compute"][1]),
         overhead_s=central.overhead_s * SPREAD["overhead_s"][0],
         layer_overhead_s=central.layer_overhead_s * SPREAD["overhead_s"][0],
+        sampling_s_per_logit=central.sampling_s_per_logit * SPREAD["overhead_s"][0],
     )
     return slow, fast
 
