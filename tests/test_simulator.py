@@ -458,7 +458,7 @@ def test_decode_attention_runs_at_a_speed_of_its_own_which_llama_cpp_fits(regist
 
 def test_llama_cpp_samples_on_the_host_at_a_cost_per_logit_that_grows_with_its_slots(registry):
     """llama.cpp's server copies each sampling sequence's logits (one per vocabulary entry) to the
-    host and samples them there, serial with the GEMMs: a step costs ``sampling_s_per_logit`` for
+    host and samples them there, serial with the GEMMs: a step costs ``logit_overhead_s`` for
     each. So ten users of Gemma 3 270M (262,144 logits a token) on an H200 decode at about 84
     tokens/s each, as Arena measured on 2026-12-04 (docs/prediction.md, "On a GPU"), not the 481
     the weights' reads alone gave; one user near the 543 measured. Calibration recovers a cost
@@ -469,7 +469,7 @@ def test_llama_cpp_samples_on_the_host_at_a_cost_per_logit_that_grows_with_its_s
     from arena_prediction.simulator import prior_of, step_seconds
     from arena_prediction.workloads import closed_rounds
 
-    machine, host = Machine(bandwidth=1e12, peak_flops=1e15), Efficiency(overhead_s=0.0, sampling_s_per_logit=4e-9)
+    machine, host = Machine(bandwidth=1e12, peak_flops=1e15), Efficiency(overhead_s=0.0, logit_overhead_s=4e-9)
     seconds, _ = step_seconds(np.zeros(2), np.zeros(2), machine, host, sampled_logits=np.array([262_144.0, 10 * 262_144.0]))
     assert seconds == pytest.approx([262_144 * 4e-9, 10 * 262_144 * 4e-9])  # each sampling sequence a vocabulary's worth
     model, h200 = registry.get("models", "gemma-3-270m"), Machine.of(registry.get("hardware", "h200"), registry.get("models", "gemma-3-270m"))
@@ -482,16 +482,16 @@ def test_llama_cpp_samples_on_the_host_at_a_cost_per_logit_that_grows_with_its_s
 
     llama_cpp = prior_of("llama-cpp")
     assert 84.0 / 1.3 < per_user(10, llama_cpp) < 84.0 * 1.3 and 543 / 1.3 < per_user(1, llama_cpp) < 543 * 1.3
-    assert per_user(10, attrs.evolve(llama_cpp, sampling_s_per_logit=0.0)) > 4 * 84.0  # without it: the weights' reads alone
-    planted = attrs.evolve(llama_cpp, sampling_s_per_logit=16e-9)
+    assert per_user(10, attrs.evolve(llama_cpp, logit_overhead_s=0.0)) > 4 * 84.0  # without it: the weights' reads alone
+    planted = attrs.evolve(llama_cpp, logit_overhead_s=16e-9)
     samples = []
     for users in (1, 10):
         workload = attrs.evolve(chat, shape=attrs.evolve(chat.shape, concurrency=users))
         rounds = tuple(closed_rounds(workload, model, h200, llama_cpp, LLAMA_CPP_SCHEDULING))
         tps, ttft = Sample(run_id="r", workload="chat", rounds=rounds, machine=h200, tps=None, ttft_s=None).predicted(planted)
         samples.append(Sample(run_id=f"r{users}", workload="chat", rounds=rounds, machine=h200, tps=tps, ttft_s=ttft))
-    assert fit(samples, llama_cpp, engine="llama-cpp").sampling_s_per_logit == pytest.approx(16e-9)
-    assert fit(samples, prior_of("vllm"), engine="vllm").sampling_s_per_logit == 0.0
+    assert fit(samples, llama_cpp, engine="llama-cpp").logit_overhead_s == pytest.approx(16e-9)
+    assert fit(samples, prior_of("vllm"), engine="vllm").logit_overhead_s == 0.0
 
 
 def test_an_unknown_precision_is_said_not_guessed(registry):

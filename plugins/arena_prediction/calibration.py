@@ -67,10 +67,11 @@ PRIOR_WEIGHT = 10.0
 #: where an engine's runs need it: llama.cpp's on a CPU runs far below its GEMMs. vLLM's on a GPU
 #: is bound by memory and keeps its prior (1: its FLOPs at the GEMMs' speed).
 DECODE_ATTENTION = {"llama-cpp": (0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0)}
-#: Sampling on the host, per logit (``Efficiency.sampling_s_per_logit``), fitted with decode where
-#: an engine samples there: llama.cpp. vLLM's keeps its prior (0: sampled on the GPU in one call;
-#: a per-sequence cost of 0.5 ms a step made the seed's tier-1 tokens/s 10.9 % one run out, from 8.2 %).
-HOST_SAMPLING = {"llama-cpp": (0.0, 1e-9, 2e-9, 4e-9, 8e-9, 16e-9, 32e-9, 64e-9)}
+#: A step's cost per logit of a sampling sequence (``Efficiency.logit_overhead_s``), fitted with
+#: decode where an engine's grows so: llama.cpp's (its sampling on the host; on a CPU its LM head
+#: too). vLLM's keeps its prior (0: sampled on the GPU in one call; a cost per sequence of 0.5 ms a
+#: step made the seed's tier-1 tokens/s 10.9 % one run out, from 8.2 %).
+LOGIT_OVERHEAD = {"llama-cpp": (0.0, 1e-9, 2e-9, 4e-9, 8e-9, 16e-9, 32e-9, 64e-9)}
 #: A request's own cost (``Efficiency.request_overhead_s``, ``prompt_token_overhead_s``), fitted
 #: to the open-loop results' TTFT: a lightly loaded server's first token is one prompt's prefill
 #: and that cost, where a closed-loop round's ten prompts hardly show it.
@@ -374,7 +375,7 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
     by ``engine``; ``prior`` when there are no closed-loop samples.
 
     Decode speed fits bandwidth and overhead on a grid (and the decode attention's speed and the
-    host's sampling, where :data:`DECODE_ATTENTION` and :data:`HOST_SAMPLING` have the engine); then the time to first token, with
+    host's sampling, where :data:`DECODE_ATTENTION` and :data:`LOGIT_OVERHEAD` have the engine); then the time to first token, with
     decode speed kept in the sum, fits the prefill's parameters (:data:`PREFILL`) together,
     held toward ``prior`` (:data:`PRIOR_WEIGHT`);
     then the open-loop TTFTs fit a request's own cost (:func:`fit_request_cost`); and again,
@@ -388,10 +389,10 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
     found = prior
     for _ in range(rounds):
         speeds = DECODE_ATTENTION.get(engine, (found.decode_attention_speed,))
-        sampling = HOST_SAMPLING.get(engine, (found.sampling_s_per_logit,))
+        sampling = LOGIT_OVERHEAD.get(engine, (found.logit_overhead_s,))
         grid = itertools.product(GRID["bandwidth"], GRID["overhead_s"], speeds, sampling)
         decode = min(
-            (attrs.evolve(found, bandwidth=b, overhead_s=o, decode_attention_speed=a, sampling_s_per_logit=q) for b, o, a, q in grid),
+            (attrs.evolve(found, bandwidth=b, overhead_s=o, decode_attention_speed=a, logit_overhead_s=q) for b, o, a, q in grid),
             key=lambda e: _loss(samples, e, (0,)),
         )
         both = _prefill_descent(samples, decode, prior)

@@ -125,12 +125,14 @@ class Efficiency:
     #: the embedded Gemma 3, a twentieth: calibration fits it)
     decode_attention_speed: float = field(default=1.0, validator=bounds.EFFICIENCY)
 
-    #: Host work per logit a step samples: each sequence that samples a token (a decoding one,
-    #: a prompt that ends) has its whole row of logits, one per vocabulary entry, copied to the
-    #: host and sampled there, serial with the GEMMs. llama.cpp's server does this by default
-    #: (ggml-org/llama.cpp issue 27050: at 32 slots it dominates a decode step); vLLM samples
-    #: on the GPU in one batched call (0: the seed's ledger fits nothing better).
-    sampling_s_per_logit: float = field(default=0.0, validator=[ge(0.0), le(1e-6)])
+    #: A step's cost for each logit it makes for a sequence that samples a token (a decoding one,
+    #: a prompt that ends: a vocabulary's worth each), serial with the rest of the step. On a GPU
+    #: llama.cpp's server copies each such row to the host and samples it there (ggml-org/llama.cpp
+    #: issue 27050: at 32 slots it dominates a decode step); on a CPU the LM head's product for
+    #: one sequence runs far below the GEMMs' speed and grows the same way (on this project's
+    #: 2-core machine greedy and top-k 1 decoding cost what sampling does). vLLM samples on the
+    #: GPU in one batched call: 0 (the seed's ledger fits nothing better).
+    logit_overhead_s: float = field(default=0.0, validator=[ge(0.0), le(1e-6)])
 
     #: What one request costs before the engine can schedule it, beside any step: the HTTP
     #: request, applying the chat template, scheduling it and sending its first token back
@@ -141,7 +143,7 @@ class Efficiency:
     def step_overhead_s(self, layers: int, sampled_logits: T | float = 0.0) -> T | float:
         """A step's cost beside its bytes and FLOPs: per step, per layer, and per logit it samples
         on the host (a number, or an array of them for steps of ``sampled_logits`` each)."""
-        return self.overhead_s + self.layer_overhead_s * layers + self.sampling_s_per_logit * sampled_logits
+        return self.overhead_s + self.layer_overhead_s * layers + self.logit_overhead_s * sampled_logits
 
     def request_seconds(self, request: Request) -> float:
         """What ``request`` costs before the engine can schedule it (its send to its admission,
@@ -182,12 +184,12 @@ class Efficiency:
 #: Face tokenizer applying a chat template and encoding, 10-21 µs a token measured in
 #: tenstorrent/tt-inference-server issue 2173), 1 µs in llama.cpp's C++ one (an assumption).
 REQUEST_OVERHEAD_S = 0.005
-#: llama.cpp's sampling on the host: 4 ns a logit, as two GPU measurements agree: its server on
+#: llama.cpp's cost per logit: 4 ns, where two GPU measurements of its sampling agree: its server on
 #: an H200, Gemma 3 270M (262,144 logits a token), ten sequences 11.5-13.9 ms a step against
 #: 2.3 ms for one, 1.1 ms more a sequence: 4.2 ns a logit (docs/prediction.md, "On a GPU");
 #: ggml-org/llama.cpp issue 27050, an RTX 5090 at 32 slots, a step 15.8 ms longer than with
 #: sampling on the GPU for 16.2 MB of logits (32 rows of about 127,000): 3.9 ns a logit.
-LLAMA_CPP_SAMPLING_S = 4e-9
+LLAMA_CPP_LOGIT_S = 4e-9
 #: and a step's own cost beside it: 0.7 ms, what is left of that H200's single stream (1.84 ms a
 #: token) after sampling 262,144 logits (1.05 ms) and reading the weights (0.09 ms).
 LLAMA_CPP_STEP_S = 0.0007
@@ -212,7 +214,7 @@ PRIORS = {
         compute=0.3,
         moe_compute=0.3,
         overhead_s=LLAMA_CPP_STEP_S,
-        sampling_s_per_logit=LLAMA_CPP_SAMPLING_S,
+        logit_overhead_s=LLAMA_CPP_LOGIT_S,
         request_overhead_s=REQUEST_OVERHEAD_S,
         prompt_token_overhead_s=1e-6,
     ),
@@ -239,7 +241,7 @@ DESCRIBED = (
     ("decode attention", "decode_attention_speed", "×{:.2g} of the GEMMs' speed".format),
     ("per step", "overhead_s", lambda s: f"{s * 1000:g} ms"),
     ("per layer", "layer_overhead_s", lambda s: f"{s * 1e6:g} µs"),
-    ("sampling on the host", "sampling_s_per_logit", lambda s: f"{s * 1e9:g} ns a logit"),
+    ("per logit of a sampling sequence", "logit_overhead_s", lambda s: f"{s * 1e9:g} ns"),
     ("prefill ramp", "prefill_ramp_tokens", lambda t: f"{t:.0f} tokens"),
     ("per request", "request_overhead_s", lambda s: f"{s * 1000:g} ms"),
     ("per prompt token", "prompt_token_overhead_s", lambda s: f"{s * 1e6:g} µs"),
@@ -442,7 +444,7 @@ def step_seconds(
     or Mamba-2 FLOPs, at ``Efficiency.scan_compute`` or ``ssd_compute``; ``decode_attention_flops``: its decoding tokens'
     attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s; ``sampled_logits``:
     the logits it samples on the host (a vocabulary's per sampling sequence), each at
-    ``Efficiency.sampling_s_per_logit``."""
+    ``Efficiency.logit_overhead_s``."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
     gemm = machine.compute_flops(efficiency)

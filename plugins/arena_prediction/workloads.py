@@ -258,7 +258,7 @@ def interval_ends(central: Efficiency) -> tuple[Efficiency, Efficiency]:
         ssd_compute=central.ssd_compute * SPREAD["compute"][0],
         overhead_s=central.overhead_s * SPREAD["overhead_s"][1],
         layer_overhead_s=central.layer_overhead_s * SPREAD["overhead_s"][1],
-        sampling_s_per_logit=central.sampling_s_per_logit * SPREAD["overhead_s"][1],
+        logit_overhead_s=central.logit_overhead_s * SPREAD["overhead_s"][1],
     )
     fast = attrs.evolve(
         central,
@@ -269,7 +269,7 @@ def interval_ends(central: Efficiency) -> tuple[Efficiency, Efficiency]:
         ssd_compute=min(1.0, central.ssd_compute * SPREAD["compute"][1]),
         overhead_s=central.overhead_s * SPREAD["overhead_s"][0],
         layer_overhead_s=central.layer_overhead_s * SPREAD["overhead_s"][0],
-        sampling_s_per_logit=central.sampling_s_per_logit * SPREAD["overhead_s"][0],
+        logit_overhead_s=central.logit_overhead_s * SPREAD["overhead_s"][0],
     )
     return slow, fast
 
