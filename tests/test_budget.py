@@ -87,7 +87,9 @@ def test_a_budget_nothing_can_estimate_is_refused_not_ignored(hooks, tmp_path):
     why), never ignored while the card says the scale was chosen to fit it."""
     from arena_core.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"^--budget 10 min: Arena cannot estimate how long this run takes \('served-model' has no parameter count"):
+    with pytest.raises(
+        UsageError, match=r"^--budget 10 min: Arena cannot estimate how long this run takes \(the served model is none Arena's catalog describes"
+    ):
         plan(hooks, tmp_path, base_url="http://127.0.0.1:9", served_model="served-model", budget_s=600)
     with pytest.raises(UsageError, match="the engine of a server Arena attaches to is known only once the run asks it"):
         plan(hooks, tmp_path, base_url="http://127.0.0.1:9", model="qwen3.6-35b-a3b", budget_s=600)

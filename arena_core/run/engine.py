@@ -182,7 +182,9 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         timing, untimed = None, str(exc)
     if budget and timing is None and request.budget_s:
         # a budget asked for that nothing can honour is refused, never ignored while the card says it was kept
-        if model.params_total_b is None:
+        if model.name == UNCATALOGUED_MODEL:
+            why = "the served model is none Arena's catalog describes: its size is unknown"
+        elif model.params_total_b is None:
             why = f"{model.name!r} has no parameter count Arena knows"
         elif backend.attaches:
             why = "the engine of a server Arena attaches to is known only once the run asks it"

@@ -375,7 +375,8 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
     by ``engine``; ``prior`` when there are no closed-loop samples.
 
     Decode speed fits bandwidth and overhead on a grid (and the decode attention's speed and the
-    host's sampling, where :data:`DECODE_ATTENTION` and :data:`LOGIT_OVERHEAD` have the engine); then the time to first token, with
+    cost per logit, where :data:`DECODE_ATTENTION` and :data:`LOGIT_OVERHEAD` have the engine);
+    then the time to first token, with
     decode speed kept in the sum, fits the prefill's parameters (:data:`PREFILL`) together,
     held toward ``prior`` (:data:`PRIOR_WEIGHT`);
     then the open-loop TTFTs fit a request's own cost (:func:`fit_request_cost`); and again,
@@ -389,8 +390,8 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
     found = prior
     for _ in range(rounds):
         speeds = DECODE_ATTENTION.get(engine, (found.decode_attention_speed,))
-        sampling = LOGIT_OVERHEAD.get(engine, (found.logit_overhead_s,))
-        grid = itertools.product(GRID["bandwidth"], GRID["overhead_s"], speeds, sampling)
+        per_logit = LOGIT_OVERHEAD.get(engine, (found.logit_overhead_s,))
+        grid = itertools.product(GRID["bandwidth"], GRID["overhead_s"], speeds, per_logit)
         decode = min(
             (attrs.evolve(found, bandwidth=b, overhead_s=o, decode_attention_speed=a, logit_overhead_s=q) for b, o, a, q in grid),
             key=lambda e: _loss(samples, e, (0,)),

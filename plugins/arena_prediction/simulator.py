@@ -11,7 +11,8 @@ batching with chunked prefill, as vLLM and llama.cpp schedule). It takes
 (peak is the 16-bit roof; η_compute is a mixture of experts' own where the model is one; the
 speedup is a low precision's where its GEMMs run in FP8 or FP4; the scan is Gated DeltaNet's
 chunked scan, in kernels of its own; a step that prefills adds the compute of
-``prefill_ramp_tokens`` tokens; the overhead is per step and per layer.)
+``prefill_ramp_tokens`` tokens; the overhead is per step, per layer and per logit of each
+sequence that samples a token.)
 
 Bytes read: the weights the step's tokens touch (for a mixture of experts, the shared part plus
 the *union* of the experts its tokens route to, E·(1 − (1 − k/E)^T) per layer for T tokens), the
@@ -141,8 +142,8 @@ class Efficiency:
     prompt_token_overhead_s: float = field(default=0.0, validator=[ge(0.0), le(0.001)])
 
     def step_overhead_s(self, layers: int, sampled_logits: T | float = 0.0) -> T | float:
-        """A step's cost beside its bytes and FLOPs: per step, per layer, and per logit it samples
-        on the host (a number, or an array of them for steps of ``sampled_logits`` each)."""
+        """A step's cost beside its bytes and FLOPs: per step, per layer, and per logit of the
+        sequences that sample in it (a number, or an array of them for steps of ``sampled_logits`` each)."""
         return self.overhead_s + self.layer_overhead_s * layers + self.logit_overhead_s * sampled_logits
 
     def request_seconds(self, request: Request) -> float:
@@ -190,8 +191,8 @@ REQUEST_OVERHEAD_S = 0.005
 #: ggml-org/llama.cpp issue 27050, an RTX 5090 at 32 slots, a step 15.8 ms longer than with
 #: sampling on the GPU for 16.2 MB of logits (32 rows of about 127,000): 3.9 ns a logit.
 LLAMA_CPP_LOGIT_S = 4e-9
-#: and a step's own cost beside it: 0.7 ms, what is left of that H200's single stream (1.84 ms a
-#: token) after sampling 262,144 logits (1.05 ms) and reading the weights (0.09 ms).
+#: and a step's own cost beside it: 0.7 ms, what is left of that H200's fastest single stream
+#: (1.84 ms a token, 1/TPOT at one request) after 262,144 logits (1.05 ms) and the weights' read (0.09 ms).
 LLAMA_CPP_STEP_S = 0.0007
 TOKENISING_S = 15e-6
 PRIORS = {
@@ -443,8 +444,7 @@ def step_seconds(
     ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a step's Gated DeltaNet
     or Mamba-2 FLOPs, at ``Efficiency.scan_compute`` or ``ssd_compute``; ``decode_attention_flops``: its decoding tokens'
     attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s; ``sampled_logits``:
-    the logits it samples on the host (a vocabulary's per sampling sequence), each at
-    ``Efficiency.logit_overhead_s``."""
+    the logits of its sampling sequences (a vocabulary's each), each at ``Efficiency.logit_overhead_s``."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
     gemm = machine.compute_flops(efficiency)
