@@ -94,3 +94,16 @@ def test_a_budget_nothing_can_estimate_is_refused_not_ignored(hooks, tmp_path):
     with pytest.raises(UsageError, match="the engine of a server Arena attaches to is known only once the run asks it"):
         plan(hooks, tmp_path, base_url="http://127.0.0.1:9", model="qwen3.6-35b-a3b", budget_s=600)
     assert plan(hooks, tmp_path, base_url="http://127.0.0.1:9", served_model="served-model").budget_s is None
+
+
+def test_a_run_with_an_estimate_says_one_time_not_two(hooks, tmp_path):
+    """Where the predictor estimates the whole run, the line before it says what the run asks
+    (requests, tokens, the open-loop schedules) without a second closed-loop time at an assumed
+    50 tok/s a user, which the embedded server on 2 cores decodes at a seventh of."""
+    from arena_core.report.expected import expected_work
+
+    default = plan(hooks, tmp_path)
+    assert default.expected is not None
+    said = expected_work(default.workloads, closed_loop_guess=default.expected is None)
+    assert "requests" in said and "arrival schedules" in said and "tok/s per user" not in said
+    assert "at 50 tok/s per user" in expected_work(default.workloads)  # no estimate: the rough one, its speed said

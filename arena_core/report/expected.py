@@ -15,8 +15,10 @@ ASSUMED_TPS_PER_USER = 50.0
 SHAREGPT_OUTPUT_TOKENS = 300
 
 
-def expected_work(workloads: Sequence[WorkloadSpec]) -> str:
-    """One line: how much the run asks of the server and how long it will take."""
+def expected_work(workloads: Sequence[WorkloadSpec], *, closed_loop_guess: bool = True) -> str:
+    """One line: how much the run asks of the server and how long it will take; without
+    ``closed_loop_guess``, no closed-loop time at an assumed speed (where the predictor's
+    estimate of the whole run is said beside it, a second, rougher one would contradict it)."""
     requests = tokens = 0
     schedule_s = closed_s = 0.0
     for workload in workloads:
@@ -33,7 +35,7 @@ def expected_work(workloads: Sequence[WorkloadSpec]) -> str:
     parts = [f"{requests:,} requests, about {tokens:,} output tokens"]
     if schedule_s:
         parts.append(f"the open-loop arrival schedules alone take {_minutes(schedule_s)}")
-    if closed_s:
+    if closed_s and closed_loop_guess:
         parts.append(f"closed-loop workloads about {_minutes(closed_s)} at {ASSUMED_TPS_PER_USER:g} tok/s per user")
     return "expected: " + "; ".join(parts) + " (--scale shrinks it)"
 

@@ -608,7 +608,7 @@ def execute(
     session = RunSession(plan, hooks, progress, resume=resume, live=live)
     scaled = f", scaled x{plan.scale:g}" if plan.scale != 1 else ""
     progress(f"run {session.run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}{scaled}")
-    progress(expected_work(plan.workloads))
+    progress(expected_work(plan.workloads, closed_loop_guess=plan.expected is None))
     if plan.expected is not None:
         budget = f"; the budget is {minutes(plan.budget_s)} (--budget), the scale x{plan.scale:g} chosen to fit it" if plan.budget_s else ""
         progress(f"expected time: {plan.expected.describe()}{budget}")
