@@ -72,6 +72,19 @@ def test_a_word_is_broken_only_when_nothing_else_makes_the_table_fit():
     assert longest(render_table(["workload", "figure"], [("long-context-25k", "1")], width=20)) <= 20  # no room: broken, not overflowing
 
 
+def test_a_wrapped_figure_keeps_its_unit_and_its_per_cent_sign():
+    """A cell that must wrap moves "(2 %)" to the next line whole: never "(2" on one line and
+    "%)" on the next, nor a figure apart from its unit."""
+    rows = [
+        ("rag-8k", "5.7 → 5.6 (1 %)", "23.71 s → 23.31 s (2 %)", "45.3 → 45.1 (0 %)"),
+        ("long-context-25k", "94.9 → 79.8 (19 %)", "73.80 s → 76.49 s (4 %)", "16.8 → 5.9 (187 %)"),
+    ]
+    table = render_table(["workload", "tok/s", "TTFT", "G"], rows, width=80)
+    lines = table.splitlines()
+    assert longest(table) <= 80 and "(2 %)" in table and "(4 %)" in table and "\u00a0" not in table
+    assert not any(line.rstrip().endswith(("(2", "(4", "23.31", "76.49")) for line in lines), table
+
+
 def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
     store, run_of = seeds
     run_id = run_of["qwen3.6-35b-a3b"]

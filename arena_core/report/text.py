@@ -32,6 +32,18 @@ _NUMERIC = re.compile(
 )
 
 
+#: A space that wrapping must not break: between a figure and its unit or per cent sign ("2 %",
+#: "23.31 s"), so that "(2 %)" moves to the next line whole instead of leaving "(2" behind. It is
+#: glued with a no-break space while tabulate wraps (textwrap breaks only at ASCII whitespace) and
+#: given back as a space.
+_UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:%|ms|s|GB|tok/s|req/s)(?![\w/]))")
+_GLUE = "\u00a0"
+
+
+def _glued(cell: str) -> str:
+    return _UNIT_SPACE.sub(_GLUE, cell)
+
+
 def terminal_width() -> int:
     """The terminal's width in columns: ``COLUMNS`` when set, else the terminal's own, else 80."""
     return max(NARROWEST, min(WIDEST, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns))
@@ -54,7 +66,7 @@ def _unbroken_width(header: str, cells: Sequence[str], numeric: bool) -> int:
     """How narrow a column can be made without breaking a word: its longest word (of a column of
     numbers, its longest line: a figure and its interval stay whole); its header's longest word
     with tabulate's padding (2), since a header wraps at its spaces."""
-    pieces = [line for cell in cells for line in cell.splitlines()] if numeric else [word for cell in cells for word in cell.split()]
+    pieces = [line for cell in cells for line in cell.splitlines()] if numeric else [word for cell in cells for word in re.split(r"[ \t\n]+", _glued(cell))]
     return max([len(piece) for piece in pieces] + [len(word) + 2 for word in header.split()] + [1])
 
 
@@ -99,9 +111,12 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, width
     fitted = _fitted_widths(natural, numeric, limit, [header in whole for header in headers], unbroken)
     header_widths = [max(1, w - 2) if w is not None else None for w in fitted]
     wrap = {"maxcolwidths": fitted, "maxheadercolwidths": header_widths} if any(fitted) and cells else {}
+    glued = [[_glued(cell) for cell in row] for row in cells] if wrap else cells
     if not any(headers):  # a table of names and values: no empty header line
-        return tabulate(cells, tablefmt="plain", disable_numparse=True, colalign=align, **({"maxcolwidths": fitted} if any(fitted) and cells else {}))
-    return tabulate(cells, headers=headers, tablefmt="simple", disable_numparse=True, colalign=align, **wrap)  # "86.0" stays 86.0
+        table = tabulate(glued, tablefmt="plain", disable_numparse=True, colalign=align, **({"maxcolwidths": fitted} if wrap else {}))
+    else:
+        table = tabulate(glued, headers=headers, tablefmt="simple", disable_numparse=True, colalign=align, **wrap)  # "86.0" stays 86.0
+    return table.replace(_GLUE, " ")
 
 
 def without_empty_columns(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[list[str], list[list[Any]]]:
