@@ -85,6 +85,16 @@ def test_a_wrapped_figure_keeps_its_unit_and_its_per_cent_sign():
     assert not any(line.rstrip().endswith(("(2", "(4", "23.31", "76.49")) for line in lines), table
 
 
+def test_a_source_several_quality_scores_share_is_said_once(seeds):
+    """The seed's three published scores of a model share one source: the card says it once
+    and "as above" after it, not the same paragraph a row (on a phone, three times its height)."""
+    store, run_of = seeds
+    card = arena("card", run_of["qwen3.6-35b-a3b"], "--output", str(store), columns=120).stdout
+    quality = card.split("Quality: published")[1].split("\n\n")[0]
+    assert quality.count("seed site: seed card") == 1 and quality.count("as above") == 2, quality
+    assert "mean of 3 published scores (Q)" in quality
+
+
 def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
     store, run_of = seeds
     run_id = run_of["qwen3.6-35b-a3b"]

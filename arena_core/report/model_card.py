@@ -167,9 +167,12 @@ def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
 
 
 def quality_rows(card: ModelCard) -> list[tuple[str, str, str]]:
-    """Each published quality score with its source, each figure measured on the served model
-    beside the published one, then Q: the average the score uses, and of what."""
+    """Each published quality score with its source ("as above" where the score before it has the
+    same), each figure measured on the served model beside the published one, then Q: the
+    average the score uses, and of what."""
     rows = [(q.benchmark, "not published" if q.value is None else f"{q.value:.1f}", q.source) for q in card.quality]
+    # a source several scores share is said once (a narrow page would repeat a paragraph a row)
+    rows = [(name, value, "as above" if i and source and source == rows[i - 1][2] else source) for i, (name, value, source) in enumerate(rows)]
     rows += [measured_row(card, measured) for measured in card.measured_quality]
     values, source = card.quality_basis()
     if values:
