@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -93,6 +94,21 @@ def test_a_source_several_quality_scores_share_is_said_once(seeds):
     quality = card.split("Quality: published")[1].split("\n\n")[0]
     assert quality.count("seed site: seed card") == 1 and quality.count("as above") == 2, quality
     assert "mean of 3 published scores (Q)" in quality
+
+
+def test_a_run_ranked_alone_leads_with_its_absolute_score_not_a_relative_100(seeds, tmp_path):
+    """The seed's score is relative to the best run ranked with it: a store of one run would lead
+    its card with 100. It leads with the absolute score instead, which means something alone."""
+    store, run_of = seeds
+    run_id = run_of["qwen3.6-35b-a3b"]
+    alone = tmp_path / "alone"
+    shutil.copytree(store / run_id, alone / run_id)
+    card = arena("card", run_id, "--output", str(alone), columns=200).stdout
+    figures = card.split("\n\n")[1]
+    assert "absolute score, aggregate" in figures and "100.0" not in figures, figures
+    assert re.search(r"scored among +1 run ranked together", card)  # the relative score is still there, and says why it is 100
+    shared = arena("card", run_id, "--output", str(store), columns=200).stdout.split("\n\n")[1]
+    assert "Arena score, aggregate" in shared and "absolute" not in shared  # ranked among 17: the seed's own score leads
 
 
 def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):

@@ -276,14 +276,29 @@ def time_line(card: ModelCard) -> str:
     return "Time: " + "; ".join(parts) + "." if parts else ""
 
 
+def _ranked_alone(score: Score) -> bool:
+    """Whether ``score`` is relative to the best of a cohort of one run: this one."""
+    return any(note.startswith("cohort: 1 run ") for note in score.notes)
+
+
 def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str, str, str]]:
-    """The card's four big figures, as the seed card leads with them: (figure, value, what it is)."""
+    """The card's four big figures, as the seed card leads with them: (figure, value, what it is).
+    The score is the first scorer's; where that one is relative and the run was ranked alone (its
+    best is itself: 100), the first absolute score's, which means something on its own."""
     first = next(iter(scores.items()), None)
+    if first and _ranked_alone(first[1]):
+        first = next(((name, score) for name, score in scores.items() if "(" in name and score.value is not None), first)
     throughput, count = throughput_headline(card)
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     memory = card.model_memory_gb
+    if first is None:
+        what = "no scorer"
+    elif "(" in first[0]:
+        what = f"absolute score, {first[0]}"
+    else:
+        what = f"Arena score, {first[0]}" + (" (relative: the only run ranked)" if _ranked_alone(first[1]) else "")
     return [
-        ("score", f"{first[1].value:.1f}" if first and first[1].value is not None else "—", f"Arena score, {first[0]}" if first else "no scorer"),
+        ("score", f"{first[1].value:.1f}" if first and first[1].value is not None else "—", what),
         ("throughput", f"{fmt_tps(throughput)} tok/s", f"G, mean of {count} workloads"),
         ("memory", f"{memory:.1f} GB" if memory is not None else "—", "estimated: weights" if card.model_memory_estimated else "model memory"),
         ("benches", f"{measured}/{len(card.expected)}", "workloads measured"),

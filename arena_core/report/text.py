@@ -130,7 +130,7 @@ def wrap_text(text: str, *, width: int | None = None, indent: str = "", hanging:
     first line indented by ``indent``, the rest by ``hanging`` (default: the same)."""
     limit = width or terminal_width()
     wrapper = textwrap.TextWrapper(width=limit, initial_indent=indent, subsequent_indent=indent if hanging is None else hanging, break_on_hyphens=False)
-    return "\n".join(wrapper.fill(paragraph) if paragraph.strip() else "" for paragraph in text.split("\n"))
+    return "\n".join(wrapper.fill(_glued(paragraph)).replace(_GLUE, " ") if paragraph.strip() else "" for paragraph in text.split("\n"))
 
 
 def render_json(data: Any) -> str:
