@@ -111,6 +111,19 @@ def test_a_run_ranked_alone_leads_with_its_absolute_score_not_a_relative_100(see
     assert "Arena score, aggregate" in shared and "absolute" not in shared  # ranked among 17: the seed's own score leads
 
 
+def test_a_share_or_a_quotient_on_the_card_says_what_it_divides_by(seeds):
+    """Every figure can be recomputed from the page: the open-loop G says the peak it divides the
+    total by, and the decode's share of the memory-bandwidth ceiling says the ceiling."""
+    store, run_of = seeds
+    card = arena("card", run_of["qwen3.6-35b-a3b"], "--output", str(store), columns=400).stdout
+    quotients = re.findall(r"([\d.]+) tok/s per request in flight \(the seed's: the total ÷ (\d+) at peak\), ([\d.]+) tok/s in all", card)
+    assert len(quotients) == 3, card  # office-baseline, sharegpt, monday-peak
+    for figure, peak, total in quotients:
+        assert float(total) / int(peak) == pytest.approx(float(figure), abs=0.05 + 0.5 / int(peak))
+    share = re.search(r"Decode reaches (\d+)% of the memory-bandwidth ceiling at best \([\w-]+: ([\d.]+) of ([\d.]+) tok/s per user\)", card)
+    assert share and int(share[1]) == pytest.approx(100 * float(share[2]) / float(share[3]), abs=1.5), card
+
+
 def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
     store, run_of = seeds
     run_id = run_of["qwen3.6-35b-a3b"]

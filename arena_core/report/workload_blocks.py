@@ -121,6 +121,16 @@ def _notes(card: ModelCard, line: CardWorkload) -> str:
     return "; ".join(note for note in (*line.reasons, *line.labels) if note != said)
 
 
+def _per_user_label(line: CardWorkload) -> str:
+    """What the per-user figure is: one user's decode speed (closed loop), or the seed's G of an
+    open-loop run, its total throughput over its peak requests in flight, the peak said so that
+    the figure can be recomputed from the total beside it."""
+    if not line.open_loop:
+        return "tok/s per user"
+    peak = line.metrics.get("peak_concurrency")
+    return f"tok/s per request in flight (the seed's: the total ÷ {peak:.0f} at peak)" if peak else "tok/s per request in flight (the seed's)"
+
+
 def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
     """A block per workload of the suite the run measured, in the suite's order, then any other
     it measured (probes, optional workloads)."""
@@ -146,7 +156,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 runner=_runner(line),
                 parameters=legend.parameters if legend else "",
                 per_user_tps=fmt_tps(line.tokens_per_second),
-                per_user_label="tok/s per request in flight (the seed's)" if line.open_loop else "tok/s per user",
+                per_user_label=_per_user_label(line),
                 total_tps=fmt_tps(total),
                 total_label="tok/s in all, input and output" if line.open_loop else "tok/s in all",
                 ttft=ttft or "—",

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from attrs import frozen
 
 from arena_core.loadgen.open_summary import SATURATED_BELOW
+from arena_core.report.formats import fmt_tps
 from arena_core.run.capacity import PROBE_LABEL
 from arena_core.run.manifest import MEASURED_BY_ARENA
 from arena_core.types import CardWorkload, ModelCard
@@ -74,10 +75,16 @@ def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
         judged = served_over_arrivals(line)
         if judged is not None and judged.saturated:
             found.append(f"Saturated under {line.name}: the server completed {judged.said} of {judged.offered:.2f} req/s offered over the arrivals.")
-    efficiencies = [(line.metrics["bandwidth_efficiency"], line.name) for line in card.workloads if line.metrics.get("bandwidth_efficiency")]
+    efficiencies = [
+        (line.metrics["bandwidth_efficiency"], line.name, line.metrics.get("decode_ceiling_tps"))
+        for line in card.workloads
+        if line.metrics.get("bandwidth_efficiency")
+    ]
     if efficiencies:
-        best, name = max(efficiencies)
-        found.append(f"Decode reaches {best:.0%} of the memory-bandwidth ceiling at best ({name}).")
+        best, name, ceiling = max(efficiencies, key=lambda found: found[:2])
+        # the ceiling itself, so that the share can be checked against the page's tok/s per user
+        of = f": {fmt_tps(best * ceiling)} of {fmt_tps(ceiling)} tok/s per user" if ceiling else ""
+        found.append(f"Decode reaches {best:.0%} of the memory-bandwidth ceiling at best ({name}{of}).")
     found += _comparisons(card, others)
     return found
 
