@@ -124,6 +124,13 @@ def test_a_share_or_a_quotient_on_the_card_says_what_it_divides_by(seeds):
     assert share and int(share[1]) == pytest.approx(100 * float(share[2]) / float(share[3]), abs=1.5), card
 
 
+def test_compare_says_estimated_of_the_memory_that_is_and_only_of_it(seeds):
+    store, run_of = seeds
+    measured, estimated = run_of["qwen3.6-35b-a3b"], run_of["qwen3.6-27b"]
+    rows = {line.split("  ")[0]: line for line in arena("compare", measured, estimated, "--output", str(store), columns=200).stdout.splitlines()}
+    assert re.fullmatch(r"memory +38\.0 GB +27\.0 GB \(estimated\) +1\.41x, B better", rows["memory"]), rows["memory"]
+
+
 def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
     store, run_of = seeds
     run_id = run_of["qwen3.6-35b-a3b"]
@@ -144,6 +151,8 @@ def test_compare_marks_each_figure_better_or_worse_in_its_direction(seeds):
     assert rows["memory"].endswith("B better")  # 38 GB against 2 GB: less is better
     assert rows["chat TTFT mean"].endswith("B better") and rows["chat tok/s"].endswith("B better")  # 1.21 s vs faster small model (the seed's means)
     assert "office-baseline TTFT p50" in rows  # an open-loop TTFT is a p50
+    estimated = rows["memory"] if "memory" in rows else ""
+    assert "(estimated)" not in estimated  # both runs' memory is the seed's published figure
     assert "monday-peak served" in rows and "benches of 9" in rows and "G, tok/s" in rows
 
 

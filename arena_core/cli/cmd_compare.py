@@ -82,7 +82,9 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
     table.add(f"score ({profile})", sa.value, sb.value, _one, HIGHER)
     table.add("Q, quality", sa.quality, sb.quality, _one, HIGHER)
     table.add("G, tok/s", throughput_headline(a)[0], throughput_headline(b)[0], fmt_tps, HIGHER)
-    table.add("memory" + (" (estimated)" if a.model_memory_estimated or b.model_memory_estimated else ""), a.model_memory_gb, b.model_memory_gb, _gb, LOWER)
+    if a.model_memory_gb is not None or b.model_memory_gb is not None:  # "estimated" on the figure that is, not the row
+        shown = (_gb(card.model_memory_gb) + (" (estimated)" if card.model_memory_estimated and card.model_memory_gb is not None else "") for card in (a, b))
+        table.rows.append(("memory", *shown, verdict(a.model_memory_gb, b.model_memory_gb, LOWER)))  # type: ignore[arg-type]
     table.add(f"benches of {len(a.expected)}", *(float(sum(1 for n in card.expected if card.workload(n))) for card in (a, b)), lambda v: f"{v:.0f}", HIGHER)
     _quality_rows(table, a, b)
     found = [capacity_found(capacity_probes(card))[0] for card in (a, b)]
