@@ -129,8 +129,10 @@ def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
             "vllm bench serve --backend openai-chat --base-url http://localhost:8000 --endpoint /v1/chat/completions "
             "--model Qwen/Qwen3.6-35B-A3B-FP8 --tokenizer Qwen/Qwen3.6-35B-A3B-FP8 --served-model-name qwen3.6-35b-a3b-fp8"
         ),
-        re.escape("multi-turn, the seed site's literal command (measures 4 tokens of history, not five turns): llama-benchy"),
-        re.escape("--pp 2048 --tg 512 --depth 4 --concurrency 10"),
+        # multi-turn's figures are of the seed's literal command (4 tokens of history): the card says so, and shows it first
+        re.escape("Measured as its source ran it: 1 turn, 4 tokens of history: the figures below are of that"),
+        re.escape("multi-turn as the seed site ran it, which measured these figures (4 tokens of history, not five turns): llama-benchy"),
+        re.escape("--pp 2048 --tg 512 --depth 4 --concurrency 10 --runs 3 --latency-mode generation multi-turn as Arena runs it (five turns): llama-benchy"),
         # a closed-loop TTFT the seed gave as a mean (llama-benchy's) is called one; open loop's is a p50
         r"chat\s+14\.9\s+1\.21 s \(mean\)",
         re.escape("tok/s in all · TTFT mean 1.21 s"),

@@ -97,15 +97,39 @@ def seed_literal(command: str) -> str | None:
     return command.replace("--depth 0 2560 5120 7680 10240", "--depth 4").replace(" --enable-prefix-caching", "")
 
 
-def commands_of(line: CardWorkload, hf_model: str = "") -> list[tuple[str, str]]:
+def commands_of(line: CardWorkload, hf_model: str = "", *, ran_literal: bool = False) -> list[tuple[str, str]]:
     """(label, command) of a workload: Arena's reference command, and for multi-turn the seed's
-    literal one beside it, labelled; each runnable as written (:func:`runnable_command`)."""
+    literal one beside it, labelled; each runnable as written (:func:`runnable_command`). Where
+    the figures were measured by the literal one (``ran_literal``: an imported run whose source
+    ran it), that one comes first, labelled as what measured them."""
     if not line.command:
         return []
     found = [(line.name, runnable_command(line.command, hf_model))]
     if literal := seed_literal(line.command):
+        if ran_literal:
+            return [
+                (
+                    f"{line.name} as the seed site ran it, which measured these figures (4 tokens of history, not five turns)",
+                    runnable_command(literal, hf_model),
+                ),
+                (f"{line.name} as Arena runs it (five turns)", found[0][1]),
+            ]
         found.append((f"{line.name}, the seed site's literal command (measures 4 tokens of history, not five turns)", runnable_command(literal, hf_model)))
     return found
+
+
+#: How a shape's changed fields are said (a card's ``measured_shapes``), the rest as "key value".
+_SHAPE_WORDS = {"turns": lambda n: f"{n} turn{'s' if n != 1 else ''}", "depth": lambda n: f"{n} tokens of history"}
+
+
+def _as_measured(card: ModelCard, name: str) -> str:
+    """ "Measured as its source ran it: 1 turn, 4 tokens of history." where a card's source ran
+    the workload in another shape than Arena's (what the figures are of); else ""."""
+    shape = card.measured_shapes.get(name)
+    if not shape:
+        return ""
+    said = ", ".join(_SHAPE_WORDS[key](value) if key in _SHAPE_WORDS else f"{key} {value}" for key, value in shape.items())
+    return f"Measured as its source ran it: {said}: the figures below are of that, not of the workload as described."
 
 
 def _runner(line: CardWorkload) -> str:
@@ -152,7 +176,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
             WorkloadBlock(
                 name=name,
                 title=legend.title if legend else name,
-                description=legend.description if legend else "",
+                description=" ".join(part for part in (legend.description if legend else "", _as_measured(card, name)) if part),
                 runner=_runner(line),
                 parameters=legend.parameters if legend else "",
                 per_user_tps=fmt_tps(line.tokens_per_second),
@@ -168,7 +192,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 verdict="valid" if line.valid else "INVALID",
                 notes=_notes(card, line),
                 cache=cache_line(line.metrics) if card.source == MEASURED_BY_ARENA else "prompt cache: not stated by the source",
-                commands=tuple(commands_of(line, card.model_facts.hf_model)),
+                commands=tuple(commands_of(line, card.model_facts.hf_model, ran_literal=bool(card.measured_shapes.get(name)))),
             )
         )
     return blocks
