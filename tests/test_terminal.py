@@ -131,6 +131,16 @@ def test_compare_says_estimated_of_the_memory_that_is_and_only_of_it(seeds):
     assert re.fullmatch(r"memory +38\.0 GB +27\.0 GB \(estimated\) +1\.41x, B better", rows["memory"]), rows["memory"]
 
 
+def test_the_leaderboard_heads_the_scores_second_part_as_what_it_is(seeds):
+    """The seed's score ranks by G as a percentage of the best run's (23.4 for the 35B, whose card
+    says G 86.4 tok/s): its column is "G %", not "G"; the absolute score's second part is P."""
+    store, _ = seeds
+    site = arena("leaderboard", "--output", str(store), columns=200).stdout
+    assert re.search(r"rank +model +score +Q +G % +memory", site) and "G %: throughput G as a % of the best run's" in site
+    absolute = arena("leaderboard", "--scorer", "arena", "--output", str(store), columns=200).stdout
+    assert re.search(r"rank +model +score +Q +P +memory", absolute) and "P: performance" in absolute and "G %" not in absolute
+
+
 def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
     store, run_of = seeds
     run_id = run_of["qwen3.6-35b-a3b"]

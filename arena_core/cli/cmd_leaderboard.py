@@ -96,7 +96,7 @@ def leaderboard_command(
         echo(f"\nNot ranked ({len(unranked)}):")
         cells = [(row.card.model_title, ", ".join(row.labels).removeprefix("not ranked: "), short[row.card.run_id]) for row in unranked]
         echo(render_table(["model", "why", "run"], cells, whole=("run",)))
-    about = f"Score: {rows[0].score.version}, {profile}. Q: quality (the mean of the published scores, else measured); G: throughput as a % of the best run's"
+    about = f"Score: {rows[0].score.version}, {profile}. Q: quality (the mean of the published scores, else measured); {_second_part(rows)[1]}"
     about += f" (the cohort: the {len(cohort)} runs shown)." if spec.relative else "."
     about += "".join(f" {mark}: {meaning}." for mark, meaning in marks)
     if costs is not None and wide:
@@ -127,6 +127,15 @@ def _cost_json(costs: Callable[[ModelCard], CostLine | str] | None, card: ModelC
     return {"cost_per_million_output_tokens": None, "cost_explained": line}
 
 
+def _second_part(rows: Sequence[Row]) -> tuple[str, str]:
+    """The score's second part, as its column is headed and what that is: the seed's G as a
+    percentage of the best run's (arena-site: "G" alone would read as the card's tok/s), or the
+    absolute score's P, its workloads' weighted performance."""
+    if rows and not rows[0].score.version.startswith("arena-site"):
+        return "P", "P: performance, the weighted mean of the workloads' p_w (arena card RUN writes it out)"
+    return "G %", "G %: throughput G as a % of the best run's"
+
+
 def _ranked_table(
     rows: list[Row],
     short: Mapping[str, str],
@@ -135,10 +144,10 @@ def _ranked_table(
     wide: bool,
     costs: Callable[[ModelCard], CostLine | str] | None = None,
 ) -> tuple[list[str], list[tuple]]:
-    """The ranked rows as a table: rank, model, score, Q, G, memory, benches, run; ``wide`` adds
+    """The ranked rows as a table: rank, model, score, Q, G % (or P), memory, benches, run; ``wide`` adds
     the score's interval, hardware, backend, capacity, the cost per million output tokens at
     that capacity (where ``[cost]`` is set) and labels."""
-    headers = ["rank", "model", "score", "Q", "G", "memory", "benches", "run"]
+    headers = ["rank", "model", "score", "Q", _second_part(rows)[0], "memory", "benches", "run"]
     if wide:
         headers += ["interval", "hardware", "backend", "capacity", *(["cost/Mtok"] if costs else []), "labels"]
     table = []
