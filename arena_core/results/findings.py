@@ -81,7 +81,7 @@ def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
         if line.metrics.get("bandwidth_efficiency")
     ]
     if efficiencies:
-        best, name, ceiling = max(efficiencies, key=lambda found: found[:2])
+        best, name, ceiling = max(efficiencies, key=lambda entry: entry[:2])
         # the ceiling itself, so that the share can be checked against the page's tok/s per user
         of = f": {fmt_tps(best * ceiling)} of {fmt_tps(ceiling)} tok/s per user" if ceiling else ""
         found.append(f"Decode reaches {best:.0%} of the memory-bandwidth ceiling at best ({name}{of}).")
