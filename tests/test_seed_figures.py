@@ -205,6 +205,15 @@ def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(t
         json.dumps({"kv_cache_dtype": "fp8"}),
         json.dumps({"kv_cache_dtype": "auto", "slots": 20, "token_budget": 2048}),
     }
+    # the card says what its figures are of: the seed's literal command where that is what ran, else the shape
+    for shapes, said_first in (({"turns": 1, "depth": 4}, True), ({"turns": 2}, False)):
+        (tmp_path / "shaped.json").write_text(json.dumps({"format": "arena-cards/1", "measured_shapes": {"multi-turn": shapes}, "cards": [card]}))
+        store = f"shaped{shapes['turns']}"
+        assert arena("import", "shaped.json", "--output", store, cwd=tmp_path).returncode == 0
+        (run,) = [p.parent.name for p in (tmp_path / store).glob("*/manifest.json")]
+        shown = flat(arena("card", run, "--output", store, "--wide", cwd=tmp_path).stdout)
+        assert f"Measured as its source ran it: {shapes['turns']} turn" in shown
+        assert ("multi-turn as the seed site ran it, which measured these figures" in shown) == said_first, shown
     for shapes, message in (({"office-baseline": {"depth": 4}}, "expected a closed-loop workload"), ({"multi-turn": {"turns": "1"}}, "expected whole numbers")):
         (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", "measured_shapes": shapes, "cards": [card]}))
         bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)

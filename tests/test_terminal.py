@@ -82,7 +82,7 @@ def test_a_wrapped_figure_keeps_its_unit_and_its_per_cent_sign():
     ]
     table = render_table(["workload", "tok/s", "TTFT", "G"], rows, width=80)
     lines = table.splitlines()
-    assert longest(table) <= 80 and "(2 %)" in table and "(4 %)" in table and "\u00a0" not in table
+    assert longest(table) <= 80 and "(2 %)" in table and "(4 %)" in table and "\u2007" not in table
     assert not any(line.rstrip().endswith(("(2", "(4", "23.31", "76.49")) for line in lines), table
 
 
@@ -120,8 +120,23 @@ def test_a_share_or_a_quotient_on_the_card_says_what_it_divides_by(seeds):
     assert len(quotients) == 3, card  # office-baseline, sharegpt, monday-peak
     for figure, peak, total in quotients:
         assert float(total) / int(peak) == pytest.approx(float(figure), abs=0.05 + 0.5 / int(peak))
-    share = re.search(r"Decode reaches (\d+)% of the memory-bandwidth ceiling at best \([\w-]+: ([\d.]+) of ([\d.]+) tok/s per user\)", card)
-    assert share and int(share[1]) == pytest.approx(100 * float(share[2]) / float(share[3]), abs=1.5), card
+    share = re.search(r"Decode reaches (\d+)% of the memory-bandwidth ceiling at best \(([\w-]+): ([\d.]+) of ([\d.]+) tok/s per user\)", card)
+    assert share and int(share[1]) == pytest.approx(100 * float(share[3]) / float(share[4]), abs=1.5), card
+    # the figure is the workload's own tok/s per user, as the card's workload table shows it
+    assert re.search(rf"^{re.escape(share[2])} +{re.escape(share[3])} ", card, re.M), (share[0], card)
+
+
+def test_an_open_loop_per_user_figure_is_the_total_over_the_peak_it_names():
+    """Arena's own open-loop result keeps vLLM's output throughput as its tokens/s (900 here): the
+    block's per-request figure is the seed's G, the total over the peak it says (2400 ÷ 12)."""
+    from arena_core.report.workload_blocks import per_user_figure
+    from arena_core.types import CardWorkload
+
+    line = CardWorkload(
+        name="office-baseline", tokens_per_second=900.0, ttft_p50_s=0.4, metrics={"total_tps": 2400.0, "peak_concurrency": 12.0, "site_tps": 200.0}
+    )
+    assert per_user_figure(line) == (200.0, "tok/s per request in flight (the seed's: the total ÷ 12 at peak)")
+    assert per_user_figure(CardWorkload(name="chat", tokens_per_second=14.9, ttft_p50_s=1.2)) == (14.9, "tok/s per user")
 
 
 def test_compare_says_estimated_of_the_memory_that_is_and_only_of_it(seeds):

@@ -128,11 +128,11 @@ def _cost_json(costs: Callable[[ModelCard], CostLine | str] | None, card: ModelC
 
 
 def _second_part(rows: Sequence[Row]) -> tuple[str, str]:
-    """The score's second part, as its column is headed and what that is: the seed's G as a
-    percentage of the best run's (arena-site: "G" alone would read as the card's tok/s), or the
-    absolute score's P, its workloads' weighted performance."""
-    if rows and not rows[0].score.version.startswith("arena-site"):
-        return "P", "P: performance, the weighted mean of the workloads' p_w (arena card RUN writes it out)"
+    """The score's second part, as its column is headed and what that is: of a score relative to
+    the cohort (the seed's), G as a percentage of the best run's ("G" alone would read as the
+    card's tok/s); of an absolute one, its performance part P."""
+    if rows and not any(note.startswith("cohort: ") for note in rows[0].score.notes):
+        return "P", "P: performance, the score's throughput and latency part (arena card RUN writes it out)"
     return "G %", "G %: throughput G as a % of the best run's"
 
 

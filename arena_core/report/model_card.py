@@ -276,6 +276,11 @@ def time_line(card: ModelCard) -> str:
     return "Time: " + "; ".join(parts) + "." if parts else ""
 
 
+def _relative(score: Score) -> bool:
+    """Whether ``score`` is relative to the best of the runs ranked with it (its notes name them)."""
+    return any(note.startswith("cohort: ") for note in score.notes)
+
+
 def _ranked_alone(score: Score) -> bool:
     """Whether ``score`` is relative to the best of a cohort of one run: this one."""
     return any(note.startswith("cohort: 1 run ") for note in score.notes)
@@ -287,13 +292,13 @@ def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
     best is itself: 100), the first absolute score's, which means something on its own."""
     first = next(iter(scores.items()), None)
     if first and _ranked_alone(first[1]):
-        first = next(((name, score) for name, score in scores.items() if "(" in name and score.value is not None), first)
+        first = next(((name, score) for name, score in scores.items() if not _relative(score) and score.value is not None), first)
     throughput, count = throughput_headline(card)
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     memory = card.model_memory_gb
     if first is None:
         what = "no scorer"
-    elif "(" in first[0]:
+    elif not _relative(first[1]):
         what = f"absolute score, {first[0]}"
     else:
         what = f"Arena score, {first[0]}" + (" (relative: the only run ranked)" if _ranked_alone(first[1]) else "")

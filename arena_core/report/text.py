@@ -34,10 +34,10 @@ _NUMERIC = re.compile(
 
 #: A space that wrapping must not break: between a figure and its unit or per cent sign ("2 %",
 #: "23.31 s"), so that "(2 %)" moves to the next line whole instead of leaving "(2" behind. It is
-#: glued with a no-break space while tabulate wraps (textwrap breaks only at ASCII whitespace) and
+#: glued with a figure space while tabulate wraps (textwrap breaks only at ASCII whitespace) and
 #: given back as a space.
-_UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:%|ms|s|GB|tok/s|req/s)(?![\w/]))")
-_GLUE = "\u00a0"
+_UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:%|ms|s|GB/s|GB|tok/s/GB|tok/s|req/s)(?![\w/]))")
+_GLUE = "\u2007"  # a figure space: one column wide, no break; rarer in outside text than a no-break space
 
 
 def _glued(cell: str) -> str:

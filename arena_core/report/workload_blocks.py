@@ -89,6 +89,11 @@ def _one_option_per_line(words: Sequence[str]) -> str:
     return " \\\n  ".join(" ".join(line) for line in lines)
 
 
+#: The shape of the seed site's literal multi-turn command (``--depth 4``: one turn, 4 tokens of
+#: history), as a cards file states what its runs measured (``measured_shapes``).
+SEED_LITERAL_SHAPE = {"turns": 1, "depth": 4}
+
+
 def seed_literal(command: str) -> str | None:
     """The seed site's literal multi-turn command, from Arena's: ``--depth 4`` (llama-benchy reads
     it as 4 tokens of history, not the five turns the seed card describes; workloads.md)."""
@@ -145,14 +150,15 @@ def _notes(card: ModelCard, line: CardWorkload) -> str:
     return "; ".join(note for note in (*line.reasons, *line.labels) if note != said)
 
 
-def _per_user_label(line: CardWorkload) -> str:
-    """What the per-user figure is: one user's decode speed (closed loop), or the seed's G of an
-    open-loop run, its total throughput over its peak requests in flight, the peak said so that
-    the figure can be recomputed from the total beside it."""
+def per_user_figure(line: CardWorkload) -> tuple[float | None, str]:
+    """A workload's per-user figure and what it is: one user's decode speed (closed loop), or
+    the seed's G of an open-loop run, its total throughput over its peak requests in flight (an
+    Arena run's own tokens/s is its output throughput: the G is computed alike for both), the peak
+    said so that the figure can be recomputed from the total beside it."""
     if not line.open_loop:
-        return "tok/s per user"
+        return line.tokens_per_second, "tok/s per user"
     peak = line.metrics.get("peak_concurrency")
-    return f"tok/s per request in flight (the seed's: the total ÷ {peak:.0f} at peak)" if peak else "tok/s per request in flight (the seed's)"
+    return line.site_tps, f"tok/s per request in flight (the seed's: the total ÷ {peak:.0f} at peak)" if peak else "tok/s per request in flight (the seed's)"
 
 
 def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
@@ -179,8 +185,8 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 description=" ".join(part for part in (legend.description if legend else "", _as_measured(card, name)) if part),
                 runner=_runner(line),
                 parameters=legend.parameters if legend else "",
-                per_user_tps=fmt_tps(line.tokens_per_second),
-                per_user_label=_per_user_label(line),
+                per_user_tps=fmt_tps(per_user_figure(line)[0]),
+                per_user_label=per_user_figure(line)[1],
                 total_tps=fmt_tps(total),
                 total_label="tok/s in all, input and output" if line.open_loop else "tok/s in all",
                 ttft=ttft or "—",
@@ -192,7 +198,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 verdict="valid" if line.valid else "INVALID",
                 notes=_notes(card, line),
                 cache=cache_line(line.metrics) if card.source == MEASURED_BY_ARENA else "prompt cache: not stated by the source",
-                commands=tuple(commands_of(line, card.model_facts.hf_model, ran_literal=bool(card.measured_shapes.get(name)))),
+                commands=tuple(commands_of(line, card.model_facts.hf_model, ran_literal=card.measured_shapes.get(name) == SEED_LITERAL_SHAPE)),
             )
         )
     return blocks
