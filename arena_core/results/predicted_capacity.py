@@ -89,8 +89,10 @@ def rate_capacity(predictor: Predictor, setup: PredictionSetup, base: WorkloadSp
         load="rate",
         limit=f"TTFT p95 ≤ {ttft_limit_s:g} s, {base.name}'s shape",
         central=central,
-        low=_least(slow, fast),
-        high=_most(slow, fast),
+        # the central search's own answer is inside its interval: each rate is probed with arrivals
+        # of its own, so a search at a faster end may stop a step below the central one
+        low=_least(central, slow, fast),
+        high=_most(central, slow, fast),
         least=LEAST_RATE,  # a rate the first probe fails is below the least searched, not below 1
     )
 
