@@ -14,7 +14,6 @@ from typing import Any, Generic, TypeVar
 import attrs
 from attrs import frozen
 
-from arena_core import bounds
 from arena_core.errors import UnknownNameError
 from arena_core.types import BackendSpec, HardwareProfile, ModelSpec, PredictorSpec, QualitySuiteSpec, RunnerSpec, ScorerSpec, WorkloadSpec
 
@@ -110,8 +109,9 @@ class Registry:
         """The backend whose scheduling served a run of backend ``name`` with ``facts`` (its
         card's ``backend_facts``): that backend, or, where it attaches to a server and declares
         none, the registered backend of the engine its facts say answered (``engine``, which it
-        identified from the server's own answers), at the slots the server reported (``slots``).
-        None where the backend is not registered here."""
+        identified from the server's own answers), at that engine's scheduling. The slots the
+        server reported are the run's server settings, as a started server's are
+        (``ModelCard.server_settings``). None where the backend is not registered here."""
         found = self.backends.get(name)
         if found is None:
             return None
@@ -119,11 +119,7 @@ class Registry:
         engine = self.backends.get(facts.get("engine", "")) if backend.scheduling is None and isinstance(facts.get("engine"), str) else None
         if engine is None or engine.item.scheduling is None:
             return backend
-        scheduling = engine.item.scheduling
-        slots = facts.get("slots")
-        if not bounds.CONCURRENCY.problem(slots):  # a count a server could serve at once, or none at all
-            scheduling = attrs.evolve(scheduling, slots=slots, sources=(*scheduling.sources, f"slots: {slots}, as the attached server reported"))
-        return attrs.evolve(backend, scheduling=scheduling)
+        return attrs.evolve(backend, scheduling=engine.item.scheduling)
 
     def with_role(self, role: str) -> str | None:
         """The first workload registered with ``role`` (:data:`~arena_core.types.ROLES`), or None."""

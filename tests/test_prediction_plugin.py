@@ -195,7 +195,8 @@ def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them
 def test_the_slots_of_a_server_arena_started_are_what_its_runs_are_simulated_with(registry):
     """A vLLM Arena started with ``--max-num-seqs 4`` (``--slots 4``) serves four sequences at
     once, and its prediction simulates four, not the engine's default 256; llama.cpp's
-    ``--parallel`` alike. A cards file's own slots come first; a fact out of range states nothing."""
+    ``--parallel`` alike, and an attached server's reported slots. A cards file's own slots come
+    first; a fact out of range states nothing."""
     import attrs
 
     from arena_core import ServerSettings
@@ -209,6 +210,12 @@ def test_the_slots_of_a_server_arena_started_are_what_its_runs_are_simulated_wit
     for hostile in (0, 10**12, "4", True, None):
         assert _server_settings(attrs.evolve(vllm, backend_facts={"max_num_seqs": hostile}), registry).slots is None
     assert _server_settings(attrs.evolve(vllm, backend="openai", backend_facts={"parallel": 25}), registry).slots is None  # no slots fact of its own
+    # a server Arena attached to: the slots it reported (llama.cpp's /props), in the same place, bounded alike
+    attached = attrs.evolve(vllm, backend="openai", backend_facts={"engine": "llama-cpp", "slots": 25})
+    assert _server_settings(attached, registry) == ServerSettings(slots=25)
+    for hostile in (0, 10**12, "25", True, None):
+        assert _server_settings(attrs.evolve(attached, backend_facts={"engine": "llama-cpp", "slots": hostile}), registry).slots is None
+    assert _server_settings(attrs.evolve(vllm, backend_facts={"slots": 25}), registry).slots is None  # vLLM Arena started: its own flag only
 
 
 def test_an_attached_run_on_an_unnamed_machine_says_it_is_not_covered(registry):

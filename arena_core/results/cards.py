@@ -223,19 +223,26 @@ def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
 
 
 def _server_settings(manifest: Manifest, registry: Registry) -> ServerSettings:
-    """The server settings a run's prediction simulates: an imported cards file's (its KV cache
-    type, else the one the backend recorded; a step's token budget and the slots where it says
-    them), and the slots of a server Arena started where its backend records them (vLLM's
-    ``--max-num-seqs``, llama.cpp's ``--parallel``: its ``slots_fact``)."""
+    """The server settings a run's prediction simulates, the one place they are read: an imported
+    cards file's (its KV cache type, else the one the backend recorded; a step's token budget and
+    the slots where it says them), else the slots the server ran with: those of a server Arena
+    started, where its backend records them (vLLM's ``--max-num-seqs``, llama.cpp's
+    ``--parallel``: its ``slots_fact``), or those an attached server reported (``slots``:
+    llama.cpp's ``/props``)."""
     stated = manifest.config.get("server_settings") or {}
     if not isinstance(stated, Mapping):  # a manifest is outside data too: a setting of the wrong shape states nothing
         stated = {}
     kv = stated.get("kv_cache_dtype") if "kv_cache_dtype" in stated else manifest.backend_facts.get("kv_cache_dtype")
     counts = {key: value for key, bound in SERVER_COUNTS.items() if not bound.problem(value := stated.get(key))}
     backend = registry.backends.get(manifest.backend)
-    if "slots" not in counts and backend is not None and backend.item.slots_fact:
-        if not SERVER_COUNTS["slots"].problem(started := manifest.backend_facts.get(backend.item.slots_fact)):
-            counts["slots"] = started
+    # a backend that starts its server records its own flag; one that attaches, what the server said
+    fact = (
+        backend.item.slots_fact
+        if backend is not None and backend.item.slots_fact
+        else ("slots" if backend is not None and backend.item.scheduling is None else "")
+    )
+    if "slots" not in counts and fact and not SERVER_COUNTS["slots"].problem(ran := manifest.backend_facts.get(fact)):
+        counts["slots"] = ran
     return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "", **counts)  # a type Arena knows, or none
 
 

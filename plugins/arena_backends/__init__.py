@@ -4,7 +4,8 @@
 The two that start a server declare how it schedules (:class:`arena_core.Scheduling`), with
 sources, for the predictor; the one that attaches declares nothing of its own, but records the
 engine the server names itself as (``owned_by`` in ``/v1/models``) and its slots, and its runs
-are predicted as that engine's (:meth:`arena_core.Registry.serving_backend`); a server that
+are predicted as that engine's (:meth:`arena_core.Registry.serving_backend`) at those slots (the
+run's server settings); a server that
 names no engine Arena knows is not covered by prediction. ``vllm`` is registered first: the
 first backend that declares its scheduling is ``arena predict``'s default."""
 
