@@ -85,7 +85,9 @@ def leaderboard_command(
         return
     short = short_ids([card.run_id for card in cards])
     ranked = [row for row in rows if row.rank]
-    echo(render_table(*_ranked_table(ranked, short, capacity_of, wide=wide, costs=costs), width=WIDEST if wide else None))  # --wide: as wide as it is
+    echo(
+        render_table(*_ranked_table(ranked, short, capacity_of, wide=wide, relative=spec.relative, costs=costs), width=WIDEST if wide else None)
+    )  # --wide: as wide as it is
     marks = [
         (mark, meaning)
         for mark, meaning in MARKS
@@ -96,7 +98,7 @@ def leaderboard_command(
         echo(f"\nNot ranked ({len(unranked)}):")
         cells = [(row.card.model_title, ", ".join(row.labels).removeprefix("not ranked: "), short[row.card.run_id]) for row in unranked]
         echo(render_table(["model", "why", "run"], cells, whole=("run",)))
-    about = f"Score: {rows[0].score.version}, {profile}. Q: quality (the mean of the published scores, else measured); {_second_part(rows)[1]}"
+    about = f"Score: {rows[0].score.version}, {profile}. Q: quality (the mean of the published scores, else measured); {_second_part(spec.relative)[1]}"
     about += f" (the cohort: the {len(cohort)} runs shown)." if spec.relative else "."
     about += "".join(f" {mark}: {meaning}." for mark, meaning in marks)
     if costs is not None and wide:
@@ -127,11 +129,11 @@ def _cost_json(costs: Callable[[ModelCard], CostLine | str] | None, card: ModelC
     return {"cost_per_million_output_tokens": None, "cost_explained": line}
 
 
-def _second_part(rows: Sequence[Row]) -> tuple[str, str]:
-    """The score's second part, as its column is headed and what that is: of a score relative to
-    the cohort (the seed's), G as a percentage of the best run's ("G" alone would read as the
-    card's tok/s); of an absolute one, its performance part P."""
-    if rows and not any(note.startswith("cohort: ") for note in rows[0].score.notes):
+def _second_part(relative: bool) -> tuple[str, str]:
+    """The score's second part, as its column is headed and what that is: of a scorer relative to
+    the cohort (the seed's, as its spec declares), G as a percentage of the best run's ("G" alone
+    would read as the card's tok/s); of an absolute one, its performance part P."""
+    if not relative:
         return "P", "P: performance, the score's throughput and latency part (arena card RUN writes it out)"
     return "G %", "G %: throughput G as a % of the best run's"
 
@@ -142,12 +144,13 @@ def _ranked_table(
     capacity_of: Callable[[ModelCard], str | None],
     *,
     wide: bool,
+    relative: bool = True,
     costs: Callable[[ModelCard], CostLine | str] | None = None,
 ) -> tuple[list[str], list[tuple]]:
     """The ranked rows as a table: rank, model, score, Q, G % (or P), memory, benches, run; ``wide`` adds
     the score's interval, hardware, backend, capacity, the cost per million output tokens at
     that capacity (where ``[cost]`` is set) and labels."""
-    headers = ["rank", "model", "score", "Q", _second_part(rows)[0], "memory", "benches", "run"]
+    headers = ["rank", "model", "score", "Q", _second_part(relative)[0], "memory", "benches", "run"]
     if wide:
         headers += ["interval", "hardware", "backend", "capacity", *(["cost/Mtok"] if costs else []), "labels"]
     table = []

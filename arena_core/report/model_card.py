@@ -154,7 +154,7 @@ def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     throughput, count = throughput_headline(card)
     efficiency = throughput / card.model_memory_gb if throughput is not None and card.model_memory_gb else None
-    cohort = next((note.removeprefix("cohort: ") for score in scores.values() for note in score.notes if note.startswith("cohort: ")), None)
+    cohort = next((found for score in scores.values() if (found := _cohort(score))), None)
     return [
         *((f"Arena score ({name})" if "(" not in name else f"absolute score, {name}", fmt_score(score)) for name, score in scores.items()),
         *([("scored among", cohort)] if cohort else []),
@@ -276,14 +276,19 @@ def time_line(card: ModelCard) -> str:
     return "Time: " + "; ".join(parts) + "." if parts else ""
 
 
+def _cohort(score: Score) -> str | None:
+    """The runs a relative score was ranked among, as its note says them ("17 runs ranked
+    together ..."); None for an absolute score."""
+    return next((note.removeprefix("cohort: ") for note in score.notes if note.startswith("cohort: ")), None)
+
+
 def _relative(score: Score) -> bool:
-    """Whether ``score`` is relative to the best of the runs ranked with it (its notes name them)."""
-    return any(note.startswith("cohort: ") for note in score.notes)
+    return _cohort(score) is not None
 
 
 def _ranked_alone(score: Score) -> bool:
-    """Whether ``score`` is relative to the best of a cohort of one run: this one."""
-    return any(note.startswith("cohort: 1 run ") for note in score.notes)
+    """Whether ``score`` is relative to the best of a cohort of one run: this one (its best is 100)."""
+    return (_cohort(score) or "").startswith("1 run ")
 
 
 def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str, str, str]]:

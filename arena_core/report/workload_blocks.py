@@ -173,6 +173,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
         legend = card.legend.get(name)
         total = line.metrics.get("total_tps") if line.open_loop else line.metrics.get("decode_tps_total")
         middle = "mean" if ttft_is_mean(card, line) else "p50"
+        per_user, per_user_label = per_user_figure(line)
         ttft = " · ".join(
             f"{label} {fmt_seconds(value)}"
             for label, value in ((middle, line.ttft_p50_s), ("p90", line.metrics.get("ttft_p90_s")), ("p99", line.metrics.get("ttft_p99_s")))
@@ -185,8 +186,8 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 description=" ".join(part for part in (legend.description if legend else "", _as_measured(card, name)) if part),
                 runner=_runner(line),
                 parameters=legend.parameters if legend else "",
-                per_user_tps=fmt_tps(per_user_figure(line)[0]),
-                per_user_label=per_user_figure(line)[1],
+                per_user_tps=fmt_tps(per_user),
+                per_user_label=per_user_label,
                 total_tps=fmt_tps(total),
                 total_label="tok/s in all, input and output" if line.open_loop else "tok/s in all",
                 ttft=ttft or "—",

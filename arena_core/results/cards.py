@@ -235,12 +235,11 @@ def _server_settings(manifest: Manifest, registry: Registry) -> ServerSettings:
     kv = stated.get("kv_cache_dtype") if "kv_cache_dtype" in stated else manifest.backend_facts.get("kv_cache_dtype")
     counts = {key: value for key, bound in SERVER_COUNTS.items() if not bound.problem(value := stated.get(key))}
     backend = registry.backends.get(manifest.backend)
-    # a backend that starts its server records its own flag; one that attaches, what the server said
-    fact = (
-        backend.item.slots_fact
-        if backend is not None and backend.item.slots_fact
-        else ("slots" if backend is not None and backend.item.scheduling is None else "")
-    )
+    fact = ""
+    if backend is not None and backend.item.slots_fact:  # a server Arena started: its own flag
+        fact = backend.item.slots_fact
+    elif backend is not None and backend.item.scheduling is None:  # one it attached to: what the server reported
+        fact = "slots"
     if "slots" not in counts and fact and not SERVER_COUNTS["slots"].problem(ran := manifest.backend_facts.get(fact)):
         counts["slots"] = ran
     return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "", **counts)  # a type Arena knows, or none
