@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from arena_core import ArenaHooks, make_plugin_manager
+from arena_core.report.quality import quality_and_score_lines
 from arena_core.report.text import render_table
 
 ARENA = [sys.executable, "-m", "arena_core"]
@@ -107,6 +109,8 @@ def test_a_run_ranked_alone_leads_with_its_absolute_score_not_a_relative_100(see
     figures = card.split("\n\n")[1]
     assert "absolute score, aggregate" in figures and "100.0" not in figures, figures
     assert re.search(r"scored among +1 run ranked together", card)  # the relative score is still there, and says why it is 100
+    summary = [line for line in quality_and_score_lines(alone / run_id, ArenaHooks(make_plugin_manager())) if line.startswith("Arena score")]
+    assert "arena-site" not in summary[0] and "arena-site/1, relative: the only run ranked, its own best): 100.0" in summary[1], summary  # as `arena run` ends
     shared = arena("card", run_id, "--output", str(store), columns=200).stdout.split("\n\n")[1]
     assert "Arena score, aggregate" in shared and "absolute" not in shared  # ranked among 17: the seed's own score leads
 

@@ -154,7 +154,7 @@ def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     throughput, count = throughput_headline(card)
     efficiency = throughput / card.model_memory_gb if throughput is not None and card.model_memory_gb else None
-    cohort = next((found for score in scores.values() if (found := _cohort(score))), None)
+    cohort = next((found for score in scores.values() if (found := score.cohort)), None)
     return [
         *((f"Arena score ({name})" if "(" not in name else f"absolute score, {name}", fmt_score(score)) for name, score in scores.items()),
         *([("scored among", cohort)] if cohort else []),
@@ -276,37 +276,22 @@ def time_line(card: ModelCard) -> str:
     return "Time: " + "; ".join(parts) + "." if parts else ""
 
 
-def _cohort(score: Score) -> str | None:
-    """The runs a relative score was ranked among, as its note says them ("17 runs ranked
-    together ..."); None for an absolute score."""
-    return next((note.removeprefix("cohort: ") for note in score.notes if note.startswith("cohort: ")), None)
-
-
-def _relative(score: Score) -> bool:
-    return _cohort(score) is not None
-
-
-def _ranked_alone(score: Score) -> bool:
-    """Whether ``score`` is relative to the best of a cohort of one run: this one (its best is 100)."""
-    return (_cohort(score) or "").startswith("1 run ")
-
-
 def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str, str, str]]:
     """The card's four big figures, as the seed card leads with them: (figure, value, what it is).
     The score is the first scorer's; where that one is relative and the run was ranked alone (its
     best is itself: 100), the first absolute score's, which means something on its own."""
     first = next(iter(scores.items()), None)
-    if first and _ranked_alone(first[1]):
-        first = next(((name, score) for name, score in scores.items() if not _relative(score) and score.value is not None), first)
+    if first and first[1].ranked_alone:
+        first = next(((name, score) for name, score in scores.items() if score.cohort is None and score.value is not None), first)
     throughput, count = throughput_headline(card)
     measured = sum(1 for name in card.expected if card.workload(name) is not None)
     memory = card.model_memory_gb
     if first is None:
         what = "no scorer"
-    elif not _relative(first[1]):
+    elif first[1].cohort is None:
         what = f"absolute score, {first[0]}"
     else:
-        what = f"Arena score, {first[0]}" + (" (relative: the only run ranked)" if _ranked_alone(first[1]) else "")
+        what = f"Arena score, {first[0]}" + (" (relative: the only run ranked)" if first[1].ranked_alone else "")
     return [
         ("score", f"{first[1].value:.1f}" if first and first[1].value is not None else "—", what),
         ("throughput", f"{fmt_tps(throughput)} tok/s", f"G, mean of {count} workloads"),

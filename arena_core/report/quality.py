@@ -28,11 +28,14 @@ def quality_and_score_lines(run_dir: Path, hooks: ArenaHooks) -> list[str]:
     if not card.measured_quality:
         lines.append("quality: not measured in this run (arena run --quality, or arena quality)")
     first = next(iter(scores))
-    for name, score in scores.items():  # the default scorer's first profile, and each other scorer's of that name
-        if name != first and not name.startswith(f"{first} ("):
-            continue
-        cohort = next((note.removeprefix("cohort: ").split(" (")[0] for note in score.notes if note.startswith("cohort: ")), "")
-        among = f", relative: among {cohort}" if cohort else ""
+    # the default scorer's first profile, and each other scorer's of that name; a relative score
+    # ranked among this run alone is its own best (100), so the absolute one leads, as on the card
+    shown = sorted(((name, score) for name, score in scores.items() if name == first or name.startswith(f"{first} (")), key=lambda item: item[1].ranked_alone)
+    for name, score in shown:
+        if score.ranked_alone:
+            among = ", relative: the only run ranked" + (", its own best" if score.value is not None else "")
+        else:
+            among = f", relative: among {score.cohort.split(' (')[0]}" if score.cohort else ""
         why = "" if score.value is not None else f" ({'; '.join(n for n in score.notes if not n.startswith('cohort: '))})"
         lines.append(f"Arena score ({name.split(' (')[0]}, {score.version}{among}): {fmt_score(score)}{why}")
     return lines

@@ -80,3 +80,14 @@ class Score:
     unmeasured_focus: str = ""
     #: the profile's formula in a line ("0.7 Q + 0.2 G + 0.1 E; G: chat"), for a page's header
     formula: str = ""
+
+    @property
+    def cohort(self) -> str | None:
+        """The runs a relative score was ranked among, as its note says them ("17 runs ranked
+        together (each component relative to its best)"); None for an absolute score."""
+        return next((note.removeprefix("cohort: ") for note in self.notes if note.startswith("cohort: ")), None)
+
+    @property
+    def ranked_alone(self) -> bool:
+        """Whether this relative score was ranked among one run, itself: its own best, so 100."""
+        return (self.cohort or "").startswith("1 run ")
