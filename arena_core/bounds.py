@@ -83,6 +83,8 @@ DURATION_S = Bound(0, 7 * 86_400)
 FIGURE = Bound(0, 1_000_000, above=True)
 COUNT = Bound(0, 1_000_000, integer=True, above=True)
 COUNT_OR_NONE = Bound(0, 1_000_000, integer=True)
+#: Draft tokens a step of speculative decoding (vLLM takes a handful; EAGLE trees reach tens).
+DRAFT_TOKENS = Bound(0, 64, integer=True, above=True)
 #: A result's own figures: tokens/s, seconds, request counts.
 RATE_RESULT = Bound(0, 1e9)
 SECONDS_RESULT = Bound(0, 1e7)

@@ -167,10 +167,15 @@ def test_a_runs_stated_step_budget_and_slots_are_what_it_is_simulated_with(tmp_p
     assert _served(cards["qwen3.6-35b-a3b"], registry).kv_bytes_per_element == 1.0
     gemma = cards["gemma-4-26b-a4b-it-bf16-v23"]
     assert card_print(gemma, registry) != card_print(attrs.evolve(gemma, server_settings=ServerSettings(kv_cache_dtype="fp8", token_budget=2048)), registry)
+    # Super and Gemma 4's MTP build decoded speculatively (their raw data): out of every fit, said on the card
+    assert sorted(model for model, card in cards.items() if _served(card, registry).speculative) == [
+        "gemma-4-26b-a4b-it-mtp-v23",
+        "nemotron-3-super-120b-a12b-nvfp4",
+    ]
+    assert cards["nemotron-3-super-120b-a12b-nvfp4"].server_settings.speculative_tokens == 3
     # the card says what its prediction simulates
-    assert ("server settings", "KV cache fp8, 2,048 tokens a step, 20 sequences at once (what its prediction simulates)") in platform_rows(
-        cards["nemotron-3-super-120b-a12b-nvfp4"]
-    )
+    said = "KV cache fp8, 2,048 tokens a step, 20 sequences at once, speculative decoding of 3 draft tokens a step (not simulated: predicted without it)"
+    assert ("server settings", f"{said} (what its prediction simulates)") in platform_rows(cards["nemotron-3-super-120b-a12b-nvfp4"])
     assert ("server settings", "KV cache fp8 (what its prediction simulates)") in platform_rows(gemma)
 
 
@@ -184,12 +189,26 @@ def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them
     from arena_core.run.manifest import Manifest
 
     base = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", engine="imported")
-    hostile = {"kv_cache_dtype": "<script>x</script>", "token_budget": "2048", "slots": 10**12}
+    hostile = {"kv_cache_dtype": "<script>x</script>", "token_budget": "2048", "slots": 10**12, "speculative_tokens": 10**6}
     assert _server_settings(attrs.evolve(base, config={"server_settings": hostile}), registry) == ServerSettings()
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": ["fp8"], "slots": True}}), registry) == ServerSettings()
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": "auto", "token_budget": 512}}), registry) == ServerSettings(
         kv_cache_dtype="auto", token_budget=512
     )
+
+    # speculative decoding, from vLLM's own counters over the run's workloads (a server Arena started or attached to)
+    from arena_core import CardWorkload
+
+    def ran(drafts, tokens):
+        counters = {"server_vllm_spec_decode_num_drafts_total": drafts, "server_vllm_spec_decode_num_draft_tokens_total": tokens}
+        return [CardWorkload(name=name, tokens_per_second=10.0, ttft_p50_s=0.1, metrics=counters) for name in ("chat", "rag-8k")]
+
+    assert _server_settings(base, registry, ran(40.0, 120.0)).speculative_tokens == 3
+    assert _server_settings(base, registry, ran(0.0, 0.0)).speculative_tokens is None  # counters that never grew: no speculation
+    for drafts, tokens in ((1.0, 1e12), (float("nan"), 30.0), (-5.0, -15.0), ("40", "120"), (10.0, 5.0)):  # a page's figures are not believed blindly
+        assert _server_settings(base, registry, ran(drafts, tokens)).speculative_tokens is None, (drafts, tokens)
+    stated = attrs.evolve(base, config={"server_settings": {"speculative_tokens": 4}})
+    assert _server_settings(stated, registry, ran(40.0, 120.0)).speculative_tokens == 4  # what a cards file says comes first
 
 
 def test_the_slots_of_a_server_arena_started_are_what_its_runs_are_simulated_with(registry):

@@ -189,7 +189,11 @@ def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(t
         ({"slots": "9" * 5000}, "$.cards[0].server_settings.slots: expected an integer, got str '999"),
         ({"token_budget": True}, "$.cards[0].server_settings.token_budget: expected an integer, got bool"),
         ({"slots": 10**9}, "$.cards[0].server_settings.slots: must be greater than 0 and at most 10,000"),
-        ({"max_num_batched_tokens": 2048}, "$.cards[0].server_settings.max_num_batched_tokens: not a known setting (kv_cache_dtype, token_budget, slots)"),
+        ({"speculative_tokens": 1000}, "$.cards[0].server_settings.speculative_tokens: must be greater than 0 and at most 64"),
+        (
+            {"max_num_batched_tokens": 2048},
+            "$.cards[0].server_settings.max_num_batched_tokens: not a known setting (kv_cache_dtype, token_budget, slots, speculative_tokens)",
+        ),
         ([2048], "$.cards[0].server_settings: expected a mapping of settings"),
     ):
         (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [card | {"server_settings": value}]}))

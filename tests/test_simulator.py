@@ -557,15 +557,15 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_te
     shutil.copytree(seed_store_template, store)  # the seed cards, with the ledger's fits kept (calibrate fits afresh)
     fitted = arena("calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(store))
     assert fitted.returncode == 0, fitted.stderr[-2000:]
-    assert "fitted to 80 results of 16 runs on gb10 (vllm)" in fitted.stdout  # the MTP run decoded speculatively: left out
-    assert "left out: 5 results of speculative decoding (MTP)" in fitted.stdout
+    assert "fitted to 75 results of 15 runs on gb10 (vllm)" in fitted.stdout  # Super and the MTP build decoded speculatively: left out
+    assert "left out: 10 results of speculative decoding (MTP)" in fitted.stdout
     assert max(len(line) for line in fitted.stdout.splitlines()) <= 80  # wrapped to the terminal (80 columns where there is none)
     before, after = (
         float(x) for x in re.search(r"tokens/s per user on these results: ([0-9.]+) % with the priors, ([0-9.]+) % fitted", flat(fitted.stdout)).groups()
     )
     assert after < before
     predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
-    assert predicted.returncode == 0 and "tier 1: calibrated on 80 results of 16 runs on gb10" in flat(predicted.stdout)
+    assert predicted.returncode == 0 and "tier 1: calibrated on 75 results of 15 runs on gb10" in flat(predicted.stdout)
     stored = json.loads((store / "calibrations" / "gb10--vllm.json").read_text())
     (store / "calibrations" / "gb10--vllm.json").write_text(json.dumps({**stored, "efficiency": {**stored["efficiency"], "bandwidth": 50}}))
     impossible = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")

@@ -100,6 +100,11 @@ def server_settings_text(settings: ServerSettings) -> str:
     parts = [f"KV cache {settings.kv_cache_dtype}"] if settings.kv_cache_dtype else []
     parts += [f"{settings.token_budget:,} tokens a step"] if settings.token_budget else []
     parts += [f"{settings.slots} sequences at once"] if settings.slots else []
+    parts += (
+        [f"speculative decoding of {settings.speculative_tokens} draft tokens a step (not simulated: predicted without it)"]
+        if settings.speculative_tokens
+        else []
+    )
     return ", ".join(parts)
 
 

@@ -7,6 +7,7 @@ rescored and re-rendered by a later version.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -140,7 +141,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         hardware_roofs=HardwareRoofs(memory_bandwidth_gbs=profile.memory_bandwidth_gbs, dense_tflops=dict(profile.dense_tflops)) if profile else None,
         model_facts=facts,
         measured_shapes=_measured_shapes(manifest.config.get("measured_shapes")),
-        server_settings=_server_settings(manifest, registry),
+        server_settings=_server_settings(manifest, registry, lines),
         slo=CardSlo(objective=objective.describe(), name=recorded[0] if recorded else "", target=objective.target, ttft_s=objective.ttft_s),
         legend={
             name: _legend(registry.workloads[name].item)
@@ -222,13 +223,32 @@ def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
     }
 
 
-def _server_settings(manifest: Manifest, registry: Registry) -> ServerSettings:
+#: vLLM's speculative-decoding counters, as a workload's telemetry keeps their growth: the drafts
+#: it proposed, and the draft tokens in them (``vllm:spec_decode_num_drafts``, ``..._draft_tokens``).
+SPEC_DECODE_COUNTERS = ("server_vllm_spec_decode_num_drafts_total", "server_vllm_spec_decode_num_draft_tokens_total")
+
+
+def _draft_tokens(lines: Sequence[CardWorkload]) -> int | None:
+    """The draft tokens a step of speculative decoding, from the server's own counters over the
+    run's workloads (draft tokens over drafts: vLLM proposes that many each time); None where it
+    proposed none, or where the page's figures are no count Arena can believe."""
+    drafts, tokens = (
+        sum(v for line in lines if isinstance(v := line.metrics.get(name), (int, float)) and math.isfinite(v) and v > 0) for name in SPEC_DECODE_COUNTERS
+    )
+    if not (drafts >= 1 and tokens >= drafts):
+        return None
+    found = round(tokens / drafts)
+    return None if SERVER_COUNTS["speculative_tokens"].problem(found) else found
+
+
+def _server_settings(manifest: Manifest, registry: Registry, lines: Sequence[CardWorkload] = ()) -> ServerSettings:
     """The server settings a run's prediction simulates, the one place they are read: an imported
-    cards file's (its KV cache type, else the one the backend recorded; a step's token budget and
-    the slots where it says them), else the slots the server ran with: those of a server Arena
-    started, where its backend records them (vLLM's ``--max-num-seqs``, llama.cpp's
-    ``--parallel``: its ``slots_fact``), or those an attached server reported (``slots``:
-    llama.cpp's ``/props``)."""
+    cards file's (its KV cache type, else the one the backend recorded; a step's token budget, the
+    slots and speculative decoding's draft tokens where it says them), else the slots the server
+    ran with: those of a server Arena started, where its backend records them (vLLM's
+    ``--max-num-seqs``, llama.cpp's ``--parallel``: its ``slots_fact``), or those an attached
+    server reported (``slots``: llama.cpp's ``/props``); and speculative decoding where the
+    server's own counters say it drafted tokens during the run's ``lines``, started or attached."""
     stated = manifest.config.get("server_settings") or {}
     if not isinstance(stated, Mapping):  # a manifest is outside data too: a setting of the wrong shape states nothing
         stated = {}
@@ -242,6 +262,8 @@ def _server_settings(manifest: Manifest, registry: Registry) -> ServerSettings:
         fact = "slots"
     if "slots" not in counts and fact and not SERVER_COUNTS["slots"].problem(ran := manifest.backend_facts.get(fact)):
         counts["slots"] = ran
+    if "speculative_tokens" not in counts and (drafted := _draft_tokens(lines)):
+        counts["speculative_tokens"] = drafted
     return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "", **counts)  # a type Arena knows, or none
 
 

@@ -254,7 +254,8 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
 def _server_settings(value: Any, where: str) -> dict[str, Any]:
     """What a cards file (or one card) says of the servers its runs measured, which the
     prediction reads: the KV cache's type (one of :data:`KV_CACHE_BYTES`), and the counts of
-    :data:`~arena_core.types.SERVER_COUNTS` (a step's token budget, the slots)."""
+    :data:`~arena_core.types.SERVER_COUNTS` (a step's token budget, the slots, the draft tokens of
+    speculative decoding)."""
     if not isinstance(value, dict):
         raise UsageError(f"{where}: expected a mapping of settings")
     for key, setting in value.items():

@@ -145,7 +145,7 @@ class HardwareRoofs:
 
 
 #: The server settings a cards file may state as counts, each with its bounds.
-SERVER_COUNTS = {"token_budget": bounds.COUNT, "slots": bounds.CONCURRENCY}
+SERVER_COUNTS = {"token_budget": bounds.COUNT, "slots": bounds.CONCURRENCY, "speculative_tokens": bounds.DRAFT_TOKENS}
 
 
 @frozen(kw_only=True)
@@ -158,6 +158,10 @@ class ServerSettings:
     kv_cache_dtype: str = ""
     token_budget: int | None = field(default=None, validator=optional(SERVER_COUNTS["token_budget"]))
     slots: int | None = field(default=None, validator=optional(SERVER_COUNTS["slots"]))
+    #: Draft tokens a step of speculative decoding (vLLM's ``num_speculative_tokens``, as MTP
+    #: runs it); None: none. The simulator does not cover it: such a run is predicted without it
+    #: and left out of every fit, its results in the ledger where their error shows.
+    speculative_tokens: int | None = field(default=None, validator=optional(SERVER_COUNTS["speculative_tokens"]))
 
 
 @frozen(kw_only=True)

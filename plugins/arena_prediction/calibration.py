@@ -139,6 +139,7 @@ class OpenResult:
     tps: float | None
     ttft_s: float | None
     site_tps: float | None = None  # the seed site's G as measured
+    speculative: bool = False
 
     def figures(self, efficiency: Efficiency) -> Figures:
         return open_run(self.workload, self.model, self.machine, efficiency, self.scheduling, kv_bytes_per_element=self.kv_bytes_per_element)
@@ -157,6 +158,8 @@ class Served:
     machine: Machine
     kv_bytes_per_element: float
     scheduling: Scheduling
+    #: it decoded speculatively (its model is an MTP build, or its server settings say so)
+    speculative: bool = False
 
 
 def _served(card: ModelCard, registry: Registry) -> Served | None:
@@ -178,7 +181,13 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
     # where the run's server was not at its engine's defaults (a cards file says so), as it ran
     scheduling = attrs.evolve(scheduling, token_budget=settings.token_budget or scheduling.token_budget, slots=settings.slots or scheduling.slots)
     # 16 bits when the run says nothing
-    return Served(model=model, machine=machine, kv_bytes_per_element=KV_CACHE_BYTES.get(kv_dtype, 2.0), scheduling=scheduling)
+    return Served(
+        model=model,
+        machine=machine,
+        kv_bytes_per_element=KV_CACHE_BYTES.get(kv_dtype, 2.0),
+        scheduling=scheduling,
+        speculative=speculative(model) or bool(settings.speculative_tokens),
+    )
 
 
 def _ran(card: ModelCard, registry: Registry, kind: type) -> list[tuple[CardWorkload, WorkloadSpec]]:
@@ -218,6 +227,7 @@ def open_results_of(cards: Sequence[ModelCard], registry: Registry) -> list[Open
                     tps=tps,
                     ttft_s=line.ttft_p50_s,
                     site_tps=line.site_tps,
+                    speculative=served.speculative,
                 )
             )
     return found
@@ -259,7 +269,7 @@ def open_samples_of(results: Sequence[OpenResult]) -> list[OpenSample]:
                 machine=result.machine,
                 ttft_s=result.ttft_s,
                 retimed=retimed,
-                speculative=speculative(result.model),
+                speculative=result.speculative,
             )
         )
     return found
@@ -307,7 +317,7 @@ def samples_of(cards: Sequence[ModelCard], registry: Registry) -> list[Sample]:
                     tps=line.tokens_per_second,
                     ttft_s=ttft,
                     site_tps=line.site_tps,
-                    speculative=speculative(served.model),
+                    speculative=served.speculative,
                 )
             )
     return found
