@@ -174,8 +174,8 @@ def test_a_runs_stated_step_budget_and_slots_are_what_it_is_simulated_with(tmp_p
     ]
     assert cards["nemotron-3-super-120b-a12b-nvfp4"].server_settings.speculative_tokens == 3
     # the card says what its prediction simulates
-    said = "KV cache fp8, 2,048 tokens a step, 20 sequences at once, speculative decoding of 3 draft tokens a step (not simulated: predicted without it)"
-    assert ("server settings", f"{said} (what its prediction simulates)") in platform_rows(cards["nemotron-3-super-120b-a12b-nvfp4"])
+    said = "KV cache fp8, 2,048 tokens a step, 20 sequences at once (what its prediction simulates); speculative decoding of 3 draft tokens a step (not simulated: predicted without it)"
+    assert ("server settings", said) in platform_rows(cards["nemotron-3-super-120b-a12b-nvfp4"])
     assert ("server settings", "KV cache fp8 (what its prediction simulates)") in platform_rows(gemma)
 
 

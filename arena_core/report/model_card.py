@@ -91,21 +91,20 @@ def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
     if isinstance(backend.get("command"), list):
         rows.append(("server command", shlex.join(str(part) for part in backend["command"])))
     if settings := server_settings_text(card.server_settings):
-        rows.append(("server settings", f"{settings} (what its prediction simulates)"))
+        rows.append(("server settings", settings))
     return rows
 
 
 def server_settings_text(settings: ServerSettings) -> str:
-    """What a run states of its server beside the backend's defaults, in words ("" for nothing)."""
+    """What a run states of its server beside the backend's defaults, in words ("" for nothing):
+    what its prediction simulates, then what it does not (speculative decoding)."""
     parts = [f"KV cache {settings.kv_cache_dtype}"] if settings.kv_cache_dtype else []
     parts += [f"{settings.token_budget:,} tokens a step"] if settings.token_budget else []
     parts += [f"{settings.slots} sequences at once"] if settings.slots else []
-    parts += (
-        [f"speculative decoding of {settings.speculative_tokens} draft tokens a step (not simulated: predicted without it)"]
-        if settings.speculative_tokens
-        else []
-    )
-    return ", ".join(parts)
+    said = [f"{', '.join(parts)} (what its prediction simulates)"] if parts else []
+    if settings.speculative_tokens:
+        said.append(f"speculative decoding of {settings.speculative_tokens} draft tokens a step (not simulated: predicted without it)")
+    return "; ".join(said)
 
 
 def seed_meanings(card: ModelCard) -> list[tuple[str, str]]:
