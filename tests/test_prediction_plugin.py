@@ -205,7 +205,7 @@ def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them
 
     assert _server_settings(base, registry, ran(40.0, 120.0)).speculative_tokens == 3
     assert _server_settings(base, registry, ran(0.0, 0.0)).speculative_tokens is None  # counters that never grew: no speculation
-    for drafts, tokens in ((1.0, 1e12), (float("nan"), 30.0), (-5.0, -15.0), ("40", "120"), (10.0, 5.0)):  # a page's figures are not believed blindly
+    for drafts, tokens in ((1.0, 1e12), (1.0, 1e308), (float("nan"), 30.0), (-5.0, -15.0), ("40", "120"), (True, 3.0), (10.0, 5.0)):  # not believed blindly
         assert _server_settings(base, registry, ran(drafts, tokens)).speculative_tokens is None, (drafts, tokens)
     stated = attrs.evolve(base, config={"server_settings": {"speculative_tokens": 4}})
     assert _server_settings(stated, registry, ran(40.0, 120.0)).speculative_tokens == 4  # what a cards file says comes first

@@ -228,13 +228,19 @@ def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
 SPEC_DECODE_COUNTERS = ("server_vllm_spec_decode_num_drafts_total", "server_vllm_spec_decode_num_draft_tokens_total")
 
 
+#: The most a spec-decode counter can believably grow over one workload (a trillion tokens).
+MOST_DRAFTED = 1e12
+
+
 def _draft_tokens(lines: Sequence[CardWorkload]) -> int | None:
     """The draft tokens a step of speculative decoding, from the server's own counters over the
-    run's workloads (draft tokens over drafts: vLLM proposes that many each time); None where it
-    proposed none, or where the page's figures are no count Arena can believe."""
-    drafts, tokens = (
-        sum(v for line in lines if isinstance(v := line.metrics.get(name), (int, float)) and math.isfinite(v) and v > 0) for name in SPEC_DECODE_COUNTERS
-    )
+    run's workloads (draft tokens over drafts: vLLM's MTP and draft-model proposers propose that
+    many each time; an n-gram proposer that finds no match proposes fewer, so this is the least
+    it ran); None where it proposed none, or where a page's figures are no count Arena can
+    believe (each workload's pair both present, finite, positive and at most :data:`MOST_DRAFTED`)."""
+    pairs = [tuple(line.metrics.get(name) for name in SPEC_DECODE_COUNTERS) for line in lines]
+    counted = [pair for pair in pairs if all(type(v) in (int, float) and math.isfinite(v) and 0 < v <= MOST_DRAFTED for v in pair)]
+    drafts, tokens = sum(pair[0] for pair in counted), sum(pair[1] for pair in counted)
     if not (drafts >= 1 and tokens >= drafts):
         return None
     found = round(tokens / drafts)

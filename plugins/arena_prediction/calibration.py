@@ -162,6 +162,13 @@ class Served:
     speculative: bool = False
 
 
+def decodes_speculatively(card: ModelCard, model: ModelSpec) -> bool:
+    """Whether ``card``'s run decoded speculatively, which the simulator does not cover: its model
+    is an MTP build, or its server settings say draft tokens (a cards file's, or the server's own
+    spec-decode counters during the run)."""
+    return speculative(model) or bool(card.server_settings.speculative_tokens)
+
+
 def _served(card: ModelCard, registry: Registry) -> Served | None:
     """How the simulator serves ``card``'s run; None where it cannot (a model of unknown size,
     hardware without roofs, a backend that declares no scheduling)."""
@@ -186,7 +193,7 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
         machine=machine,
         kv_bytes_per_element=KV_CACHE_BYTES.get(kv_dtype, 2.0),
         scheduling=scheduling,
-        speculative=speculative(model) or bool(settings.speculative_tokens),
+        speculative=decodes_speculatively(card, model),
     )
 
 
