@@ -7,7 +7,6 @@ rescored and re-rendered by a later version.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from arena_core import bounds
 from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
@@ -228,18 +228,14 @@ def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
 SPEC_DECODE_COUNTERS = ("server_vllm_spec_decode_num_drafts_total", "server_vllm_spec_decode_num_draft_tokens_total")
 
 
-#: The most a spec-decode counter can believably grow over one workload (a trillion tokens).
-MOST_DRAFTED = 1e12
-
-
 def _draft_tokens(lines: Sequence[CardWorkload]) -> int | None:
     """The draft tokens a step of speculative decoding, from the server's own counters over the
     run's workloads (draft tokens over drafts: vLLM's MTP and draft-model proposers propose that
     many each time; an n-gram proposer that finds no match proposes fewer, so this is the least
     it ran); None where it proposed none, or where a page's figures are no count Arena can
-    believe (each workload's pair both present, finite, positive and at most :data:`MOST_DRAFTED`)."""
+    believe (each workload's pair both present and in :data:`~arena_core.bounds.DRAFTED`: no NaN, no infinity)."""
     pairs = [tuple(line.metrics.get(name) for name in SPEC_DECODE_COUNTERS) for line in lines]
-    counted = [pair for pair in pairs if all(type(v) in (int, float) and math.isfinite(v) and 0 < v <= MOST_DRAFTED for v in pair)]
+    counted = [pair for pair in pairs if not any(bounds.DRAFTED.problem(v) for v in pair)]
     drafts, tokens = sum(pair[0] for pair in counted), sum(pair[1] for pair in counted)
     if not (drafts >= 1 and tokens >= drafts):
         return None
