@@ -160,6 +160,12 @@ def test_what_a_config_does_not_say_is_assumed_and_said():
     described = describe(sparse, name="sparse")
     assert any("no num_key_value_heads" in said for said in described.assumptions)
     assert any("BF16 assumed" in said for said in described.assumptions) and described.spec.precision == "BF16"
+    # a layout figure the config leaves out is taken at a default, and said: the MLP's width, a hybrid's state
+    unsized = describe({key: value for key, value in config.items() if key != "intermediate_size"}, name="unsized")
+    assert f"no intermediate_size in the config: {4 * config['hidden_size']:,} assumed" in unsized.assumptions
+    _, hybrid, _ = FAMILIES["hybrid linear attention"]
+    stateless = describe({key: value for key, value in hybrid.items() if key != "linear_num_value_heads"}, name="stateless")
+    assert "no linear_num_value_heads in the config: 32 assumed" in stateless.assumptions
 
 
 def test_a_config_in_the_hugging_face_cache_is_found_without_a_download(tmp_path, monkeypatch):

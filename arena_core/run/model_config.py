@@ -62,8 +62,9 @@ def find_config(given: str) -> Path:
     raise UsageError(f"--model-config: {given}: no such file (give a config.json, a folder holding one, or a model id in the Hugging Face cache)")
 
 
-def _number(config: Mapping[str, Any], *keys: str, limit: int, default: int | None = None) -> int | None:
-    """The first of ``keys`` the config sets, as a whole number within ``limit``."""
+def _number(config: Mapping[str, Any], *keys: str, limit: int, default: int | None = None, assumed: list[str] | None = None) -> int | None:
+    """The first of ``keys`` the config sets, as a whole number within ``limit``; else ``default``,
+    said in ``assumed`` where given (a layout figure taken, not an absence that is itself a fact)."""
     for key in keys:
         value = config.get(key)
         if value is None:
@@ -71,6 +72,8 @@ def _number(config: Mapping[str, Any], *keys: str, limit: int, default: int | No
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or not 0 < value <= limit:
             raise UsageError(f"--model-config: {key} = {repr(value)[:40]} is not a whole number from 1 to {limit}")
         return int(value)
+    if assumed is not None and default is not None:
+        assumed.append(f"no {keys[0]} in the config: {default:,} assumed")
     return default
 
 
@@ -142,7 +145,7 @@ def describe(
         source=f"{source} ({text.get('model_type', 'unknown type')!s:.40})",
         **_state_layers(text, kinds, assumed),
     )
-    total, active = _parameters(text, arch, kinds)
+    total, active = _parameters(text, arch, kinds, assumed)
     chosen_precision = precision or _precision(text, assumed)
     if params_b is not None:
         total = params_b * 1e9
@@ -181,27 +184,28 @@ def _state_layers(text: Mapping[str, Any], kinds: list[str], assumed: list[str])
     if "linear" in kinds:
         return {
             "linear_attention_layers": kinds.count("linear"),
-            "linear_key_heads": _number(text, "linear_num_key_heads", limit=LIMITS["heads"], default=16) or 16,
-            "linear_value_heads": _number(text, "linear_num_value_heads", limit=LIMITS["heads"], default=32) or 32,
-            "linear_head_dim": _number(text, "linear_value_head_dim", "linear_key_head_dim", limit=LIMITS["width"], default=128) or 128,
-            "linear_conv_kernel": _number(text, "linear_conv_kernel_dim", limit=64, default=4) or 4,
+            "linear_key_heads": _number(text, "linear_num_key_heads", limit=LIMITS["heads"], default=16, assumed=assumed) or 16,
+            "linear_value_heads": _number(text, "linear_num_value_heads", limit=LIMITS["heads"], default=32, assumed=assumed) or 32,
+            "linear_head_dim": _number(text, "linear_value_head_dim", "linear_key_head_dim", limit=LIMITS["width"], default=128, assumed=assumed) or 128,
+            "linear_conv_kernel": _number(text, "linear_conv_kernel_dim", limit=64, default=4, assumed=assumed) or 4,
         }
     if "mamba" in kinds:
         return {
             "linear_attention_layers": kinds.count("mamba"),
-            "linear_key_heads": _number(text, "n_groups", limit=LIMITS["heads"], default=8) or 8,
-            "linear_value_heads": _number(text, "mamba_num_heads", limit=LIMITS["heads"], default=64) or 64,
-            "linear_head_dim": _number(text, "mamba_head_dim", limit=LIMITS["width"], default=64) or 64,
-            "linear_key_dim": _number(text, "ssm_state_size", limit=LIMITS["width"], default=128) or 128,
-            "linear_conv_kernel": _number(text, "conv_kernel", limit=64, default=4) or 4,
+            "linear_key_heads": _number(text, "n_groups", limit=LIMITS["heads"], default=8, assumed=assumed) or 8,
+            "linear_value_heads": _number(text, "mamba_num_heads", limit=LIMITS["heads"], default=64, assumed=assumed) or 64,
+            "linear_head_dim": _number(text, "mamba_head_dim", limit=LIMITS["width"], default=64, assumed=assumed) or 64,
+            "linear_key_dim": _number(text, "ssm_state_size", limit=LIMITS["width"], default=128, assumed=assumed) or 128,
+            "linear_conv_kernel": _number(text, "conv_kernel", limit=64, default=4, assumed=assumed) or 4,
         }
     return {}
 
 
-def _parameters(text: Mapping[str, Any], arch: ModelArchitecture, kinds: list[str]) -> tuple[float, float]:
+def _parameters(text: Mapping[str, Any], arch: ModelArchitecture, kinds: list[str], assumed: list[str] | None = None) -> tuple[float, float]:
     """Total and active parameters from the layout: embeddings (and an untied LM head), each
     layer's attention or state projections, and its MLP -- dense, or routed experts (all of them
-    in total, ``experts_per_token`` active) plus shared ones."""
+    in total, ``experts_per_token`` active) plus shared ones; an MLP width the config does not
+    say is taken as 4 × the hidden size, and said in ``assumed``."""
     hidden, q, kv = arch.hidden, arch.query_heads * arch.head_dim, arch.kv_heads * arch.head_dim
     attention = hidden * (2 * q + 2 * kv)  # q, k, v and the output projection
     linear = 0.0
@@ -209,10 +213,10 @@ def _parameters(text: Mapping[str, Any], arch: ModelArchitecture, kinds: list[st
         key = arch.linear_key_dim or arch.linear_head_dim
         width = 2 * arch.linear_key_heads * key + 2 * arch.linear_value_heads * arch.linear_head_dim
         linear = hidden * width + arch.linear_value_heads * arch.linear_head_dim * hidden
-    dense = _number(text, "intermediate_size", "ffn_hidden_size", limit=LIMITS["width"] * 8, default=4 * hidden) or 4 * hidden
-    expert_width = _number(text, "moe_intermediate_size", "expert_intermediate_size", limit=LIMITS["width"] * 8, default=dense) or dense
+    widths = ("moe_intermediate_size", "expert_intermediate_size") if arch.experts else ()  # an expert's, else the dense MLP's
+    mlp_width = _number(text, *widths, "intermediate_size", "ffn_hidden_size", limit=LIMITS["width"] * 8, default=4 * hidden, assumed=assumed) or 4 * hidden
     shared_width = _number(text, "shared_expert_intermediate_size", limit=LIMITS["width"] * 8, default=0) or 0
-    shared_width = shared_width or (_number(text, "n_shared_experts", "num_shared_experts", limit=64, default=0) or 0) * expert_width
+    shared_width = shared_width or (_number(text, "n_shared_experts", "num_shared_experts", limit=64, default=0) or 0) * mlp_width
     mixer = sum(attention if kind in ("full", "window") else linear for kind in kinds)
     pattern = text.get("hybrid_override_pattern")
     # a hybrid pattern gives each layer one part: "M" Mamba, "*" attention, "-" MLP, "E" experts
@@ -220,12 +224,12 @@ def _parameters(text: Mapping[str, Any], arch: ModelArchitecture, kinds: list[st
     # a gated MLP (SwiGLU, GeGLU) has three matrices; Nemotron-H's squared ReLU two
     matrices = 2 if str(text.get("mlp_hidden_act") or text.get("hidden_act")) == "relu2" else 3
     if arch.experts:
-        routed = arch.experts * matrices * hidden * expert_width
-        routed_active = arch.experts_per_token * matrices * hidden * expert_width
+        routed = arch.experts * matrices * hidden * mlp_width
+        routed_active = arch.experts_per_token * matrices * hidden * mlp_width
         shared = matrices * hidden * shared_width + hidden * arch.experts  # and the router
         mlp_total, mlp_active = mlp_layers * (routed + shared), mlp_layers * (routed_active + shared)
     else:
-        mlp_total = mlp_active = mlp_layers * matrices * hidden * dense
+        mlp_total = mlp_active = mlp_layers * matrices * hidden * mlp_width
     embeddings = arch.vocab * hidden * (1 if text.get("tie_word_embeddings", False) else 2)
     return embeddings + mixer + mlp_total, embeddings + mixer + mlp_active
 
