@@ -7,7 +7,8 @@ per workload and metric, and the medians over all of them (prediction.md, issue 
 
 Tier 1 is fitted to the other folds (the fits are not kept in any store); tier 0 (the priors,
 no fit) is the same both ways and printed once. Tier 1's medians are given over every result and
-again over the results of runs that did not decode speculatively, which the simulator covers.
+again over the results of runs that did not decode speculatively (the others are simulated at
+an assumed acceptance of their drafts).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def ledger(store: Path, cards: Sequence[ModelCard], hooks: ArenaHooks, *, by_fam
 
 def speculative_runs(cards: Sequence[ModelCard], hooks: ArenaHooks) -> set[str]:
     """The runs that decoded speculatively (an MTP build, or a server's stated draft tokens): the
-    simulator does not cover them; their results are in the ledger and out of every fit."""
+    simulator assumes their drafts' acceptance; their results are in the ledger and out of every fit."""
     return {card.run_id for card in cards if (model := model_of(card, hooks.registry)) is not None and decodes_speculatively(card, model)}
 
 
@@ -114,7 +115,7 @@ def main() -> None:
             if metric in found:
                 print(f"  {metric:11s} {found[metric]:5.1f} % ({found[f'{metric}_p90']:.1f} %)")
         if without := report[name].get("medians_without_speculative_runs"):
-            print("  over the results of runs that did not decode speculatively (which the simulator covers):")
+            print("  over the results of runs that did not decode speculatively (the others at an assumed acceptance):")
             for metric in ("tps", "ttft"):
                 print(f"    {metric:9s} {without[metric]:5.1f} % ({without[f'{metric}_p90']:.1f} %)")
         for metric, (inside, judged) in report[name]["interval_coverage"].items():

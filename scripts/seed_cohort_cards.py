@@ -45,8 +45,8 @@ FACTS = ("vendor", "architecture", "params_total_b", "params_active_b", "precisi
 #: * Speculative decoding: Nemotron 3 Super ran its MTP head with 3 draft tokens a step (its
 #:   ``_profile.env`` sets a speculative config; its open-loop results carry vLLM's
 #:   ``spec_decode_*`` figures: 3 per-position acceptance rates, 2.62 tokens a step accepted on
-#:   office-baseline), and Gemma 4 26B-A4B's MTP build 4 (4 per-position rates, 2.33-2.86). The
-#:   simulator does not cover it: both are predicted without it and left out of every fit.
+#:   office-baseline), and Gemma 4 26B-A4B's MTP build 4 (4 per-position rates, 2.33-2.86). Both
+#:   are simulated with their draft tokens at an assumed acceptance and left out of every fit.
 NIGHTLY = {"token_budget": 2048}
 SERVER_SETTINGS = {
     "results/qwen-3.5/qwen-3.5-0.8b/bf16": NIGHTLY,

@@ -209,8 +209,8 @@ def predicted(*args: str) -> dict:
 
 
 def test_every_setting_that_changes_the_answer_is_an_input():
-    """The KV cache's type, the server's slots and its step budget change the prediction and are
-    said where they were assumed; the calibration is chosen explicitly."""
+    """The KV cache's type, the server's slots, its step budget and its speculative decoding
+    change the prediction and are said where they were assumed; the calibration is chosen explicitly."""
     workloads = ("--workloads", "long-context-25k,chat")
     base = predicted("qwen3.6-27b", *workloads, "--calibration", "none")
     fp8 = predicted("qwen3.6-27b", *workloads, "--calibration", "none", "--kv-cache", "fp8")
@@ -228,6 +228,14 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     assert any("precision bf16 instead of the catalog's fp8" in said for said in bf16["assumptions"])
     missing = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--calibration", "/nonexistent.json"], capture_output=True, text=True)
     assert missing.returncode == 2 and "--calibration: /nonexistent.json: not a readable calibration" in missing.stderr
+    # speculative decoding: the server's draft tokens speed decode up, at an acceptance said as assumed
+    drafted = predicted("qwen3.6-27b", *workloads, "--calibration", "none", "--speculative-tokens", "3")
+    assert figure(drafted, "chat", "per_user_tps") > 1.2 * figure(base, "chat", "per_user_tps")
+    assert any("3 draft tokens a step" in note and "assumed" in note for w in drafted["workloads"] for note in w["notes"])
+    mtp = predicted("gemma-4-26b-a4b-it-mtp-v23", "--workloads", "chat")  # an MTP build: how many drafts is the server's to say
+    assert any("--speculative-tokens" in note for note in mtp["workloads"][0]["notes"])
+    many = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--speculative-tokens", "65"], capture_output=True, text=True, timeout=60)
+    assert many.returncode == 2 and "--speculative-tokens" in many.stderr and "Traceback" not in many.stderr
 
 
 def test_the_config_file_shapes_the_workloads_predicted(tmp_path):

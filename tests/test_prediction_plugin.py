@@ -167,14 +167,20 @@ def test_a_runs_stated_step_budget_and_slots_are_what_it_is_simulated_with(tmp_p
     assert _served(cards["qwen3.6-35b-a3b"], registry).kv_bytes_per_element == 1.0
     gemma = cards["gemma-4-26b-a4b-it-bf16-v23"]
     assert card_print(gemma, registry) != card_print(attrs.evolve(gemma, server_settings=ServerSettings(kv_cache_dtype="fp8", token_budget=2048)), registry)
-    # Super and Gemma 4's MTP build decoded speculatively (their raw data): out of every fit, said on the card
+    # Super and Gemma 4's MTP build decoded speculatively (their raw data): out of every fit,
+    # simulated with the draft tokens their servers ran, said on the card
     assert sorted(model for model, card in cards.items() if _served(card, registry).speculative) == [
         "gemma-4-26b-a4b-it-mtp-v23",
         "nemotron-3-super-120b-a12b-nvfp4",
     ]
     assert cards["nemotron-3-super-120b-a12b-nvfp4"].server_settings.speculative_tokens == 3
+    assert [_served(cards[m], registry).scheduling.draft_tokens for m in ("nemotron-3-super-120b-a12b-nvfp4", "gemma-4-26b-a4b-it-mtp-v23", "qwen3.6-27b")] == [
+        3,
+        4,
+        0,
+    ]
     # the card says what its prediction simulates
-    said = "KV cache fp8, 2,048 tokens a step, 20 sequences at once (what its prediction simulates); speculative decoding of 3 draft tokens a step (not simulated: predicted without it)"
+    said = "KV cache fp8, 2,048 tokens a step, 20 sequences at once (what its prediction simulates); speculative decoding of 3 draft tokens a step (simulated at an assumed acceptance: docs/prediction.md)"
     assert ("server settings", said) in platform_rows(cards["nemotron-3-super-120b-a12b-nvfp4"])
     assert ("server settings", "KV cache fp8 (what its prediction simulates)") in platform_rows(gemma)
 

@@ -430,6 +430,45 @@ def test_speculative_decoding_is_in_the_ledger_but_not_in_a_fit(registry):
     assert fit([attrs.evolve(sample, speculative=False)], prior_of("vllm")) != prior_of("vllm")
 
 
+def test_speculative_decoding_gains_the_drafts_accepted_less_what_verifying_and_drafting_cost(registry):
+    """With k draft tokens a decoding sequence gets 1 + a + ... + a^k tokens a step (a: the
+    assumed acceptance), and a step verifies every draft and drafts them first: per-user decode
+    speeds up, by less than the tokens a step; the first token does not move (a lone prompt's
+    prefill is the same step); and none of it without draft tokens."""
+    from arena_prediction.simulator import prior_of
+    from arena_prediction.speculative import DRAFT_ACCEPTANCE, tokens_per_step
+    from arena_prediction.workloads import closed_figures, closed_rounds
+
+    assert tokens_per_step(0) == 1.0
+    assert tokens_per_step(3, 0.5) == pytest.approx(1.875)
+    assert tokens_per_step(3) == pytest.approx(1 + DRAFT_ACCEPTANCE + DRAFT_ACCEPTANCE**2 + DRAFT_ACCEPTANCE**3)
+    model = registry.get("models", "qwen3.6-27b")  # dense: its decode bound by reading its weights
+    machine = Machine.of(registry.get("hardware", "gb10"), model)
+    long_output = registry.get("workloads", "long-output").scaled(0.05)
+
+    def figures(draft_tokens: int):
+        scheduling = attrs.evolve(VLLM_SCHEDULING, draft_tokens=draft_tokens)
+        return closed_figures(closed_rounds(long_output, model, machine, prior_of("vllm"), scheduling))
+
+    plain, drafted = figures(0), figures(3)
+    assert 1.2 < drafted.per_user_tps / plain.per_user_tps < tokens_per_step(3)
+    assert drafted.ttft_p50_s == pytest.approx(plain.ttft_p50_s, rel=0.01)
+    with pytest.raises(ValueError):
+        attrs.evolve(VLLM_SCHEDULING, draft_tokens=65)  # a bounded server setting
+    # a recurrent state is written once a position it may roll back to: 2 + k a sequence, not 2
+    from arena_prediction.simulator import physics, step_cost
+
+    hybrid = physics(registry.get("models", "nemotron-3-nano-4b-bf16"))
+    assert hybrid.state_bytes > 0
+
+    def read(costs, draft_tokens: int) -> float:
+        return step_cost(costs, decode_contexts=[1000, 1000], prefill=[], draft_tokens=draft_tokens)[0]
+
+    stateless = attrs.evolve(hybrid, state_bytes=0.0)
+    assert read(hybrid, 0) - read(stateless, 0) == pytest.approx(2 * 2 * hybrid.state_bytes)
+    assert read(hybrid, 3) - read(stateless, 3) == pytest.approx(2 * (2 + 3) * hybrid.state_bytes)
+
+
 def test_decode_attention_runs_at_a_speed_of_its_own_which_llama_cpp_fits(registry):
     """A decoding token's attention FLOPs run at ``decode_attention_speed`` of the GEMMs' FLOP/s:
     1 GFLOP of GEMMs at 0.5 GFLOP/s is 2 s, 0.1 GFLOP of attention at a tenth of that another 2 s.

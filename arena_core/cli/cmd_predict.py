@@ -54,6 +54,12 @@ from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, Predi
 )
 @click.option("--token-budget", type=click.IntRange(16, 1 << 20), help="Tokens one engine step takes (vLLM --max-num-batched-tokens; default: the backend's).")
 @click.option(
+    "--speculative-tokens",
+    "draft_tokens",
+    type=click.IntRange(1, int(bounds.DRAFT_TOKENS.most)),
+    help="Draft tokens a step of speculative decoding (vLLM's num_speculative_tokens: MTP, EAGLE), at an assumed acceptance (default: none).",
+)
+@click.option(
     "--calibration",
     "calibration_given",
     help="The fit to predict with: a calibration file, or none (tier 0: the specs and the engine's priors); default: the store's for this hardware and engine.",
@@ -83,6 +89,7 @@ def predict_command(
     engine_version: str | None,
     slots: int | None,
     token_budget: int | None,
+    draft_tokens: int | None,
     calibration_given: str | None,
     backend: str | None,
     workloads: str | None,
@@ -107,7 +114,7 @@ def predict_command(
     objective = parse_slo(slo, "--slo")
     names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(app.config.run.workloads or default_workloads(registry))
     chosen, shaped = _configured(registry, app.config, names)
-    served_by, settings = _served_as(served_by, slots, token_budget)
+    served_by, settings = _served_as(served_by, slots, token_budget, draft_tokens)
     calibration = _calibration(calibration_given, results_dir(app, output), hardware, served_by)
     kv_bytes = KV_CACHE_BYTES[kv_cache] if kv_cache else 2.0
     assumptions = (*assumptions, *settings, *shaped, *([] if kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
@@ -229,12 +236,14 @@ def _configured(registry: Registry, config: ArenaConfig, names: Sequence[str]) -
     return chosen, said
 
 
-def _served_as(backend: BackendSpec, slots: int | None, token_budget: int | None) -> tuple[BackendSpec, list[str]]:
+def _served_as(backend: BackendSpec, slots: int | None, token_budget: int | None, draft_tokens: int | None = None) -> tuple[BackendSpec, list[str]]:
     """The backend with the server's settings given, and the defaults taken, said."""
     scheduling = backend.scheduling
     if scheduling is None:
         return backend, []
-    changed = attrs.evolve(scheduling, slots=slots or scheduling.slots, token_budget=token_budget or scheduling.token_budget)
+    changed = attrs.evolve(
+        scheduling, slots=slots or scheduling.slots, token_budget=token_budget or scheduling.token_budget, draft_tokens=draft_tokens or scheduling.draft_tokens
+    )
     said = []
     if slots is None:
         said.append(f"{backend.name}'s default slots: " + (f"{scheduling.slots}" if scheduling.slots else "one per concurrent request") + " (--slots)")

@@ -97,13 +97,13 @@ def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
 
 def server_settings_text(settings: ServerSettings) -> str:
     """What a run states of its server beside the backend's defaults, in words ("" for nothing):
-    what its prediction simulates, then what it does not (speculative decoding)."""
+    what its prediction simulates (speculative decoding at an assumed acceptance)."""
     parts = [f"KV cache {settings.kv_cache_dtype}"] if settings.kv_cache_dtype else []
     parts += [f"{settings.token_budget:,} tokens a step"] if settings.token_budget else []
     parts += [f"{settings.slots} sequences at once"] if settings.slots else []
     said = [f"{', '.join(parts)} (what its prediction simulates)"] if parts else []
     if settings.speculative_tokens:
-        said.append(f"speculative decoding of {settings.speculative_tokens} draft tokens a step (not simulated: predicted without it)")
+        said.append(f"speculative decoding of {settings.speculative_tokens} draft tokens a step (simulated at an assumed acceptance: docs/prediction.md)")
     return "; ".join(said)
 
 

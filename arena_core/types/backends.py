@@ -135,6 +135,10 @@ class Scheduling:
     #: n_ubatch + 4 and 4), so prompts prefilled together get their first tokens together.
     checkpoints: tuple[int, ...] = ()
     sources: tuple[str, ...] = ()
+    #: Draft tokens a step of speculative decoding (vLLM's ``num_speculative_tokens``: an MTP
+    #: head, EAGLE, a draft model), which each decoding sequence verifies at once; 0: none, as
+    #: the engines start by default.
+    draft_tokens: int = field(default=0, validator=bounds.DRAFT_TOKENS_OR_NONE)
     #: Precisions its versions run through a 16-bit compute path on some hardware.
     precision_paths: tuple[PrecisionPath, ...] = ()
 

@@ -105,7 +105,8 @@ class Sample:
     ttft_s: float | None
     #: the seed site's G as measured (llama-benchy's batch decode t/s); in the ledger, not in a fit
     site_tps: float | None = None
-    #: decoded with speculative decoding, which the simulator does not cover: in the ledger, not in a fit
+    #: decoded with speculative decoding: in the ledger (simulated where its draft tokens are
+    #: known), not in a fit, as its speed rests on the drafts its model accepted
     speculative: bool = False
     #: the rounds side by side, built once: a fit re-times them at every efficiency it tries
     retimed: RetimedRounds = attrs.field(init=False, eq=False, repr=False, default=attrs.Factory(lambda self: RetimedRounds(self.rounds), takes_self=True))
@@ -163,9 +164,11 @@ class Served:
 
 
 def decodes_speculatively(card: ModelCard, model: ModelSpec) -> bool:
-    """Whether ``card``'s run decoded speculatively, which the simulator does not cover: its model
-    is an MTP build, or its server settings say draft tokens (a cards file's, or the server's own
-    spec-decode counters during the run)."""
+    """Whether ``card``'s run decoded speculatively: its model is an MTP build, or its server
+    settings say draft tokens (a cards file's, or the server's own spec-decode counters during
+    the run). Such a run is predicted with its draft tokens where they are known, and kept out of
+    every fit: its speed rests on the drafts its model accepted, a fact of the run that a fit
+    would take for bandwidth."""
     return speculative(model) or bool(card.server_settings.speculative_tokens)
 
 
@@ -186,7 +189,12 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
     settings = card.server_settings
     kv_dtype = settings.kv_cache_dtype.lower()  # an import's, else the backend's
     # where the run's server was not at its engine's defaults (a cards file says so), as it ran
-    scheduling = attrs.evolve(scheduling, token_budget=settings.token_budget or scheduling.token_budget, slots=settings.slots or scheduling.slots)
+    scheduling = attrs.evolve(
+        scheduling,
+        token_budget=settings.token_budget or scheduling.token_budget,
+        slots=settings.slots or scheduling.slots,
+        draft_tokens=settings.speculative_tokens or scheduling.draft_tokens,
+    )
     # 16 bits when the run says nothing
     return Served(
         model=model,
@@ -399,8 +407,8 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
     then the open-loop TTFTs fit a request's own cost (:func:`fit_request_cost`); and again,
     until nothing changes. (Where decode is bound by compute, as on a CPU at ten
     users, compute moves decode speed too: fitting it to TTFT alone would make decode wrong.)
-    Results of speculative decoding are left out: the simulator does not cover it, and fitting
-    them would bend every other prediction."""
+    Results of speculative decoding are left out: their speed rests on the drafts their model
+    accepted, which a fit would take for bandwidth and bend every other prediction with."""
     samples = [s for s in samples if not s.speculative]
     if not samples:
         return prior

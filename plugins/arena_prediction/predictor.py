@@ -112,7 +112,7 @@ class StepSimulator:
         fitted_to = [s for s in samples if not s.speculative]
         if not fitted_to:
             raise UsageError(
-                f"the stored results on {hardware} with {backend.name} all decoded speculatively (an MTP build, or a server's stated draft tokens), which the simulator does not cover: nothing to fit"
+                f"the stored results on {hardware} with {backend.name} all decoded speculatively (an MTP build, or a server's stated draft tokens), whose speed rests on the drafts accepted: nothing to fit"
             )
         prior = prior_of(engine)
         opened = [s for s in open_samples_of(open_results_of(chosen, self.registry)) if not s.speculative]
@@ -131,7 +131,7 @@ class StepSimulator:
         lines = [f"fitted to {calibration.results} results of {calibration.runs} runs on {hardware} ({engine}):"]
         if left_out := len(samples) - len(fitted_to):
             lines.append(
-                f"  left out: {left_out} results of speculative decoding (an MTP build, or a server's stated draft tokens), which the simulator does not cover"
+                f"  left out: {left_out} results of speculative decoding (an MTP build, or a server's stated draft tokens), whose speed rests on the drafts accepted"
             )
         lines.append(f"  {fitted.describe(prior)}")
         lines.append(f"  the prefill's parameters held toward their priors (weight {PRIOR_WEIGHT:g}: docs/prediction.md, \"The prior's weight\")")

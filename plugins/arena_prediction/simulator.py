@@ -24,6 +24,10 @@ over the context (4 × layers × query width per context token).
 **The scheduler** is a discrete-event simulation: requests arrive (together, for a closed-loop
 run; on the workload's own seeded schedule, for open loop), wait for a free slot, prefill, decode.
 Queueing, TTFT under load and saturation come out of it rather than from a formula.
+
+**Speculative decoding** (a server that drafts tokens for the model to verify) is simulated where
+the scheduling says its draft tokens: a step verifies each sequence's drafts beside its own token
+and gives it the drafts accepted, at an assumed acceptance (:mod:`arena_prediction.speculative`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from attrs import field, frozen
 from attrs.validators import ge, le
 
 from arena_core import BYTES_PER_PARAM, GGUF_TYPES, HardwareProfile, ModelArchitecture, ModelSpec, bounds, bytes_per_param
+from arena_prediction.speculative import drafting_cost, tokens_per_step
 
 #: A number, or an array of numbers computed element by element.
 T = TypeVar("T", float, np.ndarray)
@@ -411,19 +416,36 @@ class Machine:
         )
 
 
-def step_cost(physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]]) -> tuple[float, float, float, float]:
+def step_cost(
+    physics_: ModelPhysics, *, decode_contexts: Sequence[int], prefill: Sequence[tuple[int, int]], draft_tokens: int = 0
+) -> tuple[float, float, float, float]:
     """One step's bytes read, FLOPs, Gated DeltaNet scan FLOPs (kernels of their own) and the
     decoding tokens' attention FLOPs (at a speed of their own): ``decode_contexts`` are the
     contexts of the sequences decoding a token; ``prefill`` is (tokens, context before them)
-    per prompt chunk."""
-    tokens = len(decode_contexts) + sum(n for n, _ in prefill)
+    per prompt chunk; ``draft_tokens``: the drafts each decoding sequence verifies beside its
+    own token, drafted in this step too (speculative decoding: :mod:`arena_prediction.speculative`)."""
+    verified = len(decode_contexts) * (1 + draft_tokens)
+    tokens = verified + sum(n for n, _ in prefill)
     read = physics_.weight_bytes(tokens)
-    read += sum(physics_.kv_read(context) for context in decode_contexts) + 2 * physics_.state_bytes * len(decode_contexts)
+    # a sequence's recurrent state is read once and written once, or, verifying drafts, once a
+    # position it may be rolled back to (vllm PR 33726: a state slot for each of 1 + k positions)
+    read += sum(physics_.kv_read(context) for context in decode_contexts) + (2 + draft_tokens) * physics_.state_bytes * len(decode_contexts)
     read += sum(physics_.kv_read(before + n) for n, before in prefill)  # a chunk reads its context and writes its own
-    sampled = len(decode_contexts) + len(prefill)  # the logits of a chunk's last token only (one that ends a prompt samples)
+    sampled = verified + len(prefill)  # the logits of a chunk's last token only (one that ends a prompt samples)
     flops = physics_.flops_per_token * tokens + physics_.lm_head_flops * sampled
     flops += sum(n * physics_.attention_flops(before + n / 2) for n, before in prefill)  # each token attends to what came before it
-    decode_attention = sum(physics_.attention_flops(context) for context in decode_contexts)
+    decode_attention = (1 + draft_tokens) * sum(physics_.attention_flops(context) for context in decode_contexts)
+    if draft_tokens and decode_contexts:
+        drafted_read, drafted_flops = drafting_cost(
+            physics_.weight_bytes(len(decode_contexts)),
+            physics_.layers,
+            physics_.lm_head_bytes,
+            physics_.flops_per_token,
+            physics_.lm_head_flops,
+            sequences=len(decode_contexts),
+            draft_tokens=draft_tokens,
+        )
+        read, flops = read + drafted_read, flops + drafted_flops
     return read, flops, physics_.scan_flops_per_token * tokens, decode_attention
 
 
@@ -576,9 +598,11 @@ def simulate(
     token_budget: int,
     prompt_breaks: Sequence[int] = (),
     client_limit: int | None = None,
+    draft_tokens: int = 0,
 ) -> Simulation:
     """Serve ``requests`` with ``slots`` sequences at most and ``token_budget`` tokens per step;
-    a request's first token comes at the end of the step that finishes its prompt, then one a step.
+    a request's first token comes at the end of the step that finishes its prompt, then one a step
+    (with ``draft_tokens`` of speculative decoding, :func:`tokens_per_step` on average).
 
     A request is sent when it is due, or, where the client holds ``client_limit`` requests in
     flight at most, when one of them ends; the engine takes it at the first step's end after
@@ -594,6 +618,7 @@ def simulate(
     served: list[Served] = []
     steps = _Steps()
     breaks = sorted(prompt_breaks, reverse=True)
+    gained = tokens_per_step(draft_tokens)  # a decoding sequence's tokens a step
     clock, index = 0.0, 0
     while index < len(waiting) or sent or running:
         while index < len(waiting) and waiting[index].arrival_s <= clock and (permits is None or permits):
@@ -611,16 +636,19 @@ def simulate(
         decoding = [entry for entry in running if entry[3] is not None]
         chunks = _prefill_chunks(running, token_budget - len(decoding), breaks)
         read, flops, scan, attention = step_cost(
-            physics_, decode_contexts=[e[0].cached + e[0].prompt + e[2] for e in decoding], prefill=[(take, e[0].cached + e[1]) for e, take in chunks]
+            physics_,
+            decode_contexts=[e[0].cached + e[0].prompt + round(e[2]) for e in decoding],
+            prefill=[(take, e[0].cached + e[1]) for e, take in chunks],
+            draft_tokens=draft_tokens,
         )
         ramp = physics_.flops_per_token if chunks else 0.0
         # every decoding sequence samples, and a prompt whose last chunk this is
-        sampled = physics_.vocab * (len(decoding) + sum(1 for e, take in chunks if e[1] + take >= e[0].prompt))
+        sampled = physics_.vocab * (len(decoding) * (1 + draft_tokens) + sum(1 for e, take in chunks if e[1] + take >= e[0].prompt))
         seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, ramp, scan, attention, sampled)  # floats: no arrays of one
         clock += float(seconds)
         step = steps.add(clock, read, flops, bool(memory), ramp, scan, attention, sampled)
         for entry in decoding:
-            entry[2] += 1
+            entry[2] += gained
         for entry, take in chunks:
             entry[1] += take
             if entry[1] >= entry[0].prompt:

@@ -1,0 +1,44 @@
+"""Speculative decoding in the step simulator: a server that drafts tokens (an MTP head, EAGLE,
+a draft model) and has the model verify them, so that a step can give a sequence more than one
+token.
+
+Each step, every decoding sequence gets the token the model samples itself and each draft the
+model accepts while every draft before it was accepted. A step costs the verification of every
+draft beside that token (their weights and FLOPs, as a prefill of a few tokens each: a mixture
+of experts' union of experts grows with them; a recurrent state written once a position it may
+be rolled back to) and the drafting before it, a pass a draft.
+"""
+
+from __future__ import annotations
+
+#: The share of draft tokens the model accepts, each given that every one before it was: an
+#: assumption, between two published measurements of MTP heads: 0.65 at the first position for
+#: Qwen3.6-27B's over code, factual, prose and technical text (0.48-0.91 by kind; tenstorrent/vllm
+#: issue 442), and 0.76 there and 0.81-0.86 after it for a multi-layer MTP on GSM8K at
+#: temperature 0 (vllm PR 48892). Acceptance depends on the drafter, the model and the text, and
+#: falls as a context grows (vllm issue 47602). The seed cohort's two speculative runs measured
+#: 2.3-2.9 tokens a step (vLLM's spec-decode counters in their open-loop results: Nemotron 3
+#: Super's MTP at 3 draft tokens, 2.54-2.62; Gemma 4's at 4, 2.33-2.86), where this gives 2.53
+#: and 2.77 (docs/prediction.md, "Speculative decoding, simulated"). Calibration does not fit it:
+#: a run's speed cannot tell acceptance from bandwidth.
+DRAFT_ACCEPTANCE = 0.7
+
+
+def tokens_per_step(draft_tokens: int, acceptance: float = DRAFT_ACCEPTANCE) -> float:
+    """The tokens a decoding sequence gets a step with ``draft_tokens`` drafts, on average: its
+    own, and each draft accepted after all before it (1 + a + a² + ... + a^k; 1 with none)."""
+    return 1.0 + sum(acceptance**position for position in range(1, draft_tokens + 1))
+
+
+def drafting_cost(
+    weight_bytes: float, layers: int, lm_head_bytes: float, flops_per_token: float, lm_head_flops: float, *, sequences: int, draft_tokens: int
+) -> tuple[float, float]:
+    """The bytes and FLOPs of drafting ``draft_tokens`` tokens for ``sequences`` sequences: a
+    pass a draft, each of about one layer of the model (``weight_bytes`` read for the sequences'
+    tokens, over ``layers``) and its LM head. An MTP head is one such layer baked into the
+    checkpoint (NVIDIA's Nemotron 3 Super deployment guide: "a single layer called per predicted
+    token"); a separate draft model costs more, which this does not see."""
+    share = 1.0 / max(1, layers)
+    read = draft_tokens * (weight_bytes * share + lm_head_bytes)
+    flops = draft_tokens * sequences * (flops_per_token * share + lm_head_flops)
+    return read, flops
