@@ -85,6 +85,7 @@ COUNT = Bound(0, 1_000_000, integer=True, above=True)
 COUNT_OR_NONE = Bound(0, 1_000_000, integer=True)
 #: Draft tokens a step of speculative decoding (vLLM takes a handful; EAGLE trees reach tens).
 DRAFT_TOKENS = Bound(0, 64, integer=True, above=True)
+#: and where 0 says none (a backend's scheduling: the engines start without speculative decoding)
 DRAFT_TOKENS_OR_NONE = Bound(0, 64, integer=True)
 #: How much a server's spec-decode counter can believably grow over one workload (a trillion tokens).
 DRAFTED = Bound(0, 1e12, above=True)

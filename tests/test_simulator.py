@@ -433,8 +433,8 @@ def test_speculative_decoding_is_in_the_ledger_but_not_in_a_fit(registry):
 def test_speculative_decoding_gains_the_drafts_accepted_less_what_verifying_and_drafting_cost(registry):
     """With k draft tokens a decoding sequence gets 1 + a + ... + a^k tokens a step (a: the
     assumed acceptance), and a step verifies every draft and drafts them first: per-user decode
-    speeds up, by less than the tokens a step; the first token does not move (a lone prompt's
-    prefill is the same step); and none of it without draft tokens."""
+    speeds up, by less than the tokens a step; the first token comes a little later (the drafter
+    reads the prompts too, one layer's worth of 64); and none of it without draft tokens."""
     from arena_prediction.simulator import prior_of
     from arena_prediction.speculative import DRAFT_ACCEPTANCE, tokens_per_step
     from arena_prediction.workloads import closed_figures, closed_rounds
@@ -452,7 +452,7 @@ def test_speculative_decoding_gains_the_drafts_accepted_less_what_verifying_and_
 
     plain, drafted = figures(0), figures(3)
     assert 1.2 < drafted.per_user_tps / plain.per_user_tps < tokens_per_step(3)
-    assert drafted.ttft_p50_s == pytest.approx(plain.ttft_p50_s, rel=0.01)
+    assert plain.ttft_p50_s < drafted.ttft_p50_s < 1.05 * plain.ttft_p50_s  # the drafter's pass over the prompts: about a layer's
     with pytest.raises(ValueError):
         attrs.evolve(VLLM_SCHEDULING, draft_tokens=65)  # a bounded server setting
     # a recurrent state is written once a position it may roll back to: 2 + k a sequence, not 2
@@ -467,6 +467,16 @@ def test_speculative_decoding_gains_the_drafts_accepted_less_what_verifying_and_
     stateless = attrs.evolve(hybrid, state_bytes=0.0)
     assert read(hybrid, 0) - read(stateless, 0) == pytest.approx(2 * 2 * hybrid.state_bytes)
     assert read(hybrid, 3) - read(stateless, 3) == pytest.approx(2 * (2 + 3) * hybrid.state_bytes)
+    # a sequence's drafts count against the step's token budget: a prompt beside it prefills less a step
+    from arena_prediction.simulator import Request, simulate
+
+    def prompt_steps(draft_tokens: int) -> int:
+        decoding, prompt = Request(arrival_s=0.0, prompt=8, output=200), Request(arrival_s=0.5, prompt=186, output=1)
+        done = simulate([decoding, prompt], hybrid, machine, prior_of("vllm"), slots=2, token_budget=64, draft_tokens=draft_tokens)
+        (served,) = [s for s in done.served if s.request is prompt]
+        return served.first_step - served.admitted_step + 1
+
+    assert (prompt_steps(0), prompt_steps(3)) == (3, 4)  # 63 tokens a step beside one token, 60 beside four
 
 
 def test_decode_attention_runs_at_a_speed_of_its_own_which_llama_cpp_fits(registry):
@@ -562,13 +572,12 @@ def test_leave_one_model_out_over_the_seed_cohort(seed_store):
             found = sorted(abs(r[predicted] - r[measured]) / r[measured] for r in mine)
             errors[tier, metric] = found[len(found) // 2]
     assert errors["tier1", "tps"] < errors["tier0", "tps"] and errors["tier1", "ttft"] < errors["tier0", "ttft"], errors
-    assert errors["tier0", "tps"] <= 0.20 and errors["tier1", "tps"] <= 0.10, errors  # the goals of prediction.md
-    assert errors["tier0", "ttft"] <= 0.20, errors  # its goal
-    # measured 16.5 % on 2026-12-03 (docs/prediction.md), its goal 12 % not met: a change that makes it worse fails here
-    assert errors["tier1", "ttft"] < 0.18, errors
-    # open-loop TTFT p50 at tier 1, with a request's own cost fitted: 22.6 % on 2026-12-03 (29.2 % without it)
+    # issue 32's goals, met since 2026-12-05 (docs/prediction.md: 14.0 %, 16.9 %, 7.7 %, 11.1 %; open-loop TTFT 17.1 %):
+    # a change that makes one of them miss fails here
+    assert errors["tier0", "tps"] <= 0.15 and errors["tier0", "ttft"] <= 0.20, errors
+    assert errors["tier1", "tps"] <= 0.08 and errors["tier1", "ttft"] <= 0.12, errors
     opened = sorted(abs(r["predicted_ttft_s"] - r["measured_ttft_s"]) / r["measured_ttft_s"] for r in rows if r["tier"] == "tier1" and r["open_loop"])
-    assert opened[len(opened) // 2] < 0.25, opened[len(opened) // 2]
+    assert opened[len(opened) // 2] <= 0.20, opened[len(opened) // 2]
     # the seed's G of every result, as measured on 2026-12-01 (docs/prediction.md): closed loop at
     # tier 0 11.9 %, open loop at tier 1 8.8 %; a change that makes them worse fails here
     for open_loop, tier, held in ((False, "tier0", 0.14), (True, "tier1", 0.11)):

@@ -159,8 +159,8 @@ class ServerSettings:
     token_budget: int | None = field(default=None, validator=optional(SERVER_COUNTS["token_budget"]))
     slots: int | None = field(default=None, validator=optional(SERVER_COUNTS["slots"]))
     #: Draft tokens a step of speculative decoding (vLLM's ``num_speculative_tokens``, as MTP
-    #: runs it); None: none. The simulator does not cover it: such a run is predicted without it
-    #: and left out of every fit, its results in the ledger where their error shows.
+    #: runs it); None: none. Such a run is simulated with them, at an assumed acceptance, and
+    #: left out of every fit, its results in the ledger where their error shows.
     speculative_tokens: int | None = field(default=None, validator=optional(SERVER_COUNTS["speculative_tokens"]))
 
 

@@ -435,16 +435,8 @@ def step_cost(
     flops = physics_.flops_per_token * tokens + physics_.lm_head_flops * sampled
     flops += sum(n * physics_.attention_flops(before + n / 2) for n, before in prefill)  # each token attends to what came before it
     decode_attention = (1 + draft_tokens) * sum(physics_.attention_flops(context) for context in decode_contexts)
-    if draft_tokens and decode_contexts:
-        drafted_read, drafted_flops = drafting_cost(
-            physics_.weight_bytes(len(decode_contexts)),
-            physics_.layers,
-            physics_.lm_head_bytes,
-            physics_.flops_per_token,
-            physics_.lm_head_flops,
-            sequences=len(decode_contexts),
-            draft_tokens=draft_tokens,
-        )
+    if draft_tokens:
+        drafted_read, drafted_flops = drafting_cost(physics_, sequences=len(decode_contexts), prefilled=sum(n for n, _ in prefill), draft_tokens=draft_tokens)
         read, flops = read + drafted_read, flops + drafted_flops
     return read, flops, physics_.scan_flops_per_token * tokens, decode_attention
 
@@ -614,7 +606,8 @@ def simulate(
     waiting = sorted(requests, key=lambda r: r.arrival_s)
     permits = [0.0] * client_limit if client_limit else None  # when each of the client's permits is free
     sent: list[tuple[Request, float, float]] = []  # (request, sent at, ready for the engine at), in order
-    running: list[list[Any]] = []  # [request, prompt tokens done, tokens generated, first token step, admitted at, sent at, admitted before step]
+    # [request, prompt tokens done, tokens generated (a mean: fractional with speculative decoding), first token step, admitted at, sent at, admitted before step]
+    running: list[list[Any]] = []
     served: list[Served] = []
     steps = _Steps()
     breaks = sorted(prompt_breaks, reverse=True)
@@ -634,7 +627,8 @@ def simulate(
             clock = max(clock, min(due, sent[0][2] if sent else float("inf")))
             continue
         decoding = [entry for entry in running if entry[3] is not None]
-        chunks = _prefill_chunks(running, token_budget - len(decoding), breaks)
+        # a decoding sequence's drafts count against the budget too (vLLM schedules 1 + k tokens for it)
+        chunks = _prefill_chunks(running, max(0, token_budget - len(decoding) * (1 + draft_tokens)), breaks)
         read, flops, scan, attention = step_cost(
             physics_,
             decode_contexts=[e[0].cached + e[0].prompt + round(e[2]) for e in decoding],
@@ -642,8 +636,8 @@ def simulate(
             draft_tokens=draft_tokens,
         )
         ramp = physics_.flops_per_token if chunks else 0.0
-        # every decoding sequence samples, and a prompt whose last chunk this is
-        sampled = physics_.vocab * (len(decoding) * (1 + draft_tokens) + sum(1 for e, take in chunks if e[1] + take >= e[0].prompt))
+        # every decoding sequence samples (each draft verified, and each drafted), and a prompt whose last chunk this is
+        sampled = physics_.vocab * (len(decoding) * (1 + 2 * draft_tokens) + sum(1 for e, take in chunks if e[1] + take >= e[0].prompt))
         seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, ramp, scan, attention, sampled)  # floats: no arrays of one
         clock += float(seconds)
         step = steps.add(clock, read, flops, bool(memory), ramp, scan, attention, sampled)

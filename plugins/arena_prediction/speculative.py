@@ -11,6 +11,11 @@ be rolled back to) and the drafting before it, a pass a draft.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the simulator imports this module: its physics is only a type here
+    from arena_prediction.simulator import ModelPhysics
+
 #: The share of draft tokens the model accepts, each given that every one before it was: an
 #: assumption, between two published measurements of MTP heads: 0.65 at the first position for
 #: Qwen3.6-27B's over code, factual, prose and technical text (0.48-0.91 by kind; tenstorrent/vllm
@@ -30,15 +35,19 @@ def tokens_per_step(draft_tokens: int, acceptance: float = DRAFT_ACCEPTANCE) -> 
     return 1.0 + sum(acceptance**position for position in range(1, draft_tokens + 1))
 
 
-def drafting_cost(
-    weight_bytes: float, layers: int, lm_head_bytes: float, flops_per_token: float, lm_head_flops: float, *, sequences: int, draft_tokens: int
-) -> tuple[float, float]:
-    """The bytes and FLOPs of drafting ``draft_tokens`` tokens for ``sequences`` sequences: a
-    pass a draft, each of about one layer of the model (``weight_bytes`` read for the sequences'
-    tokens, over ``layers``) and its LM head. An MTP head is one such layer baked into the
-    checkpoint (NVIDIA's Nemotron 3 Super deployment guide: "a single layer called per predicted
-    token"); a separate draft model costs more, which this does not see."""
-    share = 1.0 / max(1, layers)
-    read = draft_tokens * (weight_bytes * share + lm_head_bytes)
-    flops = draft_tokens * sequences * (flops_per_token * share + lm_head_flops)
+def drafting_cost(costs: ModelPhysics, *, sequences: int, prefilled: int, draft_tokens: int) -> tuple[float, float]:
+    """The bytes and FLOPs of a step's drafting: ``draft_tokens`` passes for ``sequences``
+    decoding sequences, each of about one layer of the model and its LM head, and the drafter's
+    own pass over the step's ``prefilled`` prompt tokens (an MTP head reads the model's hidden
+    states of every token: one layer's worth, no LM head but for the prompt's last). An MTP head
+    is one such layer baked into the checkpoint (NVIDIA's Nemotron 3 Super deployment guide: "a
+    single layer called per predicted token"); a separate draft model costs more, and each pass
+    launches its own kernels, which this does not see."""
+    share = 1.0 / max(1, costs.layers)
+
+    def one_layer(tokens: int) -> float:  # the weights one layer reads for ``tokens`` tokens
+        return (costs.weight_bytes(tokens) - costs.lm_head_bytes) * share if tokens else 0.0
+
+    read = draft_tokens * (one_layer(sequences) + (costs.lm_head_bytes if sequences else 0.0)) + one_layer(prefilled)
+    flops = (draft_tokens * sequences + prefilled) * costs.flops_per_token * share + draft_tokens * sequences * costs.lm_head_flops
     return read, flops
