@@ -57,7 +57,8 @@ from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, Predi
     "--speculative-tokens",
     "draft_tokens",
     type=click.IntRange(1, int(bounds.DRAFT_TOKENS.most)),
-    help="Draft tokens a step of speculative decoding (vLLM's num_speculative_tokens: MTP, EAGLE), at an assumed acceptance (default: none).",
+    help="Draft tokens a step of speculative decoding (vLLM's num_speculative_tokens with an MTP head or EAGLE; a separate draft model costs more), "
+    "at an assumed acceptance (default: none).",
 )
 @click.option(
     "--calibration",
