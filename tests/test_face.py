@@ -87,3 +87,23 @@ def test_saturated_only_over_the_arrivals_and_alike_in_table_and_findings(seed_s
         in_table = set(re.findall(r"^(\S+) .* req/s: saturated", card, re.MULTILINE))
         in_findings = set(re.findall(r"Saturated under (\S+):", card))
         assert in_table == in_findings, (run_id, in_table, in_findings)
+
+
+def _figure(text: str) -> float:
+    """A figure as a card writes it ("8.2", "113", "511 ms", "1.08 s"), in tokens/s or seconds."""
+    number, _, unit = text.partition(" ")
+    return float(number) / 1000 if unit == "ms" else float(number)
+
+
+def test_every_predicted_against_measured_error_recomputes_from_the_figures_beside_it(seed_store):
+    """A reader checks "8.2 → 8.2 (1 %)" with the two figures the page gives, and gets 0 %: each
+    error is written from the figures as written (the seed's Nemotron 3 Super's chat is such a row)."""
+    board = json.loads(arena("leaderboard", "--output", str(seed_store), "--json").stdout)
+    cells = 0
+    for row in board:
+        card = arena("card", row["run_id"], "--output", str(seed_store), "--format", "markdown", "--wide").stdout
+        for predicted, measured, error in re.findall(r"\| ([0-9.]+(?: m?s)?) → ([0-9.]+(?: m?s)?) \((\d+) %\)", card):
+            expected = abs(_figure(predicted) - _figure(measured)) / _figure(measured) * 100
+            assert f"{expected:.0f}" == error, (row["model"], predicted, measured, error)
+            cells += 1
+    assert cells >= 17 * 9 * 2  # every run's tok/s and TTFT at least

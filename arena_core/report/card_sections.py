@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from arena_core.report.capacity_card import capacity_headline, capacity_probes
-from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.report.formats import fmt_seconds, fmt_shown_error, fmt_tps, shown_seconds, shown_tps
 from arena_core.report.sweep import capacity_rows, sweep_steps
 from arena_core.results.predictions import NO_PREDICTOR
 from arena_core.types import LedgerLine, ModelCard
@@ -95,24 +95,20 @@ def capacity_section(card: ModelCard, h2: str, table_of: TableOf) -> list[str]:
 
 
 def prediction_rows(predictions: Sequence[LedgerLine]) -> list[tuple[str, ...]]:
-    """Predicted against measured per workload: the prediction made without this run."""
-
-    def error(line: LedgerLine, metric: str) -> str:
-        found = line.error(metric)
-        return f"{found:.0f} %" if found is not None else "—"
-
+    """Predicted against measured per workload: the prediction made without this run, each error
+    recomputable from the two figures beside it."""
     return [
         (
             line.workload,
             fmt_tps(line.predicted_tps),
             fmt_tps(line.measured_tps),
-            error(line, "tps"),
+            fmt_shown_error(line.predicted_tps, line.measured_tps, shown_tps),
             fmt_seconds(line.predicted_ttft_s),
             fmt_seconds(line.measured_ttft_s),
-            error(line, "ttft"),
+            fmt_shown_error(line.predicted_ttft_s, line.measured_ttft_s, shown_seconds),
             fmt_tps(line.predicted_site_tps),
             fmt_tps(line.measured_site_tps),
-            error(line, "site_tps"),
+            fmt_shown_error(line.predicted_site_tps, line.measured_site_tps, shown_tps),
             f"tier {line.tier}",
         )
         for line in predictions

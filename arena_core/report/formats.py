@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from arena_core.types import Score
 
@@ -24,10 +24,29 @@ def fmt_seconds(seconds: float | None) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def shown_seconds(seconds: float) -> float:
+    """``seconds`` as :func:`fmt_seconds` writes them: whole milliseconds under a second, else hundredths."""
+    return round(seconds * 1000) / 1000 if seconds < 1 else round(seconds, 2)
+
+
 def fmt_tps(value: float | None) -> str:
     if value is None:
         return "—"
     return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def shown_tps(value: float) -> float:
+    """``value`` as :func:`fmt_tps` writes it: whole tokens from 100 up, else tenths."""
+    return float(round(value)) if value >= 100 else round(value, 1)
+
+
+def fmt_shown_error(predicted: float | None, measured: float | None, shown: Callable[[float], float]) -> str:
+    """The absolute % error of ``predicted`` against ``measured`` as a reader recomputes it: from
+    the two figures as the page writes them (``shown``), not from the unrounded ones (8.24 and
+    8.16 are written 8.2 and 8.2, so their error is written 0 %, not 1 %)."""
+    if not predicted or not measured or not (written := shown(measured)):
+        return "—"
+    return f"{abs(shown(predicted) - written) / written * 100:.0f} %"
 
 
 def fmt_score(score: Score) -> str:
