@@ -430,6 +430,38 @@ def test_speculative_decoding_is_in_the_ledger_but_not_in_a_fit(registry):
     assert fit([attrs.evolve(sample, speculative=False)], prior_of("vllm")) != prior_of("vllm")
 
 
+def test_a_mixture_of_experts_step_takes_its_read_and_its_math_together_a_dense_one_the_larger(registry):
+    """A dense layer's GEMM hides its weights' read behind its math (the larger of the two); a
+    mixture of experts' grouped GEMM less (their p-norm). So on the seed's MoE models five prompts
+    of 256 tokens take longer to a first token than one, as measured (Qwen3.6-35B-A3B in BF16:
+    0.26 s for one, 0.53 s for five), where the larger of the two gave both the time of the read."""
+    from arena_prediction.simulator import prior_of, step_seconds
+    from arena_prediction.workloads import closed_figures, closed_rounds
+
+    flat_machine = Machine(bandwidth=1.0, peak_flops=1.0)
+    moe_machine = attrs.evolve(flat_machine, mixture_of_experts=True)
+    even = Efficiency(bandwidth=1.0, compute=1.0, moe_compute=1.0, overhead_s=0.0)
+    assert step_seconds(2.0, 2.0, flat_machine, even)[0] == pytest.approx(2.0)
+    assert 1 < even.moe_roof_power < 2
+    assert step_seconds(2.0, 2.0, moe_machine, even)[0] == pytest.approx(2.0 * 2 ** (1 / even.moe_roof_power))
+    assert step_seconds(2.0, 2.0, moe_machine, attrs.evolve(even, moe_roof_power=1.0))[0] == pytest.approx(4.0)
+    assert step_seconds(2.0, 0.0, moe_machine, even)[0] == pytest.approx(2.0)  # nothing to hide: the read alone
+    with pytest.raises(ValueError):
+        Efficiency(moe_roof_power=0.5)  # less than their sum is no roof
+    model = registry.get("models", "qwen-3.6-35b-a3b-bf16")
+    machine = Machine.of(registry.get("hardware", "gb10"), model)
+    long_output = registry.get("workloads", "long-output")  # prompts of 256 tokens, as the seed ran them
+
+    def first_token_s(users: int, efficiency: Efficiency) -> float:
+        shaped = attrs.evolve(long_output, shape=attrs.evolve(long_output.shape, concurrency=users, generated_tokens=4))
+        return closed_figures(closed_rounds(shaped, model, machine, efficiency, VLLM_SCHEDULING)).ttft_p50_s
+
+    prior = prior_of("vllm")
+    as_the_larger = attrs.evolve(prior, moe_roof_power=64.0)
+    assert first_token_s(5, as_the_larger) < 1.05 * first_token_s(1, as_the_larger)
+    assert first_token_s(5, prior) > 1.15 * first_token_s(1, prior)
+
+
 def test_speculative_decoding_gains_the_drafts_accepted_less_what_verifying_and_drafting_cost(registry):
     """With k draft tokens a decoding sequence gets 1 + a + ... + a^k tokens a step (a: the
     assumed acceptance), and a step verifies every draft and drafts them first: per-user decode

@@ -8,7 +8,9 @@ batching with chunked prefill, as vLLM and llama.cpp schedule). It takes
 
     max(bytes read / (bandwidth × η_bw), FLOPs / (peak × η_compute × speedup) + scan FLOPs / (peak × η_scan)) + overhead
 
-(peak is the 16-bit roof; η_compute is a mixture of experts' own where the model is one; the
+(for a mixture of experts, the two joined as (read^p + compute^p)^(1/p) instead of the larger:
+its grouped GEMMs overlap the experts' read with their math less; peak is the 16-bit roof;
+η_compute is a mixture of experts' own where the model is one; the
 speedup is a low precision's where its GEMMs run in FP8 or FP4; the scan is Gated DeltaNet's
 chunked scan, in kernels of its own; a step that prefills adds the compute of
 ``prefill_ramp_tokens`` tokens; the overhead is per step, per layer and per logit of each
@@ -107,6 +109,13 @@ class Efficiency:
     #: :data:`REFERENCE_EXPERT_PARAMS`, experts s times larger reach s to this power of it
     #: (larger matrices keep more of a GEMM's tiles busy); 0: every size alike
     moe_size_exponent: float = field(default=0.0, validator=[ge(-1.0), le(1.0)])
+    #: How a mixture of experts' step joins its read and its math: (read^p + compute^p)^(1/p),
+    #: between their sum (p = 1) and the larger (p large, a dense layer's roof). A grouped GEMM
+    #: loads each expert's weights and multiplies a few rows by them, so the two hide each other
+    #: less than in a dense layer's GEMM: the seed's MoE runs take 1.3-2 times as long to first
+    #: token for five prompts of 256 tokens as for one, where the larger of the two says the same
+    #: time (docs/prediction.md, "A mixture of experts' roof"). 1.75: chosen on the seed's ledger.
+    moe_roof_power: float = field(default=1.75, validator=[ge(1.0), le(64.0)])
     #: and per layer of the model (kernel launches grow with depth)
     layer_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
     #: A step that prefills costs the compute of this many more tokens: a GEMM reaches less of
@@ -239,6 +248,7 @@ DESCRIBED = (
     ("compute", "compute", "{:.0%}".format),
     ("a mixture of experts' prefill", "moe_compute", "{:.0%}".format),
     ("growing with its experts' size as", "moe_size_exponent", "size^{:.2f}".format),
+    ("its read and math joined by a p-norm,", "moe_roof_power", "p = {:g}".format),
     ("FP8 speedup", "fp8_speedup", "×{:.2g}".format),
     ("FP4 speedup", "fp4_speedup", "×{:.2g}".format),
     ("a mixture of experts' low-precision speedup", "moe_speedup", "×{:.2g}".format),
@@ -458,13 +468,20 @@ def step_seconds(
     ``Efficiency.prefill_ramp_tokens`` multiplies; ``scan_flops``: a step's Gated DeltaNet
     or Mamba-2 FLOPs, at ``Efficiency.scan_compute`` or ``ssd_compute``; ``decode_attention_flops``: its decoding tokens'
     attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s; ``sampled_logits``:
-    the logits of its sampling sequences (a vocabulary's each), each at ``Efficiency.logit_overhead_s``."""
+    the logits of its sampling sequences (a vocabulary's each), each at ``Efficiency.logit_overhead_s``.
+    A dense model's step takes the larger of its read and its math, a mixture of experts' their
+    p-norm (``Efficiency.moe_roof_power``)."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
     gemm = machine.compute_flops(efficiency)
     scan = efficiency.ssd_compute if machine.mamba_scan else efficiency.scan_compute
     compute_s = flops / gemm + decode_attention_flops / (gemm * efficiency.decode_attention_speed) + scan_flops / (machine.peak_flops * scan)
-    return np.maximum(memory_s, compute_s) + efficiency.step_overhead_s(layers, sampled_logits), memory_s >= compute_s
+    if machine.mixture_of_experts:
+        power = efficiency.moe_roof_power
+        roof = (memory_s**power + compute_s**power) ** (1 / power)
+    else:
+        roof = np.maximum(memory_s, compute_s)
+    return roof + efficiency.step_overhead_s(layers, sampled_logits), memory_s >= compute_s
 
 
 @frozen(kw_only=True)
