@@ -114,7 +114,8 @@ class Efficiency:
     #: loads each expert's weights and multiplies a few rows by them, so the two hide each other
     #: less than in a dense layer's GEMM: the seed's MoE runs take 1.3-2 times as long to first
     #: token for five prompts of 256 tokens as for one, where the larger of the two says the same
-    #: time (docs/prediction.md, "A mixture of experts' roof"). 1.75: chosen on the seed's ledger.
+    #: time (docs/prediction.md, "A mixture of experts' roof"). 1.75: chosen on the seed's ledger
+    #: (vLLM's runs); other engines take it too, an assumption for calibration to test.
     moe_roof_power: float = field(default=1.75, validator=[ge(1.0), le(64.0)])
     #: and per layer of the model (kernel launches grow with depth)
     layer_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
