@@ -249,7 +249,7 @@ DESCRIBED = (
     ("compute", "compute", "{:.0%}".format),
     ("a mixture of experts' prefill", "moe_compute", "{:.0%}".format),
     ("growing with its experts' size as", "moe_size_exponent", "size^{:.2f}".format),
-    ("its read and math joined by a p-norm,", "moe_roof_power", "p = {:g}".format),
+    ("its read and math joined by a p-norm of power", "moe_roof_power", "{:g}".format),
     ("FP8 speedup", "fp8_speedup", "×{:.2g}".format),
     ("FP4 speedup", "fp4_speedup", "×{:.2g}".format),
     ("a mixture of experts' low-precision speedup", "moe_speedup", "×{:.2g}".format),
