@@ -432,22 +432,34 @@ def test_speculative_decoding_is_in_the_ledger_but_not_in_a_fit(registry):
 
 def test_a_mixture_of_experts_step_takes_its_read_and_its_math_together_a_dense_one_the_larger(registry):
     """A dense layer's GEMM hides its weights' read behind its math (the larger of the two); a
-    mixture of experts' grouped GEMM less (their p-norm). So on the seed's MoE models five prompts
-    of 256 tokens take longer to a first token than one, as measured (Qwen3.6-35B-A3B in BF16:
-    0.26 s for one, 0.53 s for five), where the larger of the two gave both the time of the read."""
+    mixture of experts' grouped GEMM less (their p-norm), and not at all in a step that only
+    decodes (their sum). So on the seed's MoE models five prompts of 256 tokens take longer to a
+    first token than one, as measured (Qwen3.6-35B-A3B in BF16: 0.26 s for one, 0.53 s for
+    five), where the larger of the two gave both the time of the read."""
+    import numpy as np
+
     from arena_prediction.simulator import prior_of, step_seconds
     from arena_prediction.workloads import closed_figures, closed_rounds
 
     flat_machine = Machine(bandwidth=1.0, peak_flops=1.0)
     moe_machine = attrs.evolve(flat_machine, mixture_of_experts=True)
     even = Efficiency(bandwidth=1.0, compute=1.0, moe_compute=1.0, overhead_s=0.0)
-    assert step_seconds(2.0, 2.0, flat_machine, even)[0] == pytest.approx(2.0)
+    prefilling = {"ramp_flops": 1.0}  # a step with a prompt chunk in it
+    for ramp in (0.0, 1.0):
+        assert step_seconds(2.0, 2.0, flat_machine, even, ramp_flops=ramp)[0] == pytest.approx(2.0)
     assert 1 < even.moe_roof_power < 2
-    assert step_seconds(2.0, 2.0, moe_machine, even)[0] == pytest.approx(2.0 * 2 ** (1 / even.moe_roof_power))
-    assert step_seconds(2.0, 2.0, moe_machine, attrs.evolve(even, moe_roof_power=1.0))[0] == pytest.approx(4.0)
-    assert step_seconds(2.0, 0.0, moe_machine, even)[0] == pytest.approx(2.0)  # nothing to hide: the read alone
-    with pytest.raises(ValueError):
-        Efficiency(moe_roof_power=0.5)  # less than their sum is no roof
+    assert step_seconds(2.0, 2.0, moe_machine, even, **prefilling)[0] == pytest.approx(2.0 * 2 ** (1 / even.moe_roof_power))
+    assert step_seconds(2.0, 2.0, moe_machine, attrs.evolve(even, moe_roof_power=1.0), **prefilling)[0] == pytest.approx(4.0)
+    assert step_seconds(2.0, 0.0, moe_machine, even, **prefilling)[0] == pytest.approx(2.0)  # nothing to hide: the read alone
+    # a step that only decodes: the sum, whatever the prefill's power, unless told otherwise
+    assert even.moe_decode_roof_power == 1.0
+    assert step_seconds(2.0, 2.0, moe_machine, attrs.evolve(even, moe_roof_power=64.0))[0] == pytest.approx(4.0)
+    assert step_seconds(2.0, 2.0, moe_machine, attrs.evolve(even, moe_decode_roof_power=64.0))[0] == pytest.approx(2.0, rel=0.02)
+    steps = step_seconds(np.array([2.0, 2.0]), np.array([2.0, 2.0]), moe_machine, even, ramp_flops=np.array([0.0, 1.0]))[0]
+    assert steps.tolist() == pytest.approx([4.0, 2.0 * 2 ** (1 / even.moe_roof_power)])  # step by step
+    for power in ("moe_roof_power", "moe_decode_roof_power"):
+        with pytest.raises(ValueError):
+            Efficiency(**{power: 0.5})  # less than their sum is no roof
     model = registry.get("models", "qwen-3.6-35b-a3b-bf16")
     machine = Machine.of(registry.get("hardware", "gb10"), model)
     long_output = registry.get("workloads", "long-output")  # prompts of 256 tokens, as the seed ran them

@@ -9,7 +9,8 @@ batching with chunked prefill, as vLLM and llama.cpp schedule). It takes
     max(bytes read / (bandwidth × η_bw), FLOPs / (peak × η_compute × speedup) + scan FLOPs / (peak × η_scan)) + overhead
 
 (for a mixture of experts, the two joined as (read^p + compute^p)^(1/p) instead of the larger:
-its grouped GEMMs overlap the experts' read with their math less; peak is the 16-bit roof;
+its grouped GEMMs overlap the experts' read with their math less, and in a step that only
+decodes, not at all: their sum; peak is the 16-bit roof;
 η_compute is a mixture of experts' own where the model is one; the
 speedup is a low precision's where its GEMMs run in FP8 or FP4; the scan is Gated DeltaNet's
 chunked scan, in kernels of its own; a step that prefills adds the compute of
@@ -117,6 +118,14 @@ class Efficiency:
     #: time (docs/prediction.md, "A mixture of experts' roof"). 1.75: chosen on the seed's ledger
     #: (vLLM's runs); other engines take it too, an assumption for calibration to test.
     moe_roof_power: float = field(default=1.75, validator=[ge(1.0), le(64.0)])
+    #: and a step of it that only decodes (no prompt in it): 1, their sum. Such a step runs its
+    #: attention and then its experts' GEMMs over a few rows each, kernels one after the other
+    #: that each wait on their own reads, and its experts' math is no longer small beside its read
+    #: at ten users and more. Measured on the seed's ledger (vLLM), not fitted: tokens/s per user
+    #: from 7.8 % to 6.2 % one run out and 7.7 % to 5.7 % one family out, TTFT as it was. Dense
+    #: models' decode steps summed as well did worse (6.5 % and 7.2 %), so theirs keep the larger
+    #: (docs/prediction.md, "A decode step's own roof").
+    moe_decode_roof_power: float = field(default=1.0, validator=[ge(1.0), le(64.0)])
     #: and per layer of the model (kernel launches grow with depth)
     layer_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
     #: A step that prefills costs the compute of this many more tokens: a GEMM reaches less of
@@ -250,6 +259,7 @@ DESCRIBED = (
     ("a mixture of experts' prefill", "moe_compute", "{:.0%}".format),
     ("growing with its experts' size as", "moe_size_exponent", "size^{:.2f}".format),
     ("its read and math joined by a p-norm of power", "moe_roof_power", "{:g}".format),
+    ("and where a step only decodes, of power", "moe_decode_roof_power", "{:g}".format),
     ("FP8 speedup", "fp8_speedup", "×{:.2g}".format),
     ("FP4 speedup", "fp4_speedup", "×{:.2g}".format),
     ("a mixture of experts' low-precision speedup", "moe_speedup", "×{:.2g}".format),
@@ -471,15 +481,19 @@ def step_seconds(
     attention, at ``Efficiency.decode_attention_speed`` of the GEMMs' FLOP/s; ``sampled_logits``:
     the logits of its sampling sequences (a vocabulary's each), each at ``Efficiency.logit_overhead_s``.
     A dense model's step takes the larger of its read and its math, a mixture of experts' their
-    p-norm (``Efficiency.moe_roof_power``)."""
+    p-norm (``Efficiency.moe_roof_power``; ``moe_decode_roof_power`` where the step prefills
+    nothing, its ``ramp_flops`` 0)."""
     memory_s = read / (machine.bandwidth * efficiency.bandwidth)
     flops = flops + efficiency.prefill_ramp_tokens * ramp_flops
     gemm = machine.compute_flops(efficiency)
     scan = efficiency.ssd_compute if machine.mamba_scan else efficiency.scan_compute
     compute_s = flops / gemm + decode_attention_flops / (gemm * efficiency.decode_attention_speed) + scan_flops / (machine.peak_flops * scan)
     if machine.mixture_of_experts:
-        power = efficiency.moe_roof_power
+        prefilling = np.asarray(ramp_flops) > 0
+        power = np.where(prefilling, efficiency.moe_roof_power, efficiency.moe_decode_roof_power)
         roof = (memory_s**power + compute_s**power) ** (1 / power)
+        if np.ndim(roof) == 0:
+            roof = float(roof)  # one step's floats give a float, as the larger of two does
     else:
         roof = np.maximum(memory_s, compute_s)
     return roof + efficiency.step_overhead_s(layers, sampled_logits), memory_s >= compute_s
