@@ -120,8 +120,8 @@ class Efficiency:
     moe_roof_power: float = field(default=1.75, validator=[ge(1.0), le(64.0)])
     #: and a step of it that only decodes (no prompt in it): 1, their sum. Such a step runs its
     #: attention and then its experts' GEMMs over a few rows each, kernels one after the other
-    #: that each wait on their own reads, and its experts' math is no longer small beside its read
-    #: at ten users and more. Measured on the seed's ledger (vLLM), not fitted: tokens/s per user
+    #: that each wait on their own reads, so its math (2-4 % of its read at ten users) adds to
+    #: the read rather than hiding in it. Measured on the seed's ledger (vLLM), not fitted: tokens/s per user
     #: from 7.8 % to 6.2 % one run out and 7.7 % to 5.7 % one family out, TTFT as it was. Dense
     #: models' decode steps summed as well did worse (6.5 % and 7.2 %), so theirs keep the larger
     #: (docs/prediction.md, "A decode step's own roof").
