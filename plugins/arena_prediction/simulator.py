@@ -121,10 +121,10 @@ class Efficiency:
     #: and a step of it that only decodes (no prompt in it): 1, their sum. Such a step runs its
     #: attention and then its experts' GEMMs over a few rows each, kernels one after the other
     #: that each wait on their own reads, so its math (2-4 % of its read at ten users) adds to
-    #: the read rather than hiding in it. Measured on the seed's ledger (vLLM), not fitted: tokens/s per user
-    #: from 7.8 % to 6.2 % one run out and 7.7 % to 5.7 % one family out, TTFT as it was. Dense
-    #: models' decode steps summed as well did worse (6.5 % and 7.2 %), so theirs keep the larger
-    #: (docs/prediction.md, "A decode step's own roof").
+    #: the read rather than hiding in it. Measured on the seed's ledger (vLLM), not fitted:
+    #: tokens/s per user from 7.8 % to 6.2 % one run out and 7.7 % to 5.7 % one family out, TTFT
+    #: as it was. Dense models' decode steps summed as well did worse (6.5 % and 7.2 %), so
+    #: theirs keep the larger (docs/prediction.md, "A decode step's own roof").
     moe_decode_roof_power: float = field(default=1.0, validator=[ge(1.0), le(64.0)])
     #: and per layer of the model (kernel launches grow with depth)
     layer_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)

@@ -46,8 +46,9 @@ SHAREGPT_TOKENS = (230, 200)
 #: The efficiencies' range around the central ones that makes a prediction's 80 % interval: its
 #: width set so that 80 % of the seed cohort's closed-loop results, each predicted without its
 #: own run (the error ledger), fall inside -- 81 % of tokens/s, 84 % of TTFT, of 85 results
-#: one run out; 82 % and 82 % one family out (tests/test_simulator.py measures it). Compute's range was widened from ×0.77-1.35 when a
-#: request's own cost came in (it then held 74 % of TTFT); the first, wider range held 86 % and 93 %.
+#: one run out; 82 % and 82 % one family out (tests/test_simulator.py measures it). Compute's
+#: range was widened from ×0.77-1.35 when a request's own cost came in (it then held 74 % of
+#: TTFT); the first, wider range held 86 % and 93 %.
 #: Bandwidth's was narrowed from ×0.86-1.18 when speculative decoding came into the simulator
 #: (its two runs, predicted closer, took tokens/s to 86 %: 73 of 85), and both again when a
 #: mixture of experts' roof came in (×0.87-1.17 and ×0.74-1.4 then held 82 % and 86 %), and
