@@ -47,7 +47,15 @@ FACTS = ("vendor", "architecture", "params_total_b", "params_active_b", "precisi
 #:   ``spec_decode_*`` figures: 3 per-position acceptance rates, 2.62 tokens a step accepted on
 #:   office-baseline), and Gemma 4 26B-A4B's MTP build 4 (4 per-position rates, 2.33-2.86). Both
 #:   are simulated with their draft tokens at an assumed acceptance and left out of every fit.
+#: * 16-bit compute: three NVFP4 runs computed through Marlin's weight-only FP4 kernels, which
+#:   multiply in 16 bits. Nemotron 3 Super: its ``_profile.env`` sets ``VLLM_NVFP4_GEMM_BACKEND=marlin``
+#:   and ``--moe-backend marlin``, and its ``_bootlog.txt`` logs "Using MarlinNvFp4LinearKernel"
+#:   and the 'MARLIN' NvFp4 MoE backend; Mistral Small 3.2: ``INDEX.md`` says its run needed
+#:   ``VLLM_NVFP4_GEMM_BACKEND=marlin`` on GB10 "in place of the broken CUTLASS FP4 kernel";
+#:   Gemma 4 26B-A4B's ``nvfp4-v23``: ``INDEX.md`` names it "nvidia NVFP4, modelopt+marlin".
+#:   Nemotron 3 Nano Omni's NVFP4 run (v0.20.0) names no kernel and is left at the FP4 roof.
 NIGHTLY = {"token_budget": 2048}
+MARLIN = {"sixteen_bit_compute": True}
 SERVER_SETTINGS = {
     "results/qwen-3.5/qwen-3.5-0.8b/bf16": NIGHTLY,
     "results/qwen-3.5/qwen-3.5-2b/bf16": NIGHTLY,
@@ -56,8 +64,10 @@ SERVER_SETTINGS = {
     "results/qwen-3.6/qwen-3.6-27b/fp8": NIGHTLY,
     "results/nemotron-3/nemotron-3-nano-4b/bf16": NIGHTLY,
     "results/nemotron-3/nemotron-3-nano-4b/fp8": NIGHTLY,
-    "results/nemotron-3/nemotron-3-super-120b-a12b/nvfp4": NIGHTLY | {"slots": 20, "speculative_tokens": 3},
+    "results/nemotron-3/nemotron-3-super-120b-a12b/nvfp4": NIGHTLY | MARLIN | {"slots": 20, "speculative_tokens": 3},
     "results/gemma-4/gemma-4-26b-a4b-it/mtp-v23": {"speculative_tokens": 4},
+    "results/gemma-4/gemma-4-26b-a4b-it/nvfp4-v23": MARLIN,
+    "results/mistral-small/mistral-small-3.2-24b-it/nvfp4": MARLIN,
     "results/nemotron-3/nemotron-3-nano-omni-30b-a3b-reasoning/bf16": {"kv_cache_dtype": "auto"},
 }
 

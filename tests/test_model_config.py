@@ -277,6 +277,10 @@ def test_a_precision_an_engine_version_computes_in_16_bits_is_the_backend_s_decl
     assert any("engine version not given" in note for note in unsaid["workloads"][0]["notes"])
     wrong = subprocess.run([*ARENA, "predict", *big, "--hardware", "gb10", "--engine-version", "latest"], capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 2 and "--engine-version" in wrong.stderr and "Traceback" not in wrong.stderr
+    # a server told to use a weight-only kernel (vLLM's Marlin) whatever its version: said, and the 16-bit path taken
+    told = predicted(*big, "--engine-version", "0.22.0", "--sixteen-bit-compute")
+    assert told["workloads"][0]["central"]["ttft_p50_s"] == pytest.approx(ttft[0])
+    assert any("computes in 16 bits" in note and "--sixteen-bit-compute" in note for note in told["workloads"][0]["notes"])
 
 
 def test_vllm_s_version_is_read_from_its_log():

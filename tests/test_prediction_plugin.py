@@ -133,10 +133,11 @@ def test_a_changed_card_is_a_new_key(tmp_path):
     assert card_print(card, registry) != card_print(attrs.evolve(card, server_settings=ServerSettings(kv_cache_dtype="auto")), registry)
 
 
-def test_a_runs_stated_step_budget_and_slots_are_what_it_is_simulated_with(tmp_path):
+def test_a_runs_stated_server_settings_are_what_it_is_simulated_with(tmp_path):
     """The seed's runs on vLLM's cu130-nightly build scheduled 2048 tokens a step (their boot
-    logs), Nemotron 3 Super at most 20 sequences: the prediction simulates each run as its server
-    ran, the others at the backend's defaults; and a changed budget is a new key for the kept fits."""
+    logs), Nemotron 3 Super at most 20 sequences, three NVFP4 runs through Marlin's 16-bit kernels:
+    the prediction simulates each run as its server ran, the others at the backend's defaults;
+    and a changed budget is a new key for the kept fits."""
     import attrs
 
     from arena_core import ArenaHooks, ServerSettings
@@ -179,8 +180,17 @@ def test_a_runs_stated_step_budget_and_slots_are_what_it_is_simulated_with(tmp_p
         4,
         0,
     ]
+    # three NVFP4 runs computed through Marlin's weight-only kernels (their raw data): at the 16-bit
+    # roof; the NVFP4 run whose kernel is not known keeps the FP4 roof
+    marlin = ("gemma-4-26b-a4b-it-nvfp4-v23", "mistral-small-3.2-24b-it-nvfp4", "nemotron-3-super-120b-a12b-nvfp4")
+    assert sorted(model for model, card in cards.items() if card.server_settings.sixteen_bit_compute) == list(marlin)
+    assert [_served(cards[m], registry).machine.low_precision for m in (*marlin, "nemotron-3-nano-omni-30b-a3b-nvfp4")] == ["", "", "", "fp4"]
     # the card says what its prediction simulates
-    said = "KV cache fp8, 2,048 tokens a step, 20 sequences at once (what its prediction simulates); speculative decoding of 3 draft tokens a step (simulated at an assumed acceptance: docs/prediction.md)"
+    said = (
+        "KV cache fp8, 2,048 tokens a step, 20 sequences at once (what its prediction simulates); speculative decoding of 3 draft tokens a step "
+        "(simulated at an assumed acceptance: docs/prediction.md); its low-precision weights computed in 16 bits, through a weight-only kernel "
+        "(simulated at the 16-bit roof)"
+    )
     assert ("server settings", said) in platform_rows(cards["nemotron-3-super-120b-a12b-nvfp4"])
     assert ("server settings", "KV cache fp8 (what its prediction simulates)") in platform_rows(gemma)
 
@@ -195,8 +205,10 @@ def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them
     from arena_core.run.manifest import Manifest
 
     base = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", engine="imported")
-    hostile = {"kv_cache_dtype": "<script>x</script>", "token_budget": "2048", "slots": 10**12, "speculative_tokens": 10**6}
+    hostile = {"kv_cache_dtype": "<script>x</script>", "token_budget": "2048", "slots": 10**12, "speculative_tokens": 10**6, "sixteen_bit_compute": "true"}
     assert _server_settings(attrs.evolve(base, config={"server_settings": hostile}), registry) == ServerSettings()
+    assert _server_settings(attrs.evolve(base, config={"server_settings": {"sixteen_bit_compute": 1}}), registry) == ServerSettings()
+    assert _server_settings(attrs.evolve(base, config={"server_settings": {"sixteen_bit_compute": True}}), registry).sixteen_bit_compute
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": ["fp8"], "slots": True}}), registry) == ServerSettings()
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": "auto", "token_budget": 512}}), registry) == ServerSettings(
         kv_cache_dtype="auto", token_budget=512

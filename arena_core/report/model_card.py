@@ -104,6 +104,8 @@ def server_settings_text(settings: ServerSettings) -> str:
     said = [f"{', '.join(parts)} (what its prediction simulates)"] if parts else []
     if settings.speculative_tokens:
         said.append(f"speculative decoding of {settings.speculative_tokens} draft tokens a step (simulated at an assumed acceptance: docs/prediction.md)")
+    if settings.sixteen_bit_compute:
+        said.append("its low-precision weights computed in 16 bits, through a weight-only kernel (simulated at the 16-bit roof)")
     return "; ".join(said)
 
 

@@ -246,7 +246,7 @@ def _draft_tokens(lines: Sequence[CardWorkload]) -> int | None:
 def _server_settings(manifest: Manifest, registry: Registry, lines: Sequence[CardWorkload] = ()) -> ServerSettings:
     """The server settings a run's prediction simulates, the one place they are read: an imported
     cards file's (its KV cache type, else the one the backend recorded; a step's token budget, the
-    slots and speculative decoding's draft tokens where it says them), else the slots the server
+    slots, speculative decoding's draft tokens and a 16-bit compute path where it says them), else the slots the server
     ran with: those of a server Arena started, where its backend records them (vLLM's
     ``--max-num-seqs``, llama.cpp's ``--parallel``: its ``slots_fact``), or those an attached
     server reported (``slots``: llama.cpp's ``/props``); and speculative decoding where the
@@ -266,7 +266,11 @@ def _server_settings(manifest: Manifest, registry: Registry, lines: Sequence[Car
         counts["slots"] = ran
     if "speculative_tokens" not in counts and (drafted := _draft_tokens(lines)):
         counts["speculative_tokens"] = drafted
-    return ServerSettings(kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "", **counts)  # a type Arena knows, or none
+    return ServerSettings(
+        kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "",  # a type Arena knows, or none
+        sixteen_bit_compute=stated.get("sixteen_bit_compute") is True,  # said plainly, or not said
+        **counts,
+    )
 
 
 def _legend(workload: WorkloadSpec) -> WorkloadLegend:

@@ -253,20 +253,23 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
 
 def _server_settings(value: Any, where: str) -> dict[str, Any]:
     """What a cards file (or one card) says of the servers its runs measured, which the
-    prediction reads: the KV cache's type (one of :data:`KV_CACHE_BYTES`), and the counts of
+    prediction reads: the KV cache's type (one of :data:`KV_CACHE_BYTES`), the counts of
     :data:`~arena_core.types.SERVER_COUNTS` (a step's token budget, the slots, the draft tokens of
-    speculative decoding)."""
+    speculative decoding), and whether its low-precision GEMMs computed in 16 bits."""
     if not isinstance(value, dict):
         raise UsageError(f"{where}: expected a mapping of settings")
     for key, setting in value.items():
         if key == "kv_cache_dtype":
             if not isinstance(setting, str) or setting not in KV_CACHE_BYTES:
                 raise UsageError(f"{where}.kv_cache_dtype: expected one of {', '.join(KV_CACHE_BYTES)}")
+        elif key == "sixteen_bit_compute":
+            if not isinstance(setting, bool):
+                raise UsageError(f"{where}.sixteen_bit_compute: expected true or false")
         elif key in SERVER_COUNTS:
             if problem := SERVER_COUNTS[key].problem(setting):
                 raise UsageError(f"{where}.{key}: {problem[:MAX_TEXT]}")  # the value it got, cut short
         else:
-            raise UsageError(f"{where}.{str(key)[:40]}: not a known setting (kv_cache_dtype, {', '.join(SERVER_COUNTS)})")
+            raise UsageError(f"{where}.{str(key)[:40]}: not a known setting (kv_cache_dtype, {', '.join(SERVER_COUNTS)}, sixteen_bit_compute)")
     return dict(value)
 
 

@@ -150,7 +150,7 @@ class Scheduling:
             if path.precision == precision.lower().split()[0] and hardware in path.hardware:
                 covered = path.covers(version)
                 if covered:
-                    return True, f"engine version {version}: {path.describe()}"
+                    return True, (f"engine version {version}: " if version else "") + path.describe()
                 if covered is None:
                     return False, f"engine version not given (--engine-version): taken as a version without this path: {path.describe()}"
         return False, None

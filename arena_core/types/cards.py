@@ -162,6 +162,11 @@ class ServerSettings:
     #: runs it); None: none. Such a run is simulated with them, at an assumed acceptance, and
     #: left out of every fit, its results in the ledger where their error shows.
     speculative_tokens: int | None = field(default=None, validator=optional(SERVER_COUNTS["speculative_tokens"]))
+    #: The server ran its low-precision checkpoint's GEMMs through a weight-only kernel that
+    #: computes in 16 bits (vLLM's Marlin, as ``VLLM_NVFP4_GEMM_BACKEND=marlin`` or
+    #: ``--moe-backend marlin`` choose it), where its backend's declared precision paths do not
+    #: say so: its prefill is simulated at the 16-bit roof.
+    sixteen_bit_compute: bool = False
 
 
 @frozen(kw_only=True)

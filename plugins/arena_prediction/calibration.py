@@ -181,12 +181,13 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
     if model is None or registration is None or scheduling is None:
         return None
     roofs = attrs.asdict(card.hardware_roofs) if card.hardware_roofs else {}
+    settings = card.server_settings
     try:  # a manifest's figures are checked like any file's
         hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if k in ROOFS and v}, measure=None)
-        machine = Machine.of(hardware, model, sixteen_bit=scheduling.sixteen_bit(model.precision, card.hardware, str(card.backend_facts.get("version", "")))[0])
+        declared, _ = scheduling.sixteen_bit(model.precision, card.hardware, str(card.backend_facts.get("version", "")))
+        machine = Machine.of(hardware, model, sixteen_bit=declared or settings.sixteen_bit_compute)
     except (TypeError, ValueError):
         return None
-    settings = card.server_settings
     kv_dtype = settings.kv_cache_dtype.lower()  # an import's, else the backend's
     # where the run's server was not at its engine's defaults (a cards file says so), as it ran
     scheduling = attrs.evolve(
