@@ -50,8 +50,8 @@ FACTS = ("vendor", "architecture", "params_total_b", "params_active_b", "precisi
 #: * 16-bit compute: three NVFP4 runs computed through Marlin's weight-only FP4 kernels, which
 #:   multiply in 16 bits. Nemotron 3 Super: its ``_profile.env`` sets ``VLLM_NVFP4_GEMM_BACKEND=marlin``
 #:   and ``--moe-backend marlin``, and its ``_bootlog.txt`` logs "Using MarlinNvFp4LinearKernel"
-#:   and the 'MARLIN' NvFp4 MoE backend; Mistral Small 3.2: ``INDEX.md`` says its run needed
-#:   ``VLLM_NVFP4_GEMM_BACKEND=marlin`` on GB10 "in place of the broken CUTLASS FP4 kernel";
+#:   and the 'MARLIN' NvFp4 MoE backend; Mistral Small 3.2: ``INDEX.md`` says (in Dutch) that its
+#:   run needed ``VLLM_NVFP4_GEMM_BACKEND=marlin`` on GB10, in place of a broken CUTLASS FP4 kernel;
 #:   Gemma 4 26B-A4B's ``nvfp4-v23``: ``INDEX.md`` names it "nvidia NVFP4, modelopt+marlin".
 #:   Nemotron 3 Nano Omni's NVFP4 run (v0.20.0) names no kernel and is left at the FP4 roof.
 NIGHTLY = {"token_budget": 2048}

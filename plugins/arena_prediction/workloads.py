@@ -45,8 +45,8 @@ def prompt_breaks(scheduling: Scheduling, costs: ModelPhysics) -> tuple[int, ...
 SHAREGPT_TOKENS = (230, 200)
 #: The efficiencies' range around the central ones that makes a prediction's 80 % interval: its
 #: width set so that 80 % of the seed cohort's closed-loop results, each predicted without its
-#: own run (the error ledger), fall inside -- 81 % of tokens/s, 84 % of TTFT, of 85 results
-#: one run out; 82 % and 82 % one family out (tests/test_simulator.py measures it). Compute's
+#: own run (the error ledger), fall inside -- 80 % of tokens/s, 82 % of TTFT, of 85 results
+#: one run out; 80 % and 84 % one family out (tests/test_simulator.py measures it). Compute's
 #: range was widened from ×0.77-1.35 when a request's own cost came in (it then held 74 % of
 #: TTFT); the first, wider range held 86 % and 93 %.
 #: Bandwidth's was narrowed from ×0.86-1.18 when speculative decoding came into the simulator
