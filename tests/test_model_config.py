@@ -280,7 +280,12 @@ def test_a_precision_an_engine_version_computes_in_16_bits_is_the_backend_s_decl
     # a server told to use a weight-only kernel (vLLM's Marlin) whatever its version: said, and the 16-bit path taken
     told = predicted(*big, "--engine-version", "0.22.0", "--sixteen-bit-compute")
     assert told["workloads"][0]["central"]["ttft_p50_s"] == pytest.approx(ttft[0])
-    assert any("computes in 16 bits" in note and "--sixteen-bit-compute" in note for note in told["workloads"][0]["notes"])
+    assert "mxfp4 computed in 16 bits, through a weight-only kernel, as stated" in told["workloads"][0]["notes"]
+    # a precision that computes in 16 bits already (a GGUF type, BF16): nothing changes, nothing said
+    gguf = ("big", "--params", "117", "--active-params", "5.1", "--precision", "q4_k_m", "--workloads", "chat", "--calibration", "none")
+    plain, flagged = predicted(*gguf), predicted(*gguf, "--sixteen-bit-compute")
+    assert flagged["workloads"][0]["central"] == plain["workloads"][0]["central"]
+    assert not any("as stated" in note for note in flagged["workloads"][0]["notes"])
 
 
 def test_vllm_s_version_is_read_from_its_log():

@@ -26,18 +26,7 @@ from arena_core.results.predictions import load_calibration, predicting_backend,
 from arena_core.run.engine import default_workloads
 from arena_core.run.model_config import describe, find_config, known_precision, read_config
 from arena_core.run.roofline import KV_CACHE_BYTES
-from arena_core.types import (
-    BackendSpec,
-    Calibration,
-    Figures,
-    ModelSpec,
-    PrecisionPath,
-    PredictionSetup,
-    Predictor,
-    WorkloadPrediction,
-    WorkloadSpec,
-    version_numbers,
-)
+from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec, version_numbers
 
 
 @click.command("predict")
@@ -134,13 +123,17 @@ def predict_command(
     names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(app.config.run.workloads or default_workloads(registry))
     chosen, shaped = _configured(registry, app.config, names)
     served_by, settings = _served_as(served_by, slots, token_budget, draft_tokens)
-    if sixteen_bit_compute:
-        served_by = _computed_in_sixteen_bits(served_by, spec.precision, profile.name)
     calibration = _calibration(calibration_given, results_dir(app, output), hardware, served_by)
     kv_bytes = KV_CACHE_BYTES[kv_cache] if kv_cache else 2.0
     assumptions = (*assumptions, *settings, *shaped, *([] if kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
     setup = PredictionSetup(
-        model=spec, hardware=profile, backend=served_by, calibration=calibration, kv_bytes_per_element=kv_bytes, engine_version=engine_version or ""
+        model=spec,
+        hardware=profile,
+        backend=served_by,
+        calibration=calibration,
+        kv_bytes_per_element=kv_bytes,
+        engine_version=engine_version or "",
+        sixteen_bit_compute=sixteen_bit_compute,
     )
     if (why := chosen_predictor.coverage(setup)) is not None:
         raise UsageError(f"cannot predict {model} on {hardware} with --backend {served_by.name}: {why}")
@@ -271,17 +264,6 @@ def _served_as(backend: BackendSpec, slots: int | None, token_budget: int | None
     if token_budget is None:
         said.append(f"{backend.name}'s default step budget: {scheduling.token_budget} tokens (--token-budget)")
     return attrs.evolve(backend, scheduling=changed), said
-
-
-def _computed_in_sixteen_bits(backend: BackendSpec, precision: str, hardware: str) -> BackendSpec:
-    """The backend with a path that computes ``precision`` in 16 bits on ``hardware`` (a
-    weight-only kernel the server was told to use), ahead of what it declares itself: the
-    prediction's notes say it."""
-    if backend.scheduling is None:
-        return backend
-    said = PrecisionPath(precision=precision.lower().split()[0], hardware=(hardware,), source="--sixteen-bit-compute")
-    scheduling = attrs.evolve(backend.scheduling, precision_paths=(said, *backend.scheduling.precision_paths))
-    return attrs.evolve(backend, scheduling=scheduling)
 
 
 def _calibration(given: str | None, store: Path, hardware: str, backend: BackendSpec) -> Calibration | None:

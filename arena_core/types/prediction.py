@@ -135,6 +135,10 @@ class PredictionSetup:
     #: the engine's version, where known ("0.20.1"): the precision paths the backend declares
     #: per version (``Scheduling.precision_paths``) hold for some versions only
     engine_version: str = ""
+    #: the server was told to compute its low-precision checkpoint's GEMMs in 16 bits, through a
+    #: weight-only kernel (vLLM's Marlin), whatever its version: as a card's
+    #: ``ServerSettings.sixteen_bit_compute`` says of a run
+    sixteen_bit_compute: bool = False
 
 
 #: What a predictor keeps in the store between commands (fits of sets of stored runs, the ledger

@@ -80,6 +80,7 @@ class StepSimulator:
             efficiency=self.efficiency(setup),
             kv_bytes_per_element=setup.kv_bytes_per_element,
             engine_version=setup.engine_version,
+            sixteen_bit_compute=setup.sixteen_bit_compute,
         )
 
     def serve(self, workload: WorkloadSpec, setup: PredictionSetup, *, at: str = "central") -> tuple[RequestRecord, ...]:
@@ -87,8 +88,8 @@ class StepSimulator:
         if at != "central":
             slow, fast = interval_ends(efficiency)
             efficiency = {"slow": slow, "fast": fast}[at]
-        sixteen_bit, _ = scheduling.sixteen_bit(setup.model.precision, setup.hardware.name, setup.engine_version)
-        machine = Machine.of(setup.hardware, setup.model, sixteen_bit=sixteen_bit)
+        declared, _ = scheduling.sixteen_bit(setup.model.precision, setup.hardware.name, setup.engine_version)
+        machine = Machine.of(setup.hardware, setup.model, sixteen_bit=declared or setup.sixteen_bit_compute)
         if isinstance(workload.shape, ClosedLoopShape):
             rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)
             return tuple(record for turn, done in enumerate(rounds) for record in _records(workload.name, done.served, turn=turn, open_loop=False))

@@ -332,17 +332,21 @@ def predict(
     efficiency: Efficiency | None = None,
     kv_bytes_per_element: float = 2.0,
     engine_version: str = "",
+    sixteen_bit_compute: bool = False,
 ) -> WorkloadPrediction:
     """``workload`` on ``model`` served by an engine that schedules as ``scheduling`` on
     ``hardware``: the central figures at ``efficiency`` (default: the engine's prior), and an
     interval from its plausible range (a closed-loop workload simulated once and re-timed at both
     ends; an open-loop one, whose steps depend on their timing, simulated at each and widened by
-    :func:`open_interval`)."""
+    :func:`open_interval`); ``sixteen_bit_compute``: the server computes a low-precision
+    checkpoint's GEMMs in 16 bits, whatever its version declares."""
     central_eff = efficiency or prior_of(scheduling.engine)
-    sixteen_bit, said = scheduling.sixteen_bit(model.precision, hardware.name, engine_version)
-    machine = Machine.of(hardware, model, sixteen_bit=sixteen_bit)
+    declared, said = scheduling.sixteen_bit(model.precision, hardware.name, engine_version)
+    machine = Machine.of(hardware, model, sixteen_bit=declared or sixteen_bit_compute)
     slow, fast = interval_ends(central_eff)
     notes = [*physics(model).notes, *([said] if said else [])]
+    if sixteen_bit_compute and not declared and Machine.of(hardware, model).low_precision:
+        notes.append(f"{model.precision} computed in 16 bits, through a weight-only kernel, as stated")
     if isinstance(workload.shape, ClosedLoopShape):
         rounds = closed_rounds(workload, model, machine, central_eff, scheduling, kv_bytes_per_element=kv_bytes_per_element)
         central, low, high = closed_figures(rounds), closed_figures(rounds, machine, slow), closed_figures(rounds, machine, fast)
