@@ -27,7 +27,7 @@ from attrs import frozen
 
 from arena_core import KV_CACHE_BYTES, CardWorkload, ClosedLoopShape, Figures, ModelCard, ModelSpec, OpenLoopShape, Registry, Scheduling, WorkloadSpec
 from arena_prediction.simulator import Efficiency, Machine, Simulation, prior_of
-from arena_prediction.workloads import RetimedOpen, RetimedRounds, closed_rounds, open_run, open_simulation, speculative
+from arena_prediction.workloads import RetimedOpen, RetimedRounds, closed_rounds, open_run, open_simulation, serving_machine, speculative
 
 GRID = {
     "bandwidth": (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
@@ -184,8 +184,8 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
     settings = card.server_settings
     try:  # a manifest's figures are checked like any file's
         hardware = attrs.evolve(registration.item, **{k: v for k, v in roofs.items() if k in ROOFS and v}, measure=None)
-        declared, _ = scheduling.sixteen_bit(model.precision, card.hardware, str(card.backend_facts.get("version", "")))
-        machine = Machine.of(hardware, model, sixteen_bit=declared or settings.sixteen_bit_compute)
+        version = str(card.backend_facts.get("version", ""))
+        machine, _ = serving_machine(hardware, model, scheduling, engine_version=version, sixteen_bit_compute=settings.sixteen_bit_compute)
     except (TypeError, ValueError):
         return None
     kv_dtype = settings.kv_cache_dtype.lower()  # an import's, else the backend's

@@ -27,8 +27,8 @@ from arena_core import (
 )
 from arena_prediction.calibration import PRIOR_WEIGHT, error_of, fit, open_error_of, open_results_of, open_samples_of, samples_of, scheduling_of
 from arena_prediction.ledger import ledger
-from arena_prediction.simulator import Efficiency, Machine, Served, prior_of
-from arena_prediction.workloads import closed_rounds, interval_ends, open_simulation, predict
+from arena_prediction.simulator import Efficiency, Served, prior_of
+from arena_prediction.workloads import closed_rounds, interval_ends, open_simulation, predict, serving_machine
 
 NAME = "step-simulator"
 
@@ -88,8 +88,9 @@ class StepSimulator:
         if at != "central":
             slow, fast = interval_ends(efficiency)
             efficiency = {"slow": slow, "fast": fast}[at]
-        declared, _ = scheduling.sixteen_bit(setup.model.precision, setup.hardware.name, setup.engine_version)
-        machine = Machine.of(setup.hardware, setup.model, sixteen_bit=declared or setup.sixteen_bit_compute)
+        machine, _ = serving_machine(
+            setup.hardware, setup.model, scheduling, engine_version=setup.engine_version, sixteen_bit_compute=setup.sixteen_bit_compute
+        )
         if isinstance(workload.shape, ClosedLoopShape):
             rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)
             return tuple(record for turn, done in enumerate(rounds) for record in _records(workload.name, done.served, turn=turn, open_loop=False))

@@ -323,6 +323,20 @@ def _widened(figures: Figures, tps: float, ttft: float) -> Figures:
     )
 
 
+def serving_machine(
+    hardware: HardwareProfile, model: ModelSpec, scheduling: Scheduling, *, engine_version: str = "", sixteen_bit_compute: bool = False
+) -> tuple[Machine, list[str]]:
+    """The roofs ``model`` is simulated under on ``hardware``, and what to say of them: in 16 bits
+    where the engine's version declares that it computes the precision so (a fact the backend
+    states, with its source) or where the server's settings say so (``sixteen_bit_compute``:
+    a cards file's, ``arena predict --sixteen-bit-compute``), else at the precision's own roof."""
+    declared, said = scheduling.sixteen_bit(model.precision, hardware.name, engine_version)
+    notes = [said] if said else []
+    if sixteen_bit_compute and not declared and Machine.of(hardware, model).low_precision:
+        notes.append(f"{model.precision} computed in 16 bits, through a weight-only kernel, as stated")
+    return Machine.of(hardware, model, sixteen_bit=declared or sixteen_bit_compute), notes
+
+
 def predict(
     workload: WorkloadSpec,
     model: ModelSpec,
@@ -341,12 +355,9 @@ def predict(
     :func:`open_interval`); ``sixteen_bit_compute``: the server computes a low-precision
     checkpoint's GEMMs in 16 bits, whatever its version declares."""
     central_eff = efficiency or prior_of(scheduling.engine)
-    declared, said = scheduling.sixteen_bit(model.precision, hardware.name, engine_version)
-    machine = Machine.of(hardware, model, sixteen_bit=declared or sixteen_bit_compute)
+    machine, said = serving_machine(hardware, model, scheduling, engine_version=engine_version, sixteen_bit_compute=sixteen_bit_compute)
     slow, fast = interval_ends(central_eff)
-    notes = [*physics(model).notes, *([said] if said else [])]
-    if sixteen_bit_compute and not declared and Machine.of(hardware, model).low_precision:
-        notes.append(f"{model.precision} computed in 16 bits, through a weight-only kernel, as stated")
+    notes = [*physics(model).notes, *said]
     if isinstance(workload.shape, ClosedLoopShape):
         rounds = closed_rounds(workload, model, machine, central_eff, scheduling, kv_bytes_per_element=kv_bytes_per_element)
         central, low, high = closed_figures(rounds), closed_figures(rounds, machine, slow), closed_figures(rounds, machine, fast)
