@@ -236,6 +236,14 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     assert any("--speculative-tokens" in note for note in mtp["workloads"][0]["notes"])
     many = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--speculative-tokens", "65"], capture_output=True, text=True, timeout=60)
     assert many.returncode == 2 and "--speculative-tokens" in many.stderr and "Traceback" not in many.stderr
+    # prefix caching: a conversation whose earlier turns the server prefills again waits longer for each turn's first token
+    talk = ("qwen3.6-27b", "--workloads", "multi-turn,chat", "--calibration", "none")
+    cached, uncached = predicted(*talk), predicted(*talk, "--no-prefix-caching")
+    assert figure(uncached, "multi-turn", "ttft_p50_s") > 1.5 * figure(cached, "multi-turn", "ttft_p50_s")
+    assert figure(uncached, "chat", "ttft_p50_s") == figure(cached, "chat", "ttft_p50_s")  # one turn: nothing to keep
+    assert predicted(*talk, "--prefix-caching")["workloads"] == cached["workloads"]  # the backend's default, said as assumed
+    assert any("earlier turns kept in its prefix cache" in said for said in cached["assumptions"])
+    assert not any("prefix cache" in said for said in [*uncached["assumptions"], *base["assumptions"]])  # given, or no conversation
 
 
 def test_the_config_file_shapes_the_workloads_predicted(tmp_path):

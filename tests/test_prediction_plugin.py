@@ -193,6 +193,11 @@ def test_a_runs_stated_server_settings_are_what_it_is_simulated_with(tmp_path):
     )
     assert ("server settings", said) in platform_rows(cards["nemotron-3-super-120b-a12b-nvfp4"])
     assert ("server settings", "KV cache fp8 (what its prediction simulates)") in platform_rows(gemma)
+    # a run whose server prefilled a conversation's turns again (vLLM as Arena starts it on a DGX
+    # Spark): simulated so, and said; one that says nothing keeps the backend's prefix cache
+    uncached = attrs.evolve(gemma, server_settings=ServerSettings(kv_cache_dtype="fp8", prefix_caching=False))
+    assert (_served(uncached, registry).scheduling.prefix_caching, _served(gemma, registry).scheduling.prefix_caching) == (False, True)
+    assert ("server settings", "KV cache fp8, prefix caching off (what its prediction simulates)") in platform_rows(uncached)
 
 
 def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them(registry):
@@ -209,6 +214,11 @@ def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them
     assert _server_settings(attrs.evolve(base, config={"server_settings": hostile}), registry) == ServerSettings()
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"sixteen_bit_compute": 1}}), registry) == ServerSettings()
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"sixteen_bit_compute": True}}), registry).sixteen_bit_compute
+    # the prefix cache: as a cards file says it, else as the server Arena started recorded it; a non-boolean says nothing
+    assert _server_settings(attrs.evolve(base, config={"server_settings": {"prefix_caching": "off"}}), registry) == ServerSettings()
+    assert _server_settings(attrs.evolve(base, backend_facts={"prefix_caching": False}), registry).prefix_caching is False
+    stated = attrs.evolve(base, backend_facts={"prefix_caching": False}, config={"server_settings": {"prefix_caching": True}})
+    assert _server_settings(stated, registry).prefix_caching is True
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": ["fp8"], "slots": True}}), registry) == ServerSettings()
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"kv_cache_dtype": "auto", "token_budget": 512}}), registry) == ServerSettings(
         kv_cache_dtype="auto", token_budget=512

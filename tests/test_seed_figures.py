@@ -193,9 +193,10 @@ def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(t
         (
             {"max_num_batched_tokens": 2048},
             "$.cards[0].server_settings.max_num_batched_tokens: not a known setting (kv_cache_dtype, token_budget, slots, speculative_tokens, "
-            "sixteen_bit_compute)",
+            "sixteen_bit_compute, prefix_caching)",
         ),
         ({"sixteen_bit_compute": "yes"}, "$.cards[0].server_settings.sixteen_bit_compute: expected true or false"),
+        ({"prefix_caching": 0}, "$.cards[0].server_settings.prefix_caching: expected true or false"),
         ([2048], "$.cards[0].server_settings: expected a mapping of settings"),
     ):
         (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [card | {"server_settings": value}]}))

@@ -794,3 +794,18 @@ def test_the_fit_finds_how_the_moe_prefill_grows_with_the_experts_size(registry)
     assert prior.moe_size_exponent == 0.0
     assert fit(samples, prior).moe_size_exponent == pytest.approx(0.5, abs=0.15)
     assert fit(samples[:10], prior).moe_size_exponent == pytest.approx(0.0, abs=0.02)
+
+
+def test_a_conversation_s_earlier_turns_are_prefilled_again_without_a_prefix_cache():
+    """With the server's prefix cache a turn prefills its new tokens beside the cached history;
+    without it, the whole conversation, each turn: the same tokens, tokenised alike."""
+    from arena_core import ClosedLoopShape
+    from arena_prediction.workloads import _closed_requests
+
+    shape = ClosedLoopShape(prompt_tokens=100, generated_tokens=10, concurrency=2, turns=3, depth=50)
+    kept, again = _closed_requests(shape), _closed_requests(shape, prefix_caching=False)
+    assert [(r.prompt, r.cached) for r in (kept[0][0], kept[2][0])] == [(100, 50), (100, 270)]
+    assert [(r.prompt, r.cached) for r in (again[0][0], again[2][0])] == [(150, 0), (370, 0)]
+    assert [r.prompt + r.cached for round_ in kept for r in round_] == [r.prompt + r.cached for round_ in again for r in round_]
+    one = ClosedLoopShape(prompt_tokens=100, generated_tokens=10, concurrency=2, depth=50)
+    assert _closed_requests(one) == _closed_requests(one, prefix_caching=False)  # one turn: nothing kept either way

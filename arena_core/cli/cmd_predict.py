@@ -26,7 +26,18 @@ from arena_core.results.predictions import load_calibration, predicting_backend,
 from arena_core.run.engine import default_workloads
 from arena_core.run.model_config import describe, find_config, known_precision, read_config
 from arena_core.run.roofline import KV_CACHE_BYTES
-from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, PredictionSetup, Predictor, WorkloadPrediction, WorkloadSpec, version_numbers
+from arena_core.types import (
+    BackendSpec,
+    Calibration,
+    ClosedLoopShape,
+    Figures,
+    ModelSpec,
+    PredictionSetup,
+    Predictor,
+    WorkloadPrediction,
+    WorkloadSpec,
+    version_numbers,
+)
 
 
 @click.command("predict")
@@ -59,6 +70,12 @@ from arena_core.types import BackendSpec, Calibration, Figures, ModelSpec, Predi
     type=click.IntRange(1, int(bounds.DRAFT_TOKENS.most)),
     help="Draft tokens a step of speculative decoding (vLLM's num_speculative_tokens with an MTP head or EAGLE; a separate draft model costs more), "
     "at an assumed acceptance (default: none).",
+)
+@click.option(
+    "--prefix-caching/--no-prefix-caching",
+    default=None,
+    help="Whether the server keeps a conversation's earlier turns in its prefix cache, so a turn prefills only its new tokens "
+    "(vLLM --no-enable-prefix-caching turns it off; default: the backend's, on).",
 )
 @click.option(
     "--sixteen-bit-compute",
@@ -97,6 +114,7 @@ def predict_command(
     slots: int | None,
     token_budget: int | None,
     draft_tokens: int | None,
+    prefix_caching: bool | None,
     sixteen_bit_compute: bool,
     calibration_given: str | None,
     backend: str | None,
@@ -122,7 +140,8 @@ def predict_command(
     objective = parse_slo(slo, "--slo")
     names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(app.config.run.workloads or default_workloads(registry))
     chosen, shaped = _configured(registry, app.config, names)
-    served_by, settings = _served_as(served_by, slots, token_budget, draft_tokens)
+    conversations = any(isinstance(w.shape, ClosedLoopShape) and w.shape.turns > 1 for w in chosen)
+    served_by, settings = _served_as(served_by, slots, token_budget, draft_tokens, prefix_caching, conversations=conversations)
     calibration = _calibration(calibration_given, results_dir(app, output), hardware, served_by)
     kv_bytes = KV_CACHE_BYTES[kv_cache] if kv_cache else 2.0
     assumptions = (*assumptions, *settings, *shaped, *([] if kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
@@ -250,19 +269,35 @@ def _configured(registry: Registry, config: ArenaConfig, names: Sequence[str]) -
     return chosen, said
 
 
-def _served_as(backend: BackendSpec, slots: int | None, token_budget: int | None, draft_tokens: int | None = None) -> tuple[BackendSpec, list[str]]:
-    """The backend with the server's settings given, and the defaults taken, said."""
+def _served_as(
+    backend: BackendSpec,
+    slots: int | None,
+    token_budget: int | None,
+    draft_tokens: int | None = None,
+    prefix_caching: bool | None = None,
+    *,
+    conversations: bool = False,
+) -> tuple[BackendSpec, list[str]]:
+    """The backend with the server's settings given, and the defaults taken, said (its prefix
+    cache's where ``conversations``: a workload whose turns it would keep is predicted)."""
     scheduling = backend.scheduling
     if scheduling is None:
         return backend, []
     changed = attrs.evolve(
-        scheduling, slots=slots or scheduling.slots, token_budget=token_budget or scheduling.token_budget, draft_tokens=draft_tokens or scheduling.draft_tokens
+        scheduling,
+        slots=slots or scheduling.slots,
+        token_budget=token_budget or scheduling.token_budget,
+        draft_tokens=draft_tokens or scheduling.draft_tokens,
+        prefix_caching=scheduling.prefix_caching if prefix_caching is None else prefix_caching,
     )
     said = []
     if slots is None:
         said.append(f"{backend.name}'s default slots: " + (f"{scheduling.slots}" if scheduling.slots else "one per concurrent request") + " (--slots)")
     if token_budget is None:
         said.append(f"{backend.name}'s default step budget: {scheduling.token_budget} tokens (--token-budget)")
+    if prefix_caching is None and conversations:
+        kept = "kept in its prefix cache (--no-prefix-caching)" if scheduling.prefix_caching else "prefilled again each turn (--prefix-caching)"
+        said.append(f"{backend.name}'s default: a conversation's earlier turns {kept}")
     return attrs.evolve(backend, scheduling=changed), said
 
 

@@ -101,6 +101,7 @@ def server_settings_text(settings: ServerSettings) -> str:
     parts = [f"KV cache {settings.kv_cache_dtype}"] if settings.kv_cache_dtype else []
     parts += [f"{settings.token_budget:,} tokens a step"] if settings.token_budget else []
     parts += [f"{settings.slots} sequences at once"] if settings.slots else []
+    parts += ["prefix caching off"] if settings.prefix_caching is False else []
     said = [f"{', '.join(parts)} (what its prediction simulates)"] if parts else []
     if settings.speculative_tokens:
         said.append(f"speculative decoding of {settings.speculative_tokens} draft tokens a step (simulated at an assumed acceptance: docs/prediction.md)")

@@ -246,7 +246,8 @@ def _draft_tokens(lines: Sequence[CardWorkload]) -> int | None:
 def _server_settings(manifest: Manifest, registry: Registry, lines: Sequence[CardWorkload] = ()) -> ServerSettings:
     """The server settings a run's prediction simulates, the one place they are read: an imported
     cards file's (its KV cache type, else the one the backend recorded; a step's token budget, the
-    slots, speculative decoding's draft tokens and a 16-bit compute path where it says them), else the slots the server
+    slots, speculative decoding's draft tokens, a 16-bit compute path and its prefix cache where
+    it says them), else the prefix cache and slots the server
     ran with: those of a server Arena started, where its backend records them (vLLM's
     ``--max-num-seqs``, llama.cpp's ``--parallel``: its ``slots_fact``), or those an attached
     server reported (``slots``: llama.cpp's ``/props``); and speculative decoding where the
@@ -255,6 +256,7 @@ def _server_settings(manifest: Manifest, registry: Registry, lines: Sequence[Car
     if not isinstance(stated, Mapping):  # a manifest is outside data too: a setting of the wrong shape states nothing
         stated = {}
     kv = stated.get("kv_cache_dtype") if "kv_cache_dtype" in stated else manifest.backend_facts.get("kv_cache_dtype")
+    cached = stated.get("prefix_caching") if "prefix_caching" in stated else manifest.backend_facts.get("prefix_caching")
     counts = {key: value for key, bound in SERVER_COUNTS.items() if not bound.problem(value := stated.get(key))}
     backend = registry.backends.get(manifest.backend)
     fact = ""
@@ -269,6 +271,7 @@ def _server_settings(manifest: Manifest, registry: Registry, lines: Sequence[Car
     return ServerSettings(
         kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "",  # a type Arena knows, or none
         sixteen_bit_compute=stated.get("sixteen_bit_compute") is True,  # said plainly, or not said
+        prefix_caching=cached if isinstance(cached, bool) else None,
         **counts,
     )
 

@@ -255,21 +255,22 @@ def _server_settings(value: Any, where: str) -> dict[str, Any]:
     """What a cards file (or one card) says of the servers its runs measured, which the
     prediction reads: the KV cache's type (one of :data:`KV_CACHE_BYTES`), the counts of
     :data:`~arena_core.types.SERVER_COUNTS` (a step's token budget, the slots, the draft tokens of
-    speculative decoding), and whether its low-precision GEMMs computed in 16 bits."""
+    speculative decoding), whether its low-precision GEMMs computed in 16 bits and whether it kept
+    a conversation's turns in its prefix cache."""
     if not isinstance(value, dict):
         raise UsageError(f"{where}: expected a mapping of settings")
     for key, setting in value.items():
         if key == "kv_cache_dtype":
             if not isinstance(setting, str) or setting not in KV_CACHE_BYTES:
                 raise UsageError(f"{where}.kv_cache_dtype: expected one of {', '.join(KV_CACHE_BYTES)}")
-        elif key == "sixteen_bit_compute":
+        elif key in ("sixteen_bit_compute", "prefix_caching"):
             if not isinstance(setting, bool):
-                raise UsageError(f"{where}.sixteen_bit_compute: expected true or false")
+                raise UsageError(f"{where}.{key}: expected true or false")
         elif key in SERVER_COUNTS:
             if problem := SERVER_COUNTS[key].problem(setting):
                 raise UsageError(f"{where}.{key}: {problem[:MAX_TEXT]}")  # the value it got, cut short
         else:
-            raise UsageError(f"{where}.{str(key)[:40]}: not a known setting (kv_cache_dtype, {', '.join(SERVER_COUNTS)}, sixteen_bit_compute)")
+            raise UsageError(f"{where}.{str(key)[:40]}: not a known setting (kv_cache_dtype, {', '.join(SERVER_COUNTS)}, sixteen_bit_compute, prefix_caching)")
     return dict(value)
 
 

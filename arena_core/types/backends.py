@@ -141,6 +141,10 @@ class Scheduling:
     draft_tokens: int = field(default=0, validator=bounds.DRAFT_TOKENS_OR_NONE)
     #: Precisions its versions run through a 16-bit compute path on some hardware.
     precision_paths: tuple[PrecisionPath, ...] = ()
+    #: A conversation's earlier turns stay in the server's prefix cache, so each turn prefills
+    #: only its new tokens (vLLM's V1 engine and llama.cpp's server keep them by default); False:
+    #: every turn prefills the whole conversation again (vLLM's ``--no-enable-prefix-caching``).
+    prefix_caching: bool = True
 
     def sixteen_bit(self, precision: str, hardware: str, version: str) -> tuple[bool, str | None]:
         """Whether this engine at ``version`` computes ``precision`` in 16 bits on ``hardware``

@@ -167,6 +167,10 @@ class ServerSettings:
     #: ``--moe-backend marlin`` choose it), where its backend's declared precision paths do not
     #: say so: its prefill is simulated at the 16-bit roof.
     sixteen_bit_compute: bool = False
+    #: The server kept a conversation's earlier turns in its prefix cache (True) or prefilled
+    #: them again each turn (False: vLLM's ``--no-enable-prefix-caching``, as Arena starts it on
+    #: a DGX Spark); None: not said, the backend's default.
+    prefix_caching: bool | None = None
 
 
 @frozen(kw_only=True)

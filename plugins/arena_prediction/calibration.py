@@ -195,6 +195,7 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
         token_budget=settings.token_budget or scheduling.token_budget,
         slots=settings.slots or scheduling.slots,
         draft_tokens=settings.speculative_tokens or scheduling.draft_tokens,
+        prefix_caching=scheduling.prefix_caching if settings.prefix_caching is None else settings.prefix_caching,
     )
     # 16 bits when the run says nothing
     return Served(

@@ -3,7 +3,8 @@ workload's request stream built as its runner builds it, served by the simulated
 up into the card's figures, each with an interval from the efficiencies' plausible range.
 
 A closed-loop run is ``concurrency`` requests sent together, run after run; a conversation of
-several turns sends each turn with the earlier ones in the server's prefix cache. An open-loop
+several turns sends each turn with the earlier ones, which the server's prefix cache keeps
+(``Scheduling.prefix_caching``) or its prefill takes again. An open-loop
 workload's requests arrive on the *same* seeded schedule the runner uses
 (:func:`~arena_core.loadgen.arrivals.arrival_offsets`), with the random dataset's lengths drawn
 as it draws them; ShareGPT's lengths are not known without the data and are taken at their
@@ -66,15 +67,17 @@ SPREAD = {"bandwidth": (0.90, 1.14), "compute": (0.76, 1.36), "overhead_s": (0.6
 OPEN_LOOP_SPREAD = {"tps": 1.0275, "ttft": 1.07}
 
 
-def _closed_requests(shape: ClosedLoopShape) -> list[list[Request]]:
-    """One run's rounds: a single round, or a round per turn of a conversation."""
+def _closed_requests(shape: ClosedLoopShape, prefix_caching: bool = True) -> list[list[Request]]:
+    """One run's rounds: a single round, or a round per turn of a conversation, whose earlier
+    turns the server keeps in its prefix cache (``prefix_caching``) or prefills again."""
     prompt = shape.prompt_tokens + shape.depth
     if shape.turns <= 1:
         return [[Request(arrival_s=0.0, prompt=prompt, output=shape.generated_tokens) for _ in range(shape.concurrency)]]
     rounds = []
     for turn in range(shape.turns):
-        cached = shape.depth + turn * (shape.prompt_tokens + shape.generated_tokens)
-        rounds.append([Request(arrival_s=0.0, prompt=shape.prompt_tokens, output=shape.generated_tokens, cached=cached) for _ in range(shape.concurrency)])
+        history = shape.depth + turn * (shape.prompt_tokens + shape.generated_tokens)
+        new, cached = (shape.prompt_tokens, history) if prefix_caching else (shape.prompt_tokens + history, 0)
+        rounds.append([Request(arrival_s=0.0, prompt=new, output=shape.generated_tokens, cached=cached) for _ in range(shape.concurrency)])
     return rounds
 
 
@@ -128,7 +131,7 @@ def closed_rounds(
             prompt_breaks=prompt_breaks(scheduling, costs),
             draft_tokens=scheduling.draft_tokens,
         )
-        for round_ in _closed_requests(workload.shape)
+        for round_ in _closed_requests(workload.shape, scheduling.prefix_caching)
     ]
 
 
