@@ -523,6 +523,34 @@ def test_speculative_decoding_gains_the_drafts_accepted_less_what_verifying_and_
     assert (prompt_steps(0), prompt_steps(3)) == (3, 4)  # 63 tokens a step beside one token, 60 beside four
 
 
+def test_the_drafter_attends_over_the_context_as_one_full_attention_layer(registry):
+    """An MTP head is a layer that attends over the whole context (a KV cache of its own, or, in
+    Gemma 4's assistant, the target's last full-attention layer's), and vLLM's proposer passes it
+    every token a step scheduled: each prompt token costs one full-attention layer's attention
+    over what came before it, each draft pass that layer's KV read and attention over its
+    sequence's context. A longer context costs the drafting more; none of it without drafts."""
+    from arena_prediction.simulator import physics, step_cost
+    from arena_prediction.speculative import drafting_cost
+
+    costs = physics(registry.get("models", "qwen3.6-27b"))
+    one_layer_flops = costs.attention_flops_per_context_token / costs.full_attention_layers
+    one_layer_kv = costs.kv_bytes_per_token / costs.full_attention_layers
+    assert costs.full_attention_layers == 16 and one_layer_flops > 0 and one_layer_kv > 0
+
+    late, early = (drafting_cost(costs, decode_contexts=[], prefill=[(1000, before)], draft_tokens=3) for before in (20000, 0))
+    assert late.flops - early.flops == pytest.approx(one_layer_flops * 1000 * 20000)  # each token over 20,000 more before it
+    assert late.read - early.read == pytest.approx(one_layer_kv * 20000)
+    decoding = drafting_cost(costs, decode_contexts=[5000, 3000], prefill=[], draft_tokens=3)
+    assert decoding.decode_attention_flops == pytest.approx(3 * one_layer_flops * 8000)
+    fresh = drafting_cost(costs, decode_contexts=[1, 1], prefill=[], draft_tokens=3)
+    assert decoding.read - fresh.read == pytest.approx(3 * one_layer_kv * (8000 - 2))
+    # in a step: the drafting's attention beside the verification's, and nothing without drafts
+    plain = step_cost(costs, decode_contexts=[5000, 3000], prefill=[(1000, 20000)])
+    drafted = step_cost(costs, decode_contexts=[5000, 3000], prefill=[(1000, 20000)], draft_tokens=3)
+    assert drafted[3] == pytest.approx(4 * plain[3] + decoding.decode_attention_flops)
+    assert drafted[1] - plain[1] > one_layer_flops * 1000 * 20000
+
+
 def test_decode_attention_runs_at_a_speed_of_its_own_which_llama_cpp_fits(registry):
     """A decoding token's attention FLOPs run at ``decode_attention_speed`` of the GEMMs' FLOP/s:
     1 GFLOP of GEMMs at 0.5 GFLOP/s is 2 s, 0.1 GFLOP of attention at a tenth of that another 2 s.

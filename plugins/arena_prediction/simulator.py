@@ -297,6 +297,8 @@ class ModelPhysics:
     window_kv_bytes_per_token: float = 0.0
     window_attention_flops_per_context_token: float = 0.0
     layers: int = 0
+    #: full-attention layers (``attention_flops_per_context_token`` and ``kv_bytes_per_token`` are theirs together)
+    full_attention_layers: int = 0
     #: Gated DeltaNet's or Mamba-2's FLOPs per token (its chunked scan and state update, every such layer)
     scan_flops_per_token: float = 0.0
     notes: tuple[str, ...] = ()
@@ -379,6 +381,7 @@ def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics
         window_kv_bytes_per_token=arch.window_kv_bytes_per_token(kv_bytes_per_element) if arch else 0.0,
         window_attention_flops_per_context_token=4.0 * (arch.sliding_window_layers if arch else 0) * window_q_width,
         layers=arch.layers if arch else 0,
+        full_attention_layers=arch.full_attention_layers if arch else 0,
         scan_flops_per_token=linear_scan_flops(arch) if arch else 0.0,
         notes=tuple(notes),
     )
@@ -457,8 +460,8 @@ def step_cost(
     flops += sum(n * physics_.attention_flops(before + n / 2) for n, before in prefill)  # each token attends to what came before it
     decode_attention = (1 + draft_tokens) * sum(physics_.attention_flops(context) for context in decode_contexts)
     if draft_tokens:
-        drafted_read, drafted_flops = drafting_cost(physics_, sequences=len(decode_contexts), prefilled=sum(n for n, _ in prefill), draft_tokens=draft_tokens)
-        read, flops = read + drafted_read, flops + drafted_flops
+        drafted = drafting_cost(physics_, decode_contexts=decode_contexts, prefill=prefill, draft_tokens=draft_tokens)
+        read, flops, decode_attention = read + drafted.read, flops + drafted.flops, decode_attention + drafted.decode_attention_flops
     return read, flops, physics_.scan_flops_per_token * tokens, decode_attention
 
 
