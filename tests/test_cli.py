@@ -116,6 +116,31 @@ def test_console_script_bad_input_is_one_line_exit_2_no_traceback(tmp_path: Path
     assert debug.returncode == 2 and "Traceback" in debug.stderr
 
 
+def test_a_reader_that_goes_away_ends_the_command_quietly_as_sigpipe_would():
+    """``arena ... | head``: when the pipe's reader has closed it, arena stops without a word (as
+    ``yes | head``'s writer does: exit 141), where before it printed "Broken pipe" as an error. A
+    broken pipe that is not standard output's (a server that hung up) is still an error."""
+    done = subprocess.Popen([sys.executable, "-m", "arena_core", "list", "models"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    done.stdout.close()  # before arena has written a byte: its first write meets a closed pipe
+    stderr = done.stderr.read().decode()
+    assert (done.wait(timeout=60), stderr) == (141, "")
+
+    hang_up = """
+from arena_core import make_plugin_manager
+from arena_core.cli import make_cli
+
+cli = make_cli(make_plugin_manager())
+
+@cli.command("hang-up")
+def hang_up() -> None:  # a server's socket closed under a write, standard output still read
+    raise BrokenPipeError(32, "Broken pipe")
+
+cli.main(["hang-up"], prog_name="arena")
+"""
+    result = subprocess.run([sys.executable, "-c", hang_up], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr.strip()) == (1, "arena: error: Broken pipe; files written before are kept")
+
+
 def test_arenas_own_options_work_after_the_subcommand_too(tmp_path: Path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[workloads.chat]\nconcurrency = 0\n")

@@ -8,6 +8,7 @@ and exit 2; a traceback appears only with ``--debug`` (or ``ARENA_DEBUG=1``).
 from __future__ import annotations
 
 import os
+import select
 import sys
 import traceback
 from collections.abc import Sequence
@@ -38,6 +39,8 @@ class ArenaGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except OSError as exc:  # a full disk, a read-only folder: the file and the reason, one line
+            if isinstance(exc, BrokenPipeError) and _reader_gone(sys.stdout):
+                _exit_as_by_sigpipe(ctx)  # ``arena ... | head``: the reader has what it wanted
             app = ctx.obj
             if isinstance(app, CliApp) and app.debug:
                 raise
@@ -50,6 +53,30 @@ class ArenaGroup(click.Group):
                 raise
             echo(f"arena: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", err=True)
             ctx.exit(1)
+
+
+#: The exit status of a process a closed pipe ended (128 + SIGPIPE), as a shell reports
+#: ``yes | head``'s: a pipeline run under ``set -o pipefail`` still sees that it was cut short.
+SIGPIPE_EXIT = 141
+
+
+def _reader_gone(stream: Any) -> bool:
+    """Whether ``stream`` is a pipe whose reading end is closed (on Linux and macOS, polling
+    its writing end says so). A broken pipe elsewhere -- a server's socket -- is an error."""
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll on this OS, or no file behind the stream
+        return False
+
+
+def _exit_as_by_sigpipe(ctx: click.Context) -> None:
+    """Leave quietly, as a command whose reader went away: no message (nobody reads it), and
+    standard output pointed at the null device, so the interpreter's last flush cannot fail again."""
+    with open(os.devnull, "wb") as null:
+        os.dup2(null.fileno(), sys.stdout.fileno())
+    ctx.exit(SIGPIPE_EXIT)
 
 
 def make_cli(pm: ArenaPluginManager) -> click.Group:
