@@ -96,16 +96,17 @@ FAMILIES = {
             "model_type": "nemotron_h",
             "num_hidden_layers": 42,
             "hidden_size": 3136,
-            "num_attention_heads": 32,
+            "num_attention_heads": 40,
             "num_key_value_heads": 8,
             "head_dim": 128,
             "vocab_size": 131072,
-            "hybrid_override_pattern": "M-" * 17 + "MMMM****",  # 21 Mamba-2, 17 MLP, 4 attention layers
+            "hybrid_override_pattern": "M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-",  # 21 Mamba-2, 17 MLP, 4 attention layers
             "mamba_num_heads": 96,
             "mamba_head_dim": 80,
             "ssm_state_size": 128,
             "n_groups": 8,
             "conv_kernel": 4,
+            "chunk_size": 256,
             "intermediate_size": 12544,
             "mlp_hidden_act": "relu2",
             "torch_dtype": "bfloat16",
@@ -137,6 +138,36 @@ def test_a_mixture_of_experts_is_never_silently_dense():
         describe(routed, name="moe")
     described = describe(config, name="moe")
     assert described.spec.params_active_b < described.spec.params_total_b / 5 and described.spec.precision == "FP8"
+
+
+def test_the_layers_a_quantisation_leaves_in_16_bits_are_counted_from_its_config():
+    """NVIDIA's Nemotron FP8 recipe keeps the attention layers and the Mamba layer before each in
+    BF16, listed by name in ModelOpt's exclude_modules: counted from the layout they are what
+    the catalog states for Nemotron 3 Nano 4B's FP8 checkpoint; a pattern counts what it names;
+    a module of another kind, or a regular expression (never run), is said, not counted."""
+    _, config, _ = FAMILIES["Mamba-style state"]
+    pattern = config["hybrid_override_pattern"]  # each attention layer after a Mamba one
+    attention = [layer for layer, kind in enumerate(pattern) if kind == "*"]
+    excluded = ["lm_head", "backbone.layers.0.mixer.conv1d", "backbone.norm_f"]
+    excluded += [f"backbone.layers.{layer}.mixer.{p}" for layer in attention for p in ("q_proj", "k_proj", "v_proj", "o_proj")]
+    excluded += [f"backbone.layers.{layer - 1}.mixer.{p}" for layer in attention for p in ("in_proj", "out_proj")]
+    modelopt = {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": excluded}
+    described = describe({**config, "quantization_config": modelopt}, name="nano-fp8")
+    assert described.spec.precision == "FP8" and described.assumptions == ()
+    assert described.spec.params_sixteen_bit_b == pytest.approx(cohort.NEMOTRON3_NANO_4B_FP8_SIXTEEN_BIT_B, abs=0.001)
+    arch = described.spec.architecture
+    patterned = {**modelopt, "exclude_modules": ["lm_head", "*.mixer.q_proj", "*.mixer.k_proj", "*.mixer.v_proj", "*.mixer.o_proj"]}
+    only_attention = describe({**config, "quantization_config": patterned}, name="attention")
+    assert only_attention.spec.params_sixteen_bit_b == pytest.approx(4 * arch.attention_params() / 1e9, abs=0.001)
+    unread = {**modelopt, "exclude_modules": ["backbone.layers.1.mixer.up_proj", "re:.*mixer.*"]}
+    said = describe({**config, "quantization_config": unread}, name="unread")
+    assert said.spec.params_sixteen_bit_b is None
+    assert said.assumptions == ("quantization_config leaves 2 more modules unquantised: not counted (only attention and linear-attention projections are)",)
+    # a list as long as an attacker likes is read to a bound: "*" names every projection of every layer
+    everything = describe({**config, "quantization_config": {**modelopt, "ignore": ["*"] * 100_000}}, name="all")
+    assert everything.spec.params_sixteen_bit_b == pytest.approx((4 * arch.attention_params() + 21 * arch.linear_layer_params()) / 1e9, abs=0.001)
+    plain = describe(config, name="bf16")  # a 16-bit checkpoint keeps nothing apart
+    assert plain.spec.precision == "BF16" and plain.spec.params_sixteen_bit_b is None
 
 
 @pytest.mark.parametrize(

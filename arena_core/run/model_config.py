@@ -13,6 +13,7 @@ A config is outside data: every number is checked against bounds, every string c
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -34,6 +35,25 @@ MAX_CONFIG_BYTES = 1_000_000
 LIMITS = {"layers": 1024, "width": 1 << 17, "heads": 4096, "experts": 4096, "vocab": 1 << 22, "window": 1 << 24}
 #: quantization_config's ``quant_method`` (and a few of their formats) to the precision Arena knows.
 QUANT_METHODS = {"fp8": "FP8", "fbgemm_fp8": "FP8", "mxfp4": "MXFP4", "awq": "AWQ", "gptq": "INT4", "bitsandbytes": "INT8"}
+#: quantization_config's lists of the modules a quantisation leaves in 16 bits: compressed-tensors'
+#: and ModelOpt's ``ignore``, ModelOpt's ``exclude_modules``, Hugging Face's ``modules_to_not_convert``.
+UNQUANTISED_LISTS = ("ignore", "exclude_modules", "modules_to_not_convert")
+#: A module name that is one layer's attention or linear-attention projection: its layer, the projection.
+PROJECTION = re.compile(r"layers\.(\d+)\.(?:\w+\.)*?(q_proj|k_proj|v_proj|o_proj|qkv_proj|in_proj|out_proj)(?:_\w+)?$")
+#: The ``*`` patterns read from those lists (each is tried on every layer's projections).
+MAX_PATTERNS = 64
+#: Each kind of layer's blocks, as checkpoints name them, and its projections.
+BLOCKS = {
+    "full": (("self_attn", "mixer"), ("q_proj", "k_proj", "v_proj", "o_proj")),
+    "window": (("self_attn",), ("q_proj", "k_proj", "v_proj", "o_proj")),
+    "mamba": (("mixer",), ("in_proj", "out_proj")),
+    "linear": (("linear_attn",), ("in_proj", "out_proj")),
+}
+#: Modules quantisations leave as they are and no count misses, by a part of their name: the LM
+#: head (counted in 16 bits already), routers, convolutions, embeddings, norms (``*norm*``) and a
+#: multimodal model's encoders and projectors (parts that start so).
+ALWAYS_UNQUANTISED = ("lm_head", "router", "gate", "conv1d", "embed_tokens", "embeddings")
+ENCODER_PARTS = ("vision", "visual", "audio", "sound", "mm_", "multi_modal", "mlp1")
 
 
 @frozen(kw_only=True)
@@ -147,6 +167,8 @@ def describe(
     )
     total, active = _parameters(text, arch, kinds, assumed)
     chosen_precision = precision or _precision(text, assumed)
+    quant = text.get("quantization_config")
+    kept = _sixteen_bit_params(quant, arch, _numbered_kinds(text, kinds), assumed) if isinstance(quant, Mapping) else 0.0
     if params_b is not None:
         total = params_b * 1e9
     if active_params_b is not None:
@@ -165,6 +187,7 @@ def describe(
         precision=chosen_precision,
         params_total_b=round(total / 1e9, 3),
         params_active_b=round(active / 1e9, 3),
+        params_sixteen_bit_b=round(min(kept, active) / 1e9, 3) or None,
         context_length=_number(text, "max_position_embeddings", limit=LIMITS["window"]),
         architecture=arch,
     )
@@ -197,6 +220,7 @@ def _state_layers(text: Mapping[str, Any], kinds: list[str], assumed: list[str])
             "linear_head_dim": _number(text, "mamba_head_dim", limit=LIMITS["width"], default=64, assumed=assumed) or 64,
             "linear_key_dim": _number(text, "ssm_state_size", limit=LIMITS["width"], default=128, assumed=assumed) or 128,
             "linear_conv_kernel": _number(text, "conv_kernel", limit=64, default=4, assumed=assumed) or 4,
+            "linear_chunk": _number(text, "chunk_size", "mamba_chunk_size", limit=LIMITS["window"], default=0) or 0,
         }
     return {}
 
@@ -206,13 +230,8 @@ def _parameters(text: Mapping[str, Any], arch: ModelArchitecture, kinds: list[st
     layer's attention or state projections, and its MLP -- dense, or routed experts (all of them
     in total, ``experts_per_token`` active) plus shared ones; an MLP width the config does not
     say is taken as 4 × the hidden size, and said in ``assumed``."""
-    hidden, q, kv = arch.hidden, arch.query_heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    attention = hidden * (2 * q + 2 * kv)  # q, k, v and the output projection
-    linear = 0.0
-    if arch.linear_attention_layers:
-        key = arch.linear_key_dim or arch.linear_head_dim
-        width = 2 * arch.linear_key_heads * key + 2 * arch.linear_value_heads * arch.linear_head_dim
-        linear = hidden * width + arch.linear_value_heads * arch.linear_head_dim * hidden
+    hidden = arch.hidden
+    attention, linear = arch.attention_params(), arch.linear_layer_params() if arch.linear_attention_layers else 0
     widths = ("moe_intermediate_size", "expert_intermediate_size") if arch.experts else ()  # an expert's, else the dense MLP's
     mlp_width = _number(text, *widths, "intermediate_size", "ffn_hidden_size", limit=LIMITS["width"] * 8, default=4 * hidden, assumed=assumed) or 4 * hidden
     shared_width = _number(text, "shared_expert_intermediate_size", limit=LIMITS["width"] * 8, default=0) or 0
@@ -232,6 +251,84 @@ def _parameters(text: Mapping[str, Any], arch: ModelArchitecture, kinds: list[st
         mlp_total = mlp_active = mlp_layers * matrices * hidden * mlp_width
     embeddings = arch.vocab * hidden * (1 if text.get("tie_word_embeddings", False) else 2)
     return embeddings + mixer + mlp_total, embeddings + mixer + mlp_active
+
+
+def _projection_params(arch: ModelArchitecture, kind: str, projection: str) -> int:
+    """One projection's parameters in a layer of ``kind`` (0: not one that kind of layer has)."""
+    if kind in ("mamba", "linear"):
+        inner = arch.linear_value_heads * arch.linear_head_dim
+        return {"in_proj": arch.linear_layer_params() - inner * arch.hidden, "out_proj": inner * arch.hidden}.get(projection, 0)
+    if kind not in ("full", "window"):
+        return 0  # an MLP or experts' layer: its projections are not counted here
+    query, kv = arch.query_heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    out = query * arch.hidden
+    return {
+        "q_proj": arch.hidden * query,
+        "k_proj": arch.hidden * kv,
+        "v_proj": arch.hidden * kv,
+        "qkv_proj": arch.hidden * (query + 2 * kv),
+        "o_proj": out,
+        "out_proj": out,
+    }.get(projection, 0)
+
+
+def _sixteen_bit_params(quant: Mapping[str, Any], arch: ModelArchitecture, kinds: list[str], assumed: list[str]) -> float:
+    """Parameters of the attention and linear-attention projections ``quant`` leaves in 16 bits
+    (:data:`UNQUANTISED_LISTS`: names or ``*`` patterns), counted from the layout; modules of
+    other kinds it names, and ``re:`` expressions (a config's regular expression could run
+    for hours), are said in ``assumed``, not counted."""
+    named = [str(name)[:300] for key in UNQUANTISED_LISTS if isinstance(quant.get(key), list) for name in quant[key][:4096]]
+    kept: dict[tuple[int, str], int] = {}
+    uncounted, patterns = 0, 0
+    for name in named:
+        patterns += "*" in name
+        if name.startswith("re:") or patterns > MAX_PATTERNS:
+            hits = []
+        else:
+            hits = _pattern_hits(name, kinds) if "*" in name else _name_hits(name, kinds)
+        sizes = {(layer, projection): _projection_params(arch, kinds[layer], projection) for layer, projection in hits}
+        kept.update({hit: size for hit, size in sizes.items() if size})
+        if not any(sizes.values()) and not _always_unquantised(name):
+            uncounted += 1
+    if uncounted:
+        assumed.append(f"quantization_config leaves {uncounted} more modules unquantised: not counted (only attention and linear-attention projections are)")
+    return float(sum(kept.values()))
+
+
+def _always_unquantised(name: str) -> bool:
+    """A module no quantisation touches (:data:`ALWAYS_UNQUANTISED`), or a multimodal encoder's."""
+    parts = name.lower().removeprefix("re:").split(".")
+    return any(part in ALWAYS_UNQUANTISED or "norm" in part or part.startswith(ENCODER_PARTS) for part in parts)
+
+
+def _name_hits(name: str, kinds: list[str]) -> list[tuple[int, str]]:
+    """The (layer, projection) a module's full name is, if it is one."""
+    found = PROJECTION.search(name)
+    return [(int(found.group(1)), found.group(2))] if found and int(found.group(1)) < len(kinds) else []
+
+
+def _pattern_hits(pattern: str, kinds: list[str]) -> list[tuple[int, str]]:
+    """The (layer, projection)s a ``*`` pattern names, tried on each layer's
+    projections under the names checkpoints give them (``model.layers.N.self_attn.q_proj``,
+    ``backbone.layers.N.mixer.in_proj``, ...)."""
+    matches = re.compile(fnmatch.translate(pattern)).match
+    hits = []
+    for layer, kind in enumerate(kinds):
+        blocks, projections = BLOCKS.get(kind, ((), ()))
+        for projection in projections:
+            names = (f"{root}.{layer}.{block}.{projection}" for root in ("model.layers", "backbone.layers", "model.language_model.layers") for block in blocks)
+            if any(matches(full) for full in names):
+                hits.append((layer, projection))
+    return hits
+
+
+def _numbered_kinds(text: Mapping[str, Any], kinds: list[str]) -> list[str]:
+    """Each layer's kind by the number checkpoints give it: Nemotron-H's pattern numbers its MLP
+    and expert layers too ("mlp"), where ``kinds`` lists the attention and state layers only."""
+    pattern = text.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:
+        return [{"M": "mamba", "*": "full"}.get(c, "mlp") for c in pattern[: LIMITS["layers"]]]
+    return kinds
 
 
 def _precision(text: Mapping[str, Any], assumed: list[str]) -> str:

@@ -44,6 +44,9 @@ class ModelArchitecture:
     #: The state's key dimension d_k where it is not the head size (Mamba-2: ``ssm_state_size``,
     #: with ``linear_key_heads`` its groups); 0: the head size, as in Gated DeltaNet.
     linear_key_dim: int = field(default=0, validator=bounds.COUNT_OR_NONE)
+    #: Tokens per chunk of their chunked scan where the config sets it (Mamba-2's ``chunk_size``:
+    #: 128 in Nemotron 3 Nano 30B, 256 in Nano 4B); 0: the kernels' default (64 Gated DeltaNet, 128 Mamba-2).
+    linear_chunk: int = field(default=0, validator=bounds.COUNT_OR_NONE)
     #: KV heads and head size of the sliding-window layers where they differ from the full
     #: layers' (Gemma 4: 8 x 256 local, 2 x 512 global); 0: the same.
     window_kv_heads: int = field(default=0, validator=bounds.COUNT_OR_NONE)
@@ -70,6 +73,19 @@ class ModelArchitecture:
         windowed = min(context_tokens, self.sliding_window) if self.sliding_window else context_tokens
         return self.kv_bytes_per_token(bytes_per_element) * context_tokens + self.window_kv_bytes_per_token(bytes_per_element) * windowed
 
+    def attention_params(self) -> int:
+        """One attention layer's projections: query and output (width x query heads' width each),
+        key and value (width x KV heads' width each)."""
+        query, kv = self.query_heads * self.head_dim, self.kv_heads * self.head_dim
+        return self.hidden * (2 * query + 2 * kv)
+
+    def linear_layer_params(self) -> int:
+        """One Gated DeltaNet or Mamba-2 layer's projections: in (queries and keys per key head,
+        values and gates per value head) and out (the value heads back to the width)."""
+        key = self.linear_key_dim or self.linear_head_dim
+        width = 2 * self.linear_key_heads * key + 2 * self.linear_value_heads * self.linear_head_dim
+        return self.hidden * width + self.linear_value_heads * self.linear_head_dim * self.hidden
+
     def linear_state_bytes(self, state_bytes: float = 4.0, conv_bytes: float = 2.0) -> float:
         """One sequence's Gated DeltaNet or Mamba-2 state: the recurrent d_k x d_v matrix per value
         head (FP32, as vLLM keeps it) plus the convolution state (hardware.md 3.2)."""
@@ -91,6 +107,10 @@ class ModelSpec:
     precision: str
     params_total_b: float | None = field(default=None, validator=optional(bounds.FIGURE))
     params_active_b: float | None = field(default=None, validator=optional(bounds.FIGURE))
+    #: Of a low-precision checkpoint, the parameters its recipe keeps in 16 bits beside the LM
+    #: head (NVIDIA's Nemotron FP8 checkpoints keep the attention layers and the Mamba layers that
+    #: feed them in BF16): read at two bytes each, their GEMMs at the 16-bit speed. ``None``: none.
+    params_sixteen_bit_b: float | None = field(default=None, validator=optional(bounds.FIGURE))
     context_length: int | None = field(default=None, validator=optional(bounds.TOKENS))
     quality: tuple[QualityScore, ...] = ()
     architecture: ModelArchitecture | None = None

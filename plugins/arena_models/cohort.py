@@ -154,12 +154,22 @@ NEMOTRON3_NANO_4B = ModelArchitecture(
     linear_head_dim=80,
     linear_key_dim=128,
     linear_conv_kernel=4,
+    linear_chunk=256,
     hidden=3136,
-    query_heads=32,
+    query_heads=40,
     source="NVIDIA's Nemotron 3 Nano 4B blog and model card (42 layers: 21 Mamba-2 with 96 heads, 4 GQA "
-    "with 16 KiB of KV a token, 17 MLP; width 3136, pruned from Nano 9B v2); head size 80, state "
-    "128 and 32 query heads assumed as 9B v2's",
+    "with 16 KiB of KV a token, 17 MLP; width 3136, pruned from Nano 9B v2); its config.json as "
+    "mlc-llm's and Modular MAX's Nemotron-H tests and a Rust port quote it: 40 query heads of 128, "
+    "Mamba heads of 80, state 128 in 8 groups, chunk_size 256, pattern "
+    "M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M- (each attention layer after a Mamba one), untied embeddings",
 )
+#: What Nemotron 3 Nano 4B's FP8 checkpoint keeps in BF16: its 4 attention layers and the 4
+#: Mamba-2 layers that feed them, the Nemotron 3 Nano recipe (the model cards: "attention layers
+#: and the Mamba layers that feed into them in BF16"; the 30B's hf_quant_config.json leaves out
+#: layers 4/5, 11/12, ... so; Modular MAX's NemotronH support for this checkpoint: FP8 on "the
+#: (non-excluded) mamba in/out_proj and MLP up/down projections; attention ... stay bf16"). Its
+#: 5.3 GB (two listings of it) is what these 0.47B at two bytes make of an all-FP8 body's 4.8 GB.
+NEMOTRON3_NANO_4B_FP8_SIXTEEN_BIT_B = 4 * (NEMOTRON3_NANO_4B.attention_params() + NEMOTRON3_NANO_4B.linear_layer_params()) / 1e9
 
 
 def _checkpoint(
@@ -325,16 +335,19 @@ COHORT: tuple[ModelSpec, ...] = (
         _UNPUBLISHED,
         "not published",
     ),
-    _checkpoint(
-        "nemotron-3-nano-4b-fp8",
-        "Nemotron 3 Nano 4B (FP8)",
-        "nvidia/NVIDIA-Nemotron-3-Nano-4B-FP8",
-        "fp8",
-        4,
-        4,
-        NEMOTRON3_NANO_4B,
-        _UNPUBLISHED,
-        "not published",
+    attrs.evolve(
+        _checkpoint(
+            "nemotron-3-nano-4b-fp8",
+            "Nemotron 3 Nano 4B (FP8)",
+            "nvidia/NVIDIA-Nemotron-3-Nano-4B-FP8",
+            "fp8",
+            4,
+            4,
+            NEMOTRON3_NANO_4B,
+            _UNPUBLISHED,
+            "not published",
+        ),
+        params_sixteen_bit_b=NEMOTRON3_NANO_4B_FP8_SIXTEEN_BIT_B,
     ),
     _checkpoint(
         "qwen-3.6-35b-a3b-bf16",

@@ -322,13 +322,30 @@ SCAN_CHUNK = 64
 SSD_CHUNK = 128
 
 
+def sixteen_bit_share(model: ModelSpec) -> float:
+    """Of the parameters a token's GEMMs multiply (the active ones but the LM head), the share a
+    low-precision checkpoint keeps in 16 bits (``ModelSpec.params_sixteen_bit_b``); 0 for none."""
+    per_param = bytes_per_param(model.precision)
+    if not model.params_sixteen_bit_b or per_param is None or per_param >= 2.0:
+        return 0.0
+    arch = model.architecture
+    lm_head = arch.vocab * arch.hidden if arch and arch.hidden else 0.0
+    body = (model.params_active_b or model.params_total_b or 0.0) * 1e9 - lm_head
+    return min(1.0, model.params_sixteen_bit_b * 1e9 / body) if body > 0 else 0.0
+
+
 def linear_scan_flops(arch: ModelArchitecture) -> float:
     """FLOPs of one token through every linear-attention layer's chunked scan, Gated DeltaNet's
-    or Mamba-2's (``linear_key_dim`` set: its state size): per value head, its scores and outputs
-    within the chunk (2·C·(d_k + d_v)) and the state's read and update (4·d_k·d_v)."""
+    or Mamba-2's (``linear_key_dim`` set: its state size): its scores within the chunk
+    (2·C·d_k), and per value head its outputs within the chunk (2·C·d_v) and the state's read
+    and update (4·d_k·d_v). Gated DeltaNet's kernels score per value head; Mamba-2's once per
+    group of heads (``linear_key_heads``), whose B and C its heads share (the SSD kernels' C·Bᵀ,
+    ``_bmm_chunk_fwd``, is (chunks, groups, C, C))."""
     key, value = arch.linear_key_dim or arch.linear_head_dim, arch.linear_head_dim
-    chunk = SSD_CHUNK if arch.linear_key_dim else SCAN_CHUNK
-    return float(arch.linear_attention_layers * arch.linear_value_heads * (2 * chunk * (key + value) + 4 * key * value))
+    chunk = arch.linear_chunk or (SSD_CHUNK if arch.linear_key_dim else SCAN_CHUNK)
+    scored = arch.linear_key_heads if arch.linear_key_dim else arch.linear_value_heads
+    per_layer = scored * 2 * chunk * key + arch.linear_value_heads * (2 * chunk * value + 4 * key * value)
+    return float(arch.linear_attention_layers * per_layer)
 
 
 def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics:
@@ -364,8 +381,9 @@ def physics(model: ModelSpec, kv_bytes_per_element: float = 2.0) -> ModelPhysics
     query_heads = (arch.query_heads or 4 * arch.kv_heads) if arch else 0
     q_width = query_heads * arch.head_dim if arch else 0
     window_q_width = query_heads * (arch.window_head_dim or arch.head_dim) if arch else 0
+    kept = min(max(0.0, shared), sixteen_bit_share(model) * body_active)  # attention, state layers: weights every token reads
     return ModelPhysics(
-        shared_bytes=max(0.0, shared) * per_param,
+        shared_bytes=(max(0.0, shared) - kept) * per_param + kept * 2.0,
         expert_bytes=expert_bytes,
         experts=experts if expert_bytes else 0,
         top_k=top_k if expert_bytes else 0,
@@ -404,6 +422,9 @@ class Machine:
     #: its linear-attention layers are Mamba-2's: their scan runs at ``Efficiency.ssd_compute``
     #: (Gated DeltaNet's at ``scan_compute``)
     mamba_scan: bool = False
+    #: of its GEMMs' FLOPs, the share a low-precision checkpoint runs in 16 bits: the layers its
+    #: recipe keeps there (:func:`sixteen_bit_share`), which the low precision's speedup skips
+    sixteen_bit_share: float = field(default=0.0, validator=[ge(0.0), le(1.0)])
 
     def compute_flops(self, efficiency: Efficiency) -> float:
         """FLOP/s a prefill reaches: the 16-bit roof × the efficiency × a low precision's speedup."""
@@ -413,6 +434,8 @@ class Machine:
             speedup = efficiency.moe_speedup
         else:
             speedup = efficiency.fp8_speedup if self.low_precision == "fp8" else efficiency.fp4_speedup
+        # the layers kept in 16 bits take their own time: the whole's speedup is the harmonic blend
+        speedup = 1.0 / ((1.0 - self.sixteen_bit_share) / speedup + self.sixteen_bit_share)
         if self.mixture_of_experts:
             sized = efficiency.moe_compute * self.expert_scale**efficiency.moe_size_exponent
             # however large its experts, a grouped GEMM is no faster than a dense layer's
@@ -437,6 +460,7 @@ class Machine:
             low_precision=low if low in hardware.dense_tflops and not sixteen_bit else "",
             expert_scale=(expert_params(model) or REFERENCE_EXPERT_PARAMS) / REFERENCE_EXPERT_PARAMS if moe else 1.0,
             mamba_scan=bool(model.architecture and model.architecture.linear_key_dim),
+            sixteen_bit_share=sixteen_bit_share(model),
         )
 
 
