@@ -46,10 +46,11 @@ def prompt_breaks(scheduling: Scheduling, costs: ModelPhysics) -> tuple[int, ...
 SHAREGPT_TOKENS = (230, 200)
 #: The efficiencies' range around the central ones that makes a prediction's 80 % interval: its
 #: width set so that 80 % of the seed cohort's closed-loop results, each predicted without its
-#: own run (the error ledger), fall inside -- 80 % of tokens/s, 82 % of TTFT, of 85 results
-#: one run out; 78 % and 82 % one family out (tests/test_simulator.py measures it). Compute's
+#: own run (the error ledger), fall inside -- 80 % of tokens/s, 85 % of TTFT, of 85 results
+#: one run out; 78 % and 81 % one family out (tests/test_simulator.py measures it). Compute's
 #: range was narrowed from ×0.76-1.36 when the layers an FP8 checkpoint keeps in 16 bits came in
-#: (it then held 87 % of TTFT one run out, 86 % one family out; ×0.78-1.33 holds 81 %). Compute's
+#: (it then held 87 % of TTFT one run out, 86 % one family out; ×0.80-1.30 held 75 %, and 71 % of
+#: the open loop's tokens/s). Compute's
 #: range was widened from ×0.77-1.35 when a request's own cost came in (it then held 74 % of
 #: TTFT); the first, wider range held 86 % and 93 %.
 #: Bandwidth's was narrowed from ×0.86-1.18 when speculative decoding came into the simulator
@@ -65,9 +66,9 @@ SPREAD = {"bandwidth": (0.90, 1.14), "compute": (0.77, 1.34), "overhead_s": (0.6
 #: open-loop results (without them: 53 % of tokens/s, 61 % of TTFT; with speculative decoding
 #: simulated, 1.03 and 1.2 held 85 % and 86 %, and a reach of 1.025 on tokens/s held 76 %:
 #: many results lie near the edge; with a mixture of experts' roof, a TTFT reach of 1.15 held
-#: 88 %, and 1.07 held 81 %; with compute's range narrowed for the layers kept in 16 bits, 1.0275
-#: and 1.07 held 76 % both one run out and 75 % of TTFT one family out, and 1.03 and 1.08 hold
-#: 81 % and 80 % one run out, 81 % and 78 % one family out).
+#: 88 %, and 1.07 held 81 %; with compute's range narrowed for the layers kept in 16 bits, a
+#: TTFT reach of 1.07 held 76 % one run out and 75 % one family out, so it is 1.08; with 1.03 on
+#: tokens/s they hold 80 % and 80 % one run out, 81 % and 76 % one family out).
 OPEN_LOOP_SPREAD = {"tps": 1.03, "ttft": 1.08}
 
 
