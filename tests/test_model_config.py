@@ -166,6 +166,15 @@ def test_the_layers_a_quantisation_leaves_in_16_bits_are_counted_from_its_config
     # a list as long as an attacker likes is read to a bound: "*" names every projection of every layer
     everything = describe({**config, "quantization_config": {**modelopt, "ignore": ["*"] * 100_000}}, name="all")
     assert everything.spec.params_sixteen_bit_b == pytest.approx((4 * arch.attention_params() + 21 * arch.linear_layer_params()) / 1e9, abs=0.001)
+    # Qwen's FP8 checkpoints leave each Gated DeltaNet layer's small in_proj_ba (and the routers) in
+    # 16 bits: that part is counted, not the whole in_proj
+    _, qwen, _ = FAMILIES["mixture of experts"]
+    linear = [layer for layer, kind in enumerate(qwen["layer_types"]) if kind == "linear_attention"]
+    names = [f"model.language_model.layers.{layer}.linear_attn.in_proj_ba" for layer in linear] + ["model.language_model.layers.0.mlp.gate"]
+    small = describe({**qwen, "quantization_config": {**qwen["quantization_config"], "modules_to_not_convert": names}}, name="qwen-fp8")
+    qwen_arch = small.spec.architecture
+    assert small.spec.params_sixteen_bit_b == pytest.approx(len(linear) * 2 * qwen_arch.linear_value_heads * qwen_arch.hidden / 1e9, abs=0.001)
+    assert small.assumptions == ()
     plain = describe(config, name="bf16")  # a 16-bit checkpoint keeps nothing apart
     assert plain.spec.precision == "BF16" and plain.spec.params_sixteen_bit_b is None
 

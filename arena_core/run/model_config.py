@@ -39,7 +39,7 @@ QUANT_METHODS = {"fp8": "FP8", "fbgemm_fp8": "FP8", "mxfp4": "MXFP4", "awq": "AW
 #: and ModelOpt's ``ignore``, ModelOpt's ``exclude_modules``, Hugging Face's ``modules_to_not_convert``.
 UNQUANTISED_LISTS = ("ignore", "exclude_modules", "modules_to_not_convert")
 #: A module name that is one layer's attention or linear-attention projection: its layer, the projection.
-PROJECTION = re.compile(r"layers\.(\d+)\.(?:\w+\.)*?(q_proj|k_proj|v_proj|o_proj|qkv_proj|in_proj|out_proj)(?:_\w+)?$")
+PROJECTION = re.compile(r"layers\.(\d+)\.(?:\w+\.)*?(q_proj|k_proj|v_proj|o_proj|qkv_proj|in_proj(?:_[a-z]+)?|out_proj)$")
 #: The ``*`` patterns read from those lists (each is tried on every layer's projections).
 MAX_PATTERNS = 64
 #: Each kind of layer's blocks, as checkpoints name them, and its projections.
@@ -256,8 +256,13 @@ def _parameters(text: Mapping[str, Any], arch: ModelArchitecture, kinds: list[st
 def _projection_params(arch: ModelArchitecture, kind: str, projection: str) -> int:
     """One projection's parameters in a layer of ``kind`` (0: not one that kind of layer has)."""
     if kind in ("mamba", "linear"):
-        inner = arch.linear_value_heads * arch.linear_head_dim
-        return {"in_proj": arch.linear_layer_params() - inner * arch.hidden, "out_proj": inner * arch.hidden}.get(projection, 0)
+        # Mamba-2's in_proj, or Gated DeltaNet's split in two (queries, keys, values, gates; the
+        # decay and beta per value head) or four
+        heads, inner = arch.linear_value_heads, arch.linear_value_heads * arch.linear_head_dim
+        whole = arch.linear_layer_params() - inner * arch.hidden
+        parts = {"in_proj": whole, "in_proj_qkvz": whole, "in_proj_qkv": whole - inner * arch.hidden, "in_proj_z": inner * arch.hidden}
+        parts |= {"in_proj_ba": 2 * heads * arch.hidden, "in_proj_b": heads * arch.hidden, "in_proj_a": heads * arch.hidden, "out_proj": inner * arch.hidden}
+        return parts.get(projection, 0)
     if kind not in ("full", "window"):
         return 0  # an MLP or experts' layer: its projections are not counted here
     query, kv = arch.query_heads * arch.head_dim, arch.kv_heads * arch.head_dim
