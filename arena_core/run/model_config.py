@@ -112,7 +112,7 @@ def _layer_kinds(config: Mapping[str, Any], layers: int) -> list[str]:
         return [named.get(str(kind), "full") for kind in kinds[:layers]]
     pattern = config.get("hybrid_override_pattern")
     if isinstance(pattern, str) and pattern:
-        return ["mamba" if c == "M" else "full" for c in pattern if c in "M*"][:layers]  # "-" is an MLP layer: no attention
+        return [kind for kind in _pattern_kinds(pattern) if kind != "mlp"][:layers]  # an MLP layer: no attention
     every = config.get("sliding_window_pattern")
     if isinstance(every, int) and every > 1 and config.get("sliding_window"):
         return ["full" if (index + 1) % every == 0 else "window" for index in range(layers)]
@@ -327,13 +327,17 @@ def _pattern_hits(pattern: str, kinds: list[str]) -> list[tuple[int, str]]:
     return hits
 
 
+def _pattern_kinds(pattern: str) -> list[str]:
+    """Nemotron-H's ``hybrid_override_pattern``, a kind for each layer as its checkpoints number
+    them: "M" Mamba-2, "*" attention, and "mlp" for "-" (an MLP) or "E" (experts)."""
+    return [{"M": "mamba", "*": "full"}.get(c, "mlp") for c in pattern[: LIMITS["layers"]]]
+
+
 def _numbered_kinds(text: Mapping[str, Any], kinds: list[str]) -> list[str]:
     """Each layer's kind by the number checkpoints give it: Nemotron-H's pattern numbers its MLP
-    and expert layers too ("mlp"), where ``kinds`` lists the attention and state layers only."""
+    and expert layers too, where ``kinds`` lists the attention and state layers only."""
     pattern = text.get("hybrid_override_pattern")
-    if isinstance(pattern, str) and pattern:
-        return [{"M": "mamba", "*": "full"}.get(c, "mlp") for c in pattern[: LIMITS["layers"]]]
-    return kinds
+    return _pattern_kinds(pattern) if isinstance(pattern, str) and pattern else kinds
 
 
 def _precision(text: Mapping[str, Any], assumed: list[str]) -> str:
