@@ -266,6 +266,10 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     assert base["tier"].startswith("tier 0")
     bf16 = predicted("qwen3.6-35b-a3b", "--precision", "bf16", "--workloads", "chat")  # a catalog model at another precision
     assert any("precision bf16 instead of the catalog's fp8" in said for said in bf16["assumptions"])
+    assert bf16["title"] == "Qwen3.6-35B-A3B (FP8) with precision bf16"  # not the catalog's "(FP8)" alone
+    resized = predicted("nemotron-3-nano-4b-bf16", "--params", "5", "--workloads", "chat")  # a dense model resized stays dense
+    assert any("5B active instead of the catalog's 4B active" in said for said in resized["assumptions"])
+    assert not any("mixture of experts" in note for note in resized["workloads"][0]["notes"])
     missing = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--calibration", "/nonexistent.json"], capture_output=True, text=True)
     assert missing.returncode == 2 and "--calibration: /nonexistent.json: not a readable calibration" in missing.stderr
     # speculative decoding: the server's draft tokens speed decode up, at an acceptance said as assumed

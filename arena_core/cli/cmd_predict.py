@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 import click
@@ -168,6 +169,7 @@ def predict_command(
             render_json(
                 {
                     "model": model,
+                    "title": spec.title,
                     "hardware": hardware,
                     "backend": backend,
                     "tier": tier,
@@ -196,6 +198,15 @@ def predict_command(
         echo(wrap_text(f"Predicted capacity: {found_capacity.describe()}", hanging="  "))
 
 
+#: How a catalog entry's fact that a flag changed is said: its label, and how a value is shown.
+_CHANGED = {"precision": ("precision ", "{}"), "params_total_b": ("", "{:g}B parameters"), "params_active_b": ("", "{:g}B active")}
+
+
+def _said(key: str, value: Any) -> str:
+    label, shown = _CHANGED[key]
+    return label + shown.format(value)
+
+
 def _described(
     registry: Registry, model: str | None, config_path: str | None, params_b: float | None, active_params_b: float | None, precision: str | None
 ) -> tuple[ModelSpec, tuple[str, ...]]:
@@ -218,11 +229,16 @@ def _described(
         return described.spec, described.assumptions
     if model is not None and model in registry.models:
         spec = registry.get("models", model)
+        dense = spec.params_active_b is None or spec.params_active_b == spec.params_total_b
+        if params_b and active_params_b is None and dense:
+            active_params_b = params_b  # a dense model resized stays dense, not a mixture of experts of unknown layout
         changed = {key: value for key, value in (("precision", precision), ("params_total_b", params_b), ("params_active_b", active_params_b)) if value}
         if precision is not None:
             known_precision(precision)
-        said = tuple(f"{key.replace('_', ' ')} {value} instead of the catalog's {getattr(spec, key)}" for key, value in changed.items())
-        return attrs.evolve(spec, **changed), said
+        said = tuple(f"{_said(key, value)} instead of the catalog's {_CHANGED[key][1].format(getattr(spec, key))}" for key, value in changed.items())
+        # the catalog's title names its own precision ("(FP8)"): a prediction at another says what it predicts
+        title = f"{spec.title} with {', '.join(_said(key, value) for key, value in changed.items())}" if changed else spec.title
+        return attrs.evolve(spec, title=title, **changed), said
     if params_b is None:
         if model is None:
             raise UsageError("arena predict: name a catalog MODEL (arena list models), or describe one with --model-config config.json or --params")
