@@ -17,6 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
+from arena_core import ClosedLoopShape
 from arena_workloads import STANDARD_WORKLOADS
 
 #: The request rates the workloads ask for (the seed's files record only what was achieved).
@@ -72,6 +73,53 @@ SERVER_SETTINGS = {
 }
 
 
+#: The prompts the seed's servers counted. Its llama-benchy could not load the served model's
+#: tokenizer (the served name is no Hugging Face id: "Falling back to 'gpt2' tokenizer as
+#: approximation", every closed-loop log) and cut its prompts from the corpus in GPT-2's tokens;
+#: the server counted that text in the model's own, about 0.9 as many. Per run, from its raw data
+#: (commit 956e375): (the server's tokens per GPT-2 token of prompt text, what the chat template
+#: adds to a user message alone, and to one with a system message). The first is the median over
+#: ``A_context-scaling.md``'s one-user rows at 8,192, 16,384 and 25,000 tokens of the prompt
+#: tokens llama-benchy used (its pp t/s times its est_ppt: the server's usage count, which it
+#: takes within 20 % of what it sent), less the template's; the others are its logs' warm-up
+#: lines ("Warmup (User only) complete. Delta: N tokens", "Warmup (System+Empty) ...").
+#: llama-benchy takes a template's tokens out of the prompt it sends (down to one token), so a
+#: depth-0 test's server saw (pp - template) x ratio + template; the seed's multi-turn, whose
+#: 4 tokens of history go as a system message, pp x ratio + the system template's (its
+#: ``--depth`` is not adapted into the prompt).
+PROMPTS_AS_COUNTED = {
+    "results/qwen-3.5/qwen-3.5-0.8b/bf16": (0.904, 10, 15),
+    "results/qwen-3.5/qwen-3.5-2b/bf16": (0.906, 10, 15),
+    "results/ministral-3/ministral-3-3b-instruct/bf16": (0.907, 3, 5),
+    "results/ministral-3/ministral-3-8b-instruct/bf16": (0.908, 3, 5),
+    "results/qwen-3.6/qwen-3.6-35b-a3b/fp8": (0.91, 8, 13),
+    "results/gemma-4/gemma-4-26b-a4b-it/bf16-v23": (0.902, 11, 17),
+    "results/gemma-4/gemma-4-26b-a4b-it/mtp-v23": (0.897, 11, 17),
+    "results/gemma-4/gemma-4-26b-a4b-it/nvfp4-v23": (0.903, 11, 17),
+    "results/qwen-3.6/qwen-3.6-27b/fp8": (0.912, 8, 13),
+    "results/mistral-small/mistral-small-3.2-24b-it/nvfp4": (0.954, 634, 13),
+    "results/nemotron-3/nemotron-3-super-120b-a12b/nvfp4": (0.906, 16, 16),
+    "results/nemotron-3/nemotron-3-nano-omni-30b-a3b-reasoning/nvfp4": (0.914, 15, 28),
+    "results/nemotron-3/nemotron-3-nano-4b/bf16": (0.888, 16, 16),
+    "results/nemotron-3/nemotron-3-nano-omni-30b-a3b-reasoning/bf16": (0.895, 15, 28),
+    "results/nemotron-3/nemotron-3-nano-omni-30b-a3b-reasoning/fp8": (0.903, 15, 28),
+    "results/qwen-3.6/qwen-3.6-35b-a3b/bf16": (0.908, 8, 13),
+    "results/nemotron-3/nemotron-3-nano-4b/fp8": (0.9, 16, 16),
+}
+
+
+def measured_prompts(repo_path: str) -> dict[str, dict[str, int]]:
+    """The closed-loop workloads' prompt tokens as ``repo_path``'s server counted them (:data:`PROMPTS_AS_COUNTED`)."""
+    ratio, user, system = PROMPTS_AS_COUNTED[repo_path]
+    counted = {}
+    for workload in STANDARD_WORKLOADS:
+        if isinstance(workload.shape, ClosedLoopShape):
+            stated = workload.shape.prompt_tokens
+            tokens = round(stated * ratio) + system if workload.name == "multi-turn" else round(max(1, stated - user) * ratio) + user
+            counted[workload.name] = {"prompt_tokens": tokens}
+    return counted
+
+
 def closed_line(figures: dict) -> dict:
     return {
         "tokens_per_second": figures["tps_req_c10"],
@@ -123,6 +171,7 @@ def card(model: dict, modes: dict[str, str], licence: str) -> dict:
         "model_facts": {"hf_model": run["hf_model"], "served_name": run["served_name"], **{key: model.get(key) for key in FACTS}},
         "published_scores": published,
         "workloads": workloads,
+        "measured_shapes": measured_prompts(run["repo_path"]),
     } | ({"server_settings": SERVER_SETTINGS[run["repo_path"]]} if run["repo_path"] in SERVER_SETTINGS else {})
 
 
@@ -144,6 +193,8 @@ def main() -> None:
         "measured_shapes_note": (
             "What the seed's raw data shows it ran where Arena's workload differs (shared/spec/workloads.md): multi-turn ran the "
             "literal --pp 2048 --tg 512 --depth 4, four tokens of history at c = 10, not a five-turn conversation. "
+            "Each card's own measured_shapes give its closed-loop prompts as its server counted them: llama-benchy fell back to "
+            "GPT-2's tokenizer, and the model's own counted about 0.9 as many tokens (Mistral Small 3.2's template adds 634 more). "
             "Its vLLM servers kept an FP8 KV cache and took 8192 tokens a step, except where a card's own server_settings say otherwise: "
             "those come from each run's meta.json and the vLLM boot logs in the raw data (scripts/seed_cohort_cards.py says which)."
         ),

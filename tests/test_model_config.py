@@ -270,6 +270,11 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     resized = predicted("nemotron-3-nano-4b-bf16", "--params", "5", "--workloads", "chat")  # a dense model resized stays dense
     assert any("5B active instead of the catalog's 4B active" in said for said in resized["assumptions"])
     assert not any("mixture of experts" in note for note in resized["workloads"][0]["notes"])
+    # a chat template's default system prompt, prefilled with every open-loop request
+    talked = ("qwen3.6-27b", "--workloads", "sharegpt", "--calibration", "none")
+    templated = predicted(*talked, "--template-tokens", "634")
+    assert figure(templated, "sharegpt", "ttft_p50_s") > 2 * figure(predicted(*talked), "sharegpt", "ttft_p50_s")
+    assert any("chat template adds 634 tokens" in note for note in templated["workloads"][0]["notes"])
     missing = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--calibration", "/nonexistent.json"], capture_output=True, text=True)
     assert missing.returncode == 2 and "--calibration: /nonexistent.json: not a readable calibration" in missing.stderr
     # speculative decoding: the server's draft tokens speed decode up, at an acceptance said as assumed

@@ -130,7 +130,9 @@ def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
             "--model Qwen/Qwen3.6-35B-A3B-FP8 --tokenizer Qwen/Qwen3.6-35B-A3B-FP8 --served-model-name qwen3.6-35b-a3b-fp8"
         ),
         # multi-turn's figures are of the seed's literal command (4 tokens of history): the card says so, and shows it first
-        re.escape("Measured as its source ran it: 1 turn, 4 tokens of history: the figures below are of that"),
+        re.escape("Measured as its source ran it: 1 turn, 4 tokens of history, prompts of 1,877 tokens as its server counted them: the figures below"),
+        # and every closed-loop prompt as the seed's server counted it (its llama-benchy cut them in GPT-2's tokens)
+        re.escape("Measured as its source ran it: prompts of 933 tokens as its server counted them"),
         re.escape("multi-turn as the seed site ran it, which measured these figures (4 tokens of history, not five turns): llama-benchy"),
         re.escape("--pp 2048 --tg 512 --depth 4 --concurrency 10 --runs 3 --latency-mode generation multi-turn as Arena runs it (five turns): llama-benchy"),
         # a closed-loop TTFT the seed gave as a mean (llama-benchy's) is called one; open loop's is a p50
@@ -225,6 +227,27 @@ def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(t
         (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", "measured_shapes": shapes, "cards": [card]}))
         bad = arena("import", "bad.json", "--output", "store", cwd=tmp_path)
         assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+    # a card's own measured shapes (the prompts its server counted) join the file's field by field, each checked
+    counted = card | {"measured_shapes": {"multi-turn": {"prompt_tokens": 1866}, "chat": {"prompt_tokens": 927}}}
+    (tmp_path / "counted.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [counted, card]}))
+    assert arena("import", "counted.json", "--output", "counted", cwd=tmp_path).returncode == 0
+    shapes_of = {json.dumps(json.loads(p.read_text())["config"]["measured_shapes"], sort_keys=True) for p in (tmp_path / "counted").glob("*/manifest.json")}
+    assert shapes_of == {
+        json.dumps({"multi-turn": {"turns": 1, "depth": 4}}, sort_keys=True),
+        json.dumps({"chat": {"prompt_tokens": 927}, "multi-turn": {"depth": 4, "prompt_tokens": 1866, "turns": 1}}, sort_keys=True),
+    }
+    (run,) = [p.parent.name for p in (tmp_path / "counted").glob("*/manifest.json") if "chat" in p.read_text()]
+    shown = flat(arena("card", run, "--output", "counted", "--wide", cwd=tmp_path).stdout)
+    assert "1 turn, 4 tokens of history, prompts of 1,866 tokens as its server counted them" in shown
+    assert "multi-turn as the seed site ran it, which measured these figures" in shown  # still the literal command, with its prompt counted
+    for shapes, message in (
+        ({"chat": {"prompt_tokens": 0}}, "$.cards[0].measured_shapes.chat:"),
+        ({"sharegpt": {"prompt_tokens": 9}}, "expected a closed-loop workload"),
+    ):
+        (tmp_path / "bad.json").write_text(json.dumps({"format": "arena-cards/1", **said, "cards": [card | {"measured_shapes": shapes}]}))
+        bad = arena("import", "bad.json", "--output", "store4", cwd=tmp_path)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert not (tmp_path / "store4").exists() or not list((tmp_path / "store4").glob("*/manifest.json"))
 
 
 def test_a_cards_command_names_the_tokenizer_and_dataset_the_run_used(registry, tmp_path):

@@ -675,12 +675,13 @@ def test_leave_one_model_out_over_the_seed_cohort(seed_store):
             found = sorted(abs(r[predicted] - r[measured]) / r[measured] for r in mine)
             errors[tier, metric] = found[len(found) // 2]
     assert errors["tier1", "tps"] < errors["tier0", "tps"] and errors["tier1", "ttft"] < errors["tier0", "ttft"], errors
-    # issue 32's goals (docs/prediction.md: 15.0 %, 15.6 %, 7.3 %, 9.7 %; open-loop TTFT 13.2 %): a
-    # change that makes one of them miss fails here. Tier 0's tokens/s is the exception: since Nano
-    # 4B's FP8 build reads its 16-bit layers at two bytes (a fact) it is 15.01 %, 0.015 point over
-    # its goal of 15 %, and is held at that, so that a change that makes it worse still fails
-    assert errors["tier0", "tps"] <= 0.1502 and errors["tier0", "ttft"] <= 0.20, errors
+    # issue 32's goals (docs/prediction.md: 14.0 %, 14.1 %, 7.5 %, 9.1 %, the p90s at tier 1 28.4 %
+    # and 27.6 % by the nearest rank; open-loop TTFT 13.0 %): a change that makes one of them miss fails here
+    assert errors["tier0", "tps"] <= 0.15 and errors["tier0", "ttft"] <= 0.20, errors
     assert errors["tier1", "tps"] <= 0.08 and errors["tier1", "ttft"] <= 0.12, errors
+    for metric, predicted, measured in (("tps", "predicted_tps", "measured_tps"), ("ttft", "predicted_ttft_s", "measured_ttft_s")):
+        found = sorted(abs(r[predicted] - r[measured]) / r[measured] for r in rows if r["tier"] == "tier1" and not r["open_loop"])
+        assert found[math.ceil(0.9 * len(found)) - 1] <= 0.30, (metric, found[math.ceil(0.9 * len(found)) - 1])
     opened = sorted(abs(r["predicted_ttft_s"] - r["measured_ttft_s"]) / r["measured_ttft_s"] for r in rows if r["tier"] == "tier1" and r["open_loop"])
     assert opened[len(opened) // 2] <= 0.20, opened[len(opened) // 2]
     # the seed's G of every result, as measured on 2026-12-01 (docs/prediction.md): closed loop at
@@ -870,3 +871,38 @@ def test_a_conversation_s_earlier_turns_are_prefilled_again_without_a_prefix_cac
     assert [r.prompt + r.cached for round_ in kept for r in round_] == [r.prompt + r.cached for round_ in again for r in round_]
     one = ClosedLoopShape(prompt_tokens=100, generated_tokens=10, concurrency=2, depth=50)
     assert _closed_requests(one) == _closed_requests(one, prefix_caching=False)  # one turn: nothing kept either way
+
+
+def test_a_chat_template_s_own_tokens_are_prefilled_with_each_request(registry):
+    """Mistral Small 3.2's template adds a default system prompt of 634 tokens to a request without
+    a system message. llama-benchy's prompt adaptation takes it out of the prompt it sends (down to
+    one token), so a closed-loop request reaches the server at its stated length, or at the
+    template's and one where that is longer; ``vllm bench serve`` sends its prompts as they are,
+    and its total throughput counts them without the template."""
+    from arena_core import ClosedLoopShape
+    from arena_prediction.workloads import _closed_requests, open_run, open_simulation
+
+    long_output = ClosedLoopShape(prompt_tokens=256, generated_tokens=8, concurrency=2)
+    chat, history = attrs.evolve(long_output, prompt_tokens=1024), attrs.evolve(long_output, depth=4)
+    assert [r.prompt for r in _closed_requests(long_output, template_tokens=634)[0]] == [635, 635]
+    assert _closed_requests(chat, template_tokens=634) == _closed_requests(chat)  # longer than the template: as stated
+    assert _closed_requests(history, template_tokens=634) == _closed_requests(history)  # a system message of its own: no default one
+    mistral = registry.get("models", "mistral-small-3.2-24b-it-nvfp4")
+    plain = attrs.evolve(mistral, template_tokens=0)
+    assert mistral.template_tokens == 634
+    hardware, sharegpt = registry.get("hardware", "gb10"), registry.get("workloads", "sharegpt").scaled(0.1)
+    machine = Machine.of(hardware, mistral)
+    with_template = open_simulation(sharegpt, mistral, machine, Efficiency(), VLLM_SCHEDULING)
+    without = open_simulation(sharegpt, plain, machine, Efficiency(), VLLM_SCHEDULING)
+    assert [s.request.prompt - 634 for s in with_template.served] == [s.request.prompt for s in without.served]
+    assert sorted(s.ttft_s for s in with_template.served)[len(without.served) // 2] > 2 * sorted(s.ttft_s for s in without.served)[len(without.served) // 2]
+    # the site's total tok/s counts the dataset's prompts, never the template's
+    from arena_core import peak_concurrency
+
+    served = with_template.served
+    span = max(s.end_s for s in served) - min(s.request.arrival_s for s in served)
+    dataset_tokens = sum(s.request.prompt - 634 + s.request.output for s in served)
+    peak = peak_concurrency([(s.sent_s, s.end_s) for s in served])
+    assert open_run(sharegpt, mistral, machine, Efficiency(), VLLM_SCHEDULING).site_tps == pytest.approx(dataset_tokens / span / peak)
+    notes = predict(registry.get("workloads", "long-output"), mistral, hardware, scheduling=VLLM_SCHEDULING).notes
+    assert any("chat template adds 634 tokens" in note for note in notes)

@@ -54,6 +54,12 @@ from arena_core.types import (
 )
 @click.option("--active-params", "active_params_b", type=Within(bounds.FIGURE), help="Parameters active per token, in billions (a mixture of experts).")
 @click.option("--precision", help="The weights' precision: bf16, fp8, nvfp4, mxfp4, int4, q4_k_m, ... (a catalog model at another precision, too).")
+@click.option(
+    "--template-tokens",
+    type=click.IntRange(0, int(bounds.TOKENS.most)),
+    help="Tokens the model's chat template adds to a request without a system message of its own (a default system prompt: "
+    "Mistral Small 3.2's adds 634); default: the catalog's, else none counted.",
+)
 @click.option("--hardware", required=True, help="The hardware profile to predict for (arena list hardware).")
 @click.option("--kv-cache", type=click.Choice(sorted(KV_CACHE_BYTES)), help="The KV cache's type on the server (default: 16-bit, the engines' own default).")
 @click.option(
@@ -109,6 +115,7 @@ def predict_command(
     params_b: float | None,
     active_params_b: float | None,
     precision: str | None,
+    template_tokens: int | None,
     hardware: str,
     kv_cache: str | None,
     engine_version: str | None,
@@ -133,6 +140,8 @@ def predict_command(
     registry = app.hooks.registry
     chosen_predictor = require_predictor(registry).predictor
     spec, assumptions = _described(registry, model, config_path, params_b, active_params_b, precision)
+    if template_tokens is not None:
+        spec = attrs.evolve(spec, template_tokens=template_tokens)
     model = spec.name
     profile = registry.get("hardware", hardware)
     if profile.measure is not None:

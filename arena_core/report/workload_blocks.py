@@ -123,8 +123,19 @@ def commands_of(line: CardWorkload, hf_model: str = "", *, ran_literal: bool = F
     return found
 
 
+def _ran_literal(card: ModelCard, name: str) -> bool:
+    """Whether the card's source ran ``name`` as the seed's literal multi-turn command (its shape
+    has :data:`SEED_LITERAL_SHAPE`'s fields, whatever else it says, such as its prompt's tokens)."""
+    shape = card.measured_shapes.get(name) or {}
+    return all(shape.get(key) == value for key, value in SEED_LITERAL_SHAPE.items())
+
+
 #: How a shape's changed fields are said (a card's ``measured_shapes``), the rest as "key value".
-_SHAPE_WORDS = {"turns": lambda n: f"{n} turn{'s' if n != 1 else ''}", "depth": lambda n: f"{n} tokens of history"}
+_SHAPE_WORDS = {
+    "turns": lambda n: f"{n} turn{'s' if n != 1 else ''}",
+    "depth": lambda n: f"{n} tokens of history",
+    "prompt_tokens": lambda n: f"prompts of {n:,} tokens as its server counted them",
+}
 
 
 def _as_measured(card: ModelCard, name: str) -> str:
@@ -199,7 +210,7 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 verdict="valid" if line.valid else "INVALID",
                 notes=_notes(card, line),
                 cache=cache_line(line.metrics) if card.source == MEASURED_BY_ARENA else "prompt cache: not stated by the source",
-                commands=tuple(commands_of(line, card.model_facts.hf_model, ran_literal=card.measured_shapes.get(name) == SEED_LITERAL_SHAPE)),
+                commands=tuple(commands_of(line, card.model_facts.hf_model, ran_literal=_ran_literal(card, name))),
             )
         )
     return blocks

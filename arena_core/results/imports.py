@@ -241,13 +241,15 @@ def import_cards(path: Path, output: Path, registry: Registry) -> list[str]:
         where = f"{path}: $.cards[{index}]"
         try:
             results, origin = _card(card, where, registry)
-            # a card's own settings (its server's budget, say) over the file's
+            # a card's own settings (its server's budget, say) over the file's, and its own measured shapes field by field
             settings = server | _server_settings(card.get("server_settings", {}), f"{where}.server_settings")
+            own = _measured_shapes(card.get("measured_shapes", {}), f"{where}.measured_shapes", registry)
+            ran = _measured_shapes(shapes | {name: shapes.get(name, {}) | fields for name, fields in own.items()}, f"{where}.measured_shapes", registry)
         except UsageError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"{where}: malformed card ({type(exc).__name__}: {exc})") from None
-        checked.append((results, origin, ({"measured_shapes": shapes} if shapes else {}) | ({"server_settings": settings} if settings else {})))
+        checked.append((results, origin, ({"measured_shapes": ran} if ran else {}) | ({"server_settings": settings} if settings else {})))
     return [_store(output, results, registry, config=config, **origin) for results, origin, config in checked]
 
 
