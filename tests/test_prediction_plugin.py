@@ -303,3 +303,41 @@ def test_a_backend_that_prefills_whole_prompts_is_not_covered(tmp_path):
     assert done.exit_code == 2 and "prefills whole prompts (no chunked prefill)" in done.stderr
     fitted = run_cli(manager, ["calibrate", "--hardware", "gb10", "--backend", "whole-prompts", "--output", str(tmp_path)])
     assert fitted.exit_code == 2 and "prefills whole prompts" in fitted.stderr
+
+
+def test_a_run_s_measured_chat_template_is_prefilled_in_its_prediction(registry):
+    """Arena's closed-loop runner measures at warm-up what the server's chat template adds to a
+    user message (llama-benchy's prompt adaptation), and the result keeps it: the run is then
+    simulated with that template, on a model the catalog lacks too. A stored figure that is no
+    such count is not believed."""
+    import attrs
+
+    from arena_core import CardWorkload, ModelCard, ModelFacts
+    from arena_core.loadgen import ClosedLoopPlan, SessionFacts
+    from arena_core.loadgen.closed_summary import closed_loop_result, llama_benchy_report
+    from arena_core.types import ClosedLoopShape
+    from arena_prediction.calibration import _served, measured_template
+
+    plan = ClosedLoopPlan(workload="chat", model="m", shape=ClosedLoopShape(prompt_tokens=10, generated_tokens=5, concurrency=1, runs=1))
+    for added, kept in ((634, 634.0), (0, None)):
+        facts = SessionFacts(latency_s=0.0, delta_user=added, delta_context=13, coherence="skipped")
+        result = closed_loop_result((), plan, facts, llama_benchy_report((), plan, facts, "m"), runner="llama-benchy", engine="native")
+        assert result.metrics.get("template_tokens") == kept
+    card = ModelCard(
+        run_id="20261205-000000-abcd",
+        model="served-model",
+        model_title="a model the catalog lacks",
+        hardware="gb10",
+        hardware_title="DGX Spark",
+        backend="vllm",
+        engine="native",
+        measured_at="",
+        source="measured by Arena",
+        expected=("chat",),
+        workloads=(CardWorkload(name="chat", tokens_per_second=20.0, ttft_p50_s=0.2, metrics={"template_tokens": 634.0}),),
+        model_facts=ModelFacts(precision="bf16", params_total_b=8.0),
+    )
+    assert measured_template(card) == 634 and _served(card, registry).model.template_tokens == 634
+    for hostile in (-5.0, 1e9, float("nan"), True, "634"):
+        line = attrs.evolve(card.workloads[0], metrics={"template_tokens": hostile})
+        assert measured_template(attrs.evolve(card, workloads=(line,))) == 0, hostile

@@ -112,8 +112,8 @@ class ModelSpec:
     #: feed them in BF16): read at two bytes each, their GEMMs at the 16-bit speed. ``None``: none.
     params_sixteen_bit_b: float | None = field(default=None, validator=optional(bounds.FIGURE))
     #: Tokens the model's chat template adds to a request that brings no system message of its
-    #: own: its role markers and any default system prompt (Mistral Small 3.2's adds one of some
-    #: 630 tokens). The server prefills them with every such request. 0: a few, not counted.
+    #: own: its role markers and any default system prompt (Mistral Small 3.2's: 634 tokens in
+    #: all). The server prefills them with every such request. 0: a few, not counted.
     template_tokens: int = field(default=0, validator=bounds.TOKENS_OR_NONE)
     context_length: int | None = field(default=None, validator=optional(bounds.TOKENS))
     quality: tuple[QualityScore, ...] = ()

@@ -172,6 +172,22 @@ def decodes_speculatively(card: ModelCard, model: ModelSpec) -> bool:
     return speculative(model) or bool(card.server_settings.speculative_tokens)
 
 
+#: The most template tokens a stored result may say (the runner refuses more at warm-up:
+#: ``arena_core.loadgen.plausible.TEMPLATE_TOKENS``).
+MOST_TEMPLATE_TOKENS = 4096
+
+
+def measured_template(card: ModelCard) -> int:
+    """The tokens the run's server's chat template added to a user message, as its closed-loop
+    runner measured them at warm-up (the ``template_tokens`` of its results); 0 where none did,
+    or where a stored figure is no such count."""
+    for line in card.workloads:
+        value = line.metrics.get("template_tokens")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MOST_TEMPLATE_TOKENS:
+            return int(value)
+    return 0
+
+
 def _served(card: ModelCard, registry: Registry) -> Served | None:
     """How the simulator serves ``card``'s run; None where it cannot (a model of unknown size,
     hardware without roofs, a backend that declares no scheduling)."""
@@ -180,6 +196,8 @@ def _served(card: ModelCard, registry: Registry) -> Served | None:
     scheduling = scheduling_of(card.backend, registry, card.backend_facts)
     if model is None or registration is None or scheduling is None:
         return None
+    if template := measured_template(card):  # what the run's own server's chat template added
+        model = attrs.evolve(model, template_tokens=template)
     roofs = attrs.asdict(card.hardware_roofs) if card.hardware_roofs else {}
     settings = card.server_settings
     try:  # a manifest's figures are checked like any file's
