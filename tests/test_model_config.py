@@ -275,6 +275,8 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     templated = predicted(*talked, "--template-tokens", "634")
     assert figure(templated, "sharegpt", "ttft_p50_s") > 2 * figure(predicted(*talked), "sharegpt", "ttft_p50_s")
     assert any("chat template adds 634 tokens" in note for note in templated["workloads"][0]["notes"])
+    huge = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--template-tokens", "5000"], capture_output=True, text=True, timeout=60)
+    assert huge.returncode == 2 and "--template-tokens" in huge.stderr and "Traceback" not in huge.stderr  # no template is that long
     missing = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--calibration", "/nonexistent.json"], capture_output=True, text=True)
     assert missing.returncode == 2 and "--calibration: /nonexistent.json: not a readable calibration" in missing.stderr
     # speculative decoding: the server's draft tokens speed decode up, at an acceptance said as assumed

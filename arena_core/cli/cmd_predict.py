@@ -18,6 +18,7 @@ from arena_core.cli.params import OUTPUT, Within, results_dir
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.errors import UsageError
 from arena_core.loadgen.goodput import Slo, parse_slo
+from arena_core.loadgen.plausible import TEMPLATE_TOKENS
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.formats import fmt_seconds, fmt_tps
@@ -56,9 +57,9 @@ from arena_core.types import (
 @click.option("--precision", help="The weights' precision: bf16, fp8, nvfp4, mxfp4, int4, q4_k_m, ... (a catalog model at another precision, too).")
 @click.option(
     "--template-tokens",
-    type=click.IntRange(0, int(bounds.TOKENS.most)),
+    type=click.IntRange(0, TEMPLATE_TOKENS),
     help="Tokens the model's chat template adds to a request without a system message of its own (a default system prompt: "
-    "Mistral Small 3.2's adds 634); default: the catalog's, else none counted.",
+    f"Mistral Small 3.2's adds 634; at most {TEMPLATE_TOKENS:,}, as a run's warm-up believes); default: the catalog's, else none counted.",
 )
 @click.option("--hardware", required=True, help="The hardware profile to predict for (arena list hardware).")
 @click.option("--kv-cache", type=click.Choice(sorted(KV_CACHE_BYTES)), help="The KV cache's type on the server (default: 16-bit, the engines' own default).")
