@@ -9,6 +9,7 @@ from arena_core.errors import ArenaError
 from arena_core.files import parse_json
 from arena_core.loadgen.http import BufferSink, Exchange, HttpClient, HttpError
 from arena_core.loadgen.plausible import checked_usage
+from arena_core.loadgen.refusal import refusal
 from arena_core.loadgen.stream import ChatStreamSink
 from arena_core.redaction import redact
 from arena_core.types import Endpoint, RequestRecord
@@ -75,27 +76,25 @@ class ChatClient:
         if status == 401:
             raise ServerRefused(f"{self.endpoint.base_url} rejected the API key (HTTP 401 on {path})")
         if status != 200:
-            raise ServerRefused(f"{method} {self.endpoint.base_url}{path}: HTTP {status}: {_error_text(parsed)}")
+            raise ServerRefused(f"{method} {self.endpoint.base_url}{path}: {refusal(status, parsed)}")
         return parsed
 
     async def close(self) -> None:
         await self.http.close()
 
 
-def _error_text(parsed: Any) -> str:
-    if isinstance(parsed, dict):
-        error = parsed.get("error")
-        if isinstance(error, dict) and "message" in error:
-            return str(error["message"])[:200]
-        return json.dumps(parsed)[:200]
-    return "no JSON body"
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return parse_json(body, max_bytes=MAX_CALL_BYTES) if body else None
+    except ValueError:
+        return None
 
 
 def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> RequestRecord:
     """The request record of one streamed exchange; ``labels`` are workload, run_index, ..."""
     error = exchange.error
     if not error and exchange.status != 200:
-        error = f"HTTP {exchange.status}: {sink.error_body.decode('utf-8', 'replace')[:500]}"
+        error = refusal(exchange.status, _json_or_none(sink.error_body), sink.error_body)
     elif not error and sink.wrong_content_type:
         error = f"HTTP 200 with Content-Type {sink.content_type or 'none'!r}, not an event stream: {sink.error_body.decode('utf-8', 'replace')[:200]}"
     content, reasoning, kinds = "".join(sink.content), "".join(sink.reasoning), "".join(sink.chunk_kinds)

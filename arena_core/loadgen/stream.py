@@ -32,6 +32,9 @@ EMPTY_CONTENT = "e"
 #: The kinds each reference tool counts as streamed output.
 LLAMA_BENCHY_KINDS = frozenset((ANSWER, REASONING, REASONING_CONTENT))
 VLLM_KINDS = frozenset((ANSWER, REASONING, TOOL_CALL, EMPTY_CONTENT))
+#: The most of an error answer's body kept (for its message): a server that sends one without
+#: end must not fill the client's memory.
+ERROR_BODY_BYTES = 64 * 2**10
 
 
 class ChatStreamSink:
@@ -92,7 +95,8 @@ class ChatStreamSink:
         if self.first_byte_ns is None:
             self.first_byte_ns = t_ns
         if self.status != 200 or self.wrong_content_type:
-            self.error_body += data
+            # an error's body is quoted, never parsed as a stream: what fits a message is kept
+            self.error_body += data[: max(0, ERROR_BODY_BYTES - len(self.error_body))]
             return
         if self._partial:
             data = self._partial + data

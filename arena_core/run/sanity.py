@@ -8,6 +8,7 @@ from __future__ import annotations
 import unicodedata
 
 from arena_core.errors import ServerLost, UsageError
+from arena_core.loadgen.refusal import refusal
 from arena_core.types import Endpoint
 
 QUESTION = "Reply with one word: hello"
@@ -47,7 +48,7 @@ def check_the_server_answers(endpoint: Endpoint, timeout_s: float) -> None:
     if error:
         raise ServerLost(f"{where} did not answer a one-line question ({error}); no workload was started")
     if status != 200:
-        raise UsageError(f"{where} refused a one-line question (HTTP {status}); no workload was started")
+        raise UsageError(f"{where} refused a one-line question ({refusal(status, answer)}); no workload was started")
     message = ((answer.get("choices") or [{}])[0] or {}).get("message") if isinstance(answer, dict) else None
     text = ""
     if isinstance(message, dict):  # a reasoning model may think first: its thinking is text too
