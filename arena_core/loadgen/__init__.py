@@ -15,7 +15,7 @@ and :func:`run_measurement` to drive a coroutine on the measuring event loop;
 
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.bounded import read_bounded
-from arena_core.loadgen.cache_state import cache_problem, cache_rates
+from arena_core.loadgen.cache_state import METRICS_DEADLINE_S, METRICS_MAX_BYTES, cache_block_tokens, cache_problem, cache_rates
 from arena_core.loadgen.chat import ChatClient, ServerRefused, record_from
 from arena_core.loadgen.closed_loop import ClosedLoopDriver, ClosedLoopPlan, SessionFacts
 from arena_core.loadgen.closed_metrics import first_token_s, llama_benchy_entry, request_metrics, token_timeline
@@ -57,6 +57,9 @@ __all__ = [
     "ServerRefused",
     "SessionFacts",
     "arrival_offsets",
+    "METRICS_DEADLINE_S",
+    "METRICS_MAX_BYTES",
+    "cache_block_tokens",
     "cache_problem",
     "cache_rates",
     "chat_messages",

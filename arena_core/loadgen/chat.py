@@ -68,6 +68,13 @@ class ChatClient:
             parsed = None
         return exchange.status, parsed, exchange
 
+    async def call_text(self, path: str, *, deadline_s: float, max_bytes: int = MAX_CALL_BYTES) -> tuple[int, str]:
+        """A GET whose answer is text (a Prometheus page): ``(status, text)``, status 0 when none
+        came; within ``deadline_s`` and ``max_bytes`` like :meth:`call`."""
+        sink = BufferSink(max_bytes=max_bytes)
+        exchange = await self.http.exchange(self.http.build_request("GET", path, None), sink, timeout=min(deadline_s, self.request_timeout))
+        return (0 if exchange.error else exchange.status), sink.body.decode("utf-8", "replace")
+
     async def call_ok(self, method: str, path: str, body: dict[str, Any] | None = None, *, deadline_s: float | None = None) -> Any:
         """Like :meth:`call`, but a failure is a one-line :class:`ServerRefused`."""
         status, parsed, exchange = await self.call(method, path, body, deadline_s=deadline_s)

@@ -20,6 +20,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from arena_core.loadgen.cache_state import METRICS_DEADLINE_S, METRICS_MAX_BYTES, cache_block_tokens
 from arena_core.loadgen.chat import ChatClient, ServerRefused, record_from
 from arena_core.loadgen.codec import Codec
 from arena_core.loadgen.plausible import template_tokens_problem
@@ -55,6 +56,8 @@ class SessionFacts:
     delta_user: int
     delta_context: int
     coherence: str
+    #: the tokens the server caches at once (vLLM's block; 1: token by token or not stated)
+    cache_block: int = 1
 
 
 Progress = Callable[[str], None]
@@ -158,11 +161,14 @@ class ClosedLoopDriver:
             delta_user, delta_context = await self.template_deltas()
         coherence = await self.coherence() if plan.check_coherence else "skipped"
         latency = await self.latency()
+        status, page = await self.client.call_text("/metrics", deadline_s=METRICS_DEADLINE_S, max_bytes=METRICS_MAX_BYTES)
+        cache_block = cache_block_tokens(page) if status == 200 else 1
         self.progress(
             f"{plan.workload}: latency {latency * 1000:.2f} ms ({plan.shape.latency_mode}), "
             f"template adds {delta_user} / {delta_context} tokens, coherence {coherence}"
+            + (f", the server caches whole blocks of {cache_block} tokens" if cache_block > 1 else "")
         )
-        return SessionFacts(latency_s=latency, delta_user=delta_user, delta_context=delta_context, coherence=coherence)
+        return SessionFacts(latency_s=latency, delta_user=delta_user, delta_context=delta_context, coherence=coherence, cache_block=cache_block)
 
     # --- the test --------------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ def closed_loop_result(
             turn_decode = [m.tg_speed for r, m in zip(ok, per_request) if r.turn_index == turn and m.tg_speed is not None]
             metrics[f"turn{turn + 1}_ttft_p50_s"] = median(turn_ttfts) if turn_ttfts else None
             metrics[f"turn{turn + 1}_decode_tps_per_user"] = sum(turn_decode) / len(turn_decode) if turn_decode else None
-    metrics.update(cache_metrics(measured, template_tokens=max(0, facts.delta_user)))
+    metrics.update(cache_metrics(measured, template_tokens=max(0, facts.delta_user), block=facts.cache_block))
     if facts.delta_user > 0:  # what the chat template adds to a user message alone: the prediction prefills it too
         metrics["template_tokens"] = float(facts.delta_user)
     extra = [] if not facts.coherence.startswith("failed") else [f"coherence check {facts.coherence}"]

@@ -231,17 +231,37 @@ def cache_state_ttfts(metrics: Mapping[str, float | None]) -> str:
 
 def cache_line(metrics: Mapping[str, float | None]) -> str:
     """ "prompt cache: 6.8 % of prompt tokens (intended 0 %; 5.4 % the chat template's opening)",
-    or that the server did not say (every result states its cache state)."""
+    with the server's own counters beside it (``/metrics``: agreeing, or the difference said), or
+    those alone where the answers' usage did not say (every result states its cache state)."""
     states = cache_state_ttfts(metrics)
     measured = metrics.get("prompt_cache_hit_rate")
+    counted = metrics.get("prefix_cache_hit_rate")
     if measured is None:
+        if counted is not None:
+            return (
+                states
+                + f"prompt cache: {counted:.1%} of prompt tokens by the server's counters (/metrics, over the workload's window; its answers' usage did not say)"
+            )
         return states + "prompt cache: not recorded (the server did not say, or the engine that measured this does not read it)"
     template = metrics.get("prompt_cache_template_rate") or 0.0
     return (
         states
         + f"prompt cache: {measured:.1%} of prompt tokens (intended {intended_range(metrics)}"
         + (f"; {template:.1%} the chat template's opening)" if template >= 0.0005 else ")")
+        + _counted_beside(measured, counted)
     )
+
+
+#: Within this many points the answers' usage and the server's counters are said to agree.
+CACHE_COUNTERS_AGREE = 0.02
+
+
+def _counted_beside(measured: float, counted: float | None) -> str:
+    if counted is None:
+        return ""
+    if abs(counted - measured) <= CACHE_COUNTERS_AGREE:
+        return f"; the server's counters agree ({counted:.1%})"
+    return f"; the server's counters say {counted:.1%} ({(counted - measured) * 100:+.1f} points: they also count the session's warm-up and probes)"
 
 
 def _probe_load(name: str) -> float:

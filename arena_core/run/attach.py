@@ -32,19 +32,26 @@ CLUE_CHARS = 60
 def what_the_server_says(props: Any, metrics_page: str | None) -> str:
     """What a server says of the machine it runs on, in one line ("" when it says nothing).
 
-    vLLM's ``vllm:cache_config_info`` names where its KV cache lives: ``num_gpu_blocks`` on a GPU,
-    ``cpu_kvcache_space_bytes`` set only by its CPU backend. llama.cpp's ``/props`` names its build
+    vLLM's ``vllm:cache_config_info`` named where its KV cache lives up to 0.2x:
+    ``cpu_kvcache_space_bytes`` set only by its CPU backend ("None" on a GPU). From 0.3x the label
+    is gone and a CPU's blocks are ``num_gpu_blocks`` too (tests/fixtures/vllm_real/metrics.txt):
+    the device is then not said, only the KV cache (``kv_cache_size_tokens``, where stated). llama.cpp's ``/props`` names its build
     but not its device (its log does; its HTTP API does not)."""
     labels = _cache_config_labels(metrics_page or "")
     if labels:
-        cpu_space = labels.get("cpu_kvcache_space_bytes", "None")
-        if cpu_space not in ("", "None", "0"):
+        cpu_space = labels.get("cpu_kvcache_space_bytes")
+        if cpu_space not in (None, "", "None", "0"):
             return f"vLLM on a CPU (vllm:cache_config_info: cpu_kvcache_space_bytes={_clip(cpu_space)})"
+        tokens = _positive_int(labels.get("kv_cache_size_tokens"))
         blocks, size = _positive_int(labels.get("num_gpu_blocks")), _positive_int(labels.get("block_size"))
-        if blocks:
-            cache = f"a KV cache of {blocks * size:,} tokens" if size else f"{blocks:,} KV-cache blocks"
-            utilisation = labels.get("gpu_memory_utilization")
-            share = f", gpu_memory_utilization={_clip(utilisation)}" if utilisation else ""
+        utilisation = labels.get("gpu_memory_utilization")
+        share = f", gpu_memory_utilization={_clip(utilisation)}" if utilisation else ""
+        cache = (
+            f"a KV cache of {tokens:,} tokens" if tokens else (f"a KV cache of {blocks * size:,} tokens" if blocks and size else f"{blocks:,} KV-cache blocks")
+        )
+        if cpu_space is None:  # 0.3x states it no more, and counts a CPU's blocks as num_gpu_blocks
+            return f"vLLM ({cache}{share}, from vllm:cache_config_info, which does not say whether on a GPU or a CPU)"
+        if blocks or tokens:
             return f"vLLM on a GPU ({cache} in GPU memory{share}, from vllm:cache_config_info)"
     if isinstance(props, dict) and "total_slots" in props:
         build = props.get("build_info")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_core.loadgen.bounded import read_bounded
+from arena_core.loadgen.cache_state import METRICS_DEADLINE_S, METRICS_MAX_BYTES
 from arena_core.run.manifest import ModelMemory
 from arena_core.run.probes import Probe, meminfo_probe, throttle_reason_names
 
@@ -88,12 +89,6 @@ def parse_metrics(text: str) -> dict[str, float]:
     return found
 
 
-#: A /metrics page is read within this long and up to this size, or not at all: a server that
-#: trickles bytes, or sends without end, must not stall the sampler (and with it the watchdog).
-METRICS_DEADLINE_S = 2.0
-METRICS_MAX_BYTES = 8 * 2**20
-
-
 def read_metrics(url: str) -> dict[str, float] | None:
     page = read_metrics_page(url)
     return None if page is None else parse_metrics(page)
@@ -139,7 +134,10 @@ def model_memory(
     more while the server loaded: a machine-wide figure on a busy machine), the server's own
     resident memory once loaded, where it could be read."""
     if "model_memory_gib" in facts:
-        return ModelMemory(gb=facts["model_memory_gib"] * 2**30 / 1e9, source="the server's log (Model loading took ... GiB)")
+        said = facts.get("model_memory_source")
+        return ModelMemory(
+            gb=facts["model_memory_gib"] * 2**30 / 1e9, source=said if isinstance(said, str) and said else "the server's log (Model loading took ... GiB)"
+        )
     if cpu_only and server_rss:
         return ModelMemory(gb=server_rss / 1e9, source="the server's own processes once loaded (VmRSS of its process tree; no GPU holds any of it)")
     if before is not None and after is not None:

@@ -72,6 +72,8 @@ class NativeEngine:
             codec = await arena.choose_codec(client, context.options.tokenizer, corpus.text)
             prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed)
             cleared = await clear_cache(client)
+            status, page = await client.call_text("/metrics", deadline_s=arena.METRICS_DEADLINE_S, max_bytes=arena.METRICS_MAX_BYTES)
+            block = arena.cache_block_tokens(page) if status == 200 else 1
 
             async def send(state: str, round_index: int, messages: list[dict[str, str]]) -> None:
                 body = {
@@ -110,8 +112,11 @@ class NativeEngine:
                 await asyncio.sleep(0)
         finally:
             await client.close()
-        context.write_json("session.json", {"tokenizer": codec.description, "corpus": corpus.source, "engine": "native", "cache_cleared_by": cleared})
-        return cache_states_result(records, shape, workload.name, cleared=cleared)
+        context.write_json(
+            "session.json",
+            {"tokenizer": codec.description, "corpus": corpus.source, "engine": "native", "cache_cleared_by": cleared, "cache_block_tokens": block},
+        )
+        return cache_states_result(records, shape, workload.name, cleared=cleared, block=block)
 
 
 def _ttft(record: arena.RequestRecord) -> float | None:
@@ -119,8 +124,12 @@ def _ttft(record: arena.RequestRecord) -> float | None:
     return first - record.sent_ns / 1e9 if first is not None else None
 
 
-def cache_states_result(records: list[arena.RequestRecord], shape: arena.ClosedLoopShape, workload: str, *, cleared: str) -> arena.WorkloadResult:
-    """The three TTFTs (medians), what each state took from the cache, and the verdict."""
+def cache_states_result(
+    records: list[arena.RequestRecord], shape: arena.ClosedLoopShape, workload: str, *, cleared: str, block: int = 1
+) -> arena.WorkloadResult:
+    """The three TTFTs (medians), what each state took from the cache, and the verdict. A prefix
+    hit intends its context, in whole blocks of ``block`` tokens where the server caches so
+    (vLLM: :func:`arena_core.cache_block_tokens`)."""
     ok = [r for r in records if r.ok]
     metrics: dict[str, float | None] = {}
     for state in STATES:
@@ -138,12 +147,14 @@ def cache_states_result(records: list[arena.RequestRecord], shape: arena.ClosedL
         arena.cache_rates(
             prompt=sum(r.prompt_tokens_server or 0 for r in told),
             cached=sum(r.cached_prompt_tokens_server or 0 for r in told),
-            intended=sum(prefix),
-            intended_most=sum(p + (t if p else 0) for p, t in zip(prefix, template)),
+            intended=sum(p // block * block for p in prefix),
+            intended_most=sum((p + t) // block * block if p else 0 for p, t in zip(prefix, template)),
             template=sum(t for p, t in zip(prefix, template) if not p),
             requests=len(told),
         )
     )
+    if block > 1:
+        metrics["prompt_cache_block_tokens"] = float(block)
     reasons = (
         [f"{len(records) - len(ok)} of {len(records)} requests failed (first: {next(r.error for r in records if not r.ok)[:120]})"]
         if len(ok) < len(records)
