@@ -17,6 +17,8 @@ from arena_core.report.seed_figures import throughput_headline
 from arena_core.report.text import wrap_text
 from arena_core.results.cards import load_card, load_cards, scores_for
 from arena_core.results.findings import ttft_is_mean
+from arena_core.results.parity import HEAD_TOKENS, output_parity, quality_difference
+from arena_core.run.store import find_run
 from arena_core.types import CardWorkload, ModelCard
 
 #: Which way is better for a row: more (throughput, score, quality) or less (latency, memory).
@@ -87,6 +89,7 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
         table.rows.append(("memory", *shown, verdict(a.model_memory_gb, b.model_memory_gb, LOWER)))  # type: ignore[arg-type]
     table.add(f"benches of {len(a.expected)}", *(float(sum(1 for n in card.expected if card.workload(n))) for card in (a, b)), lambda v: f"{v:.0f}", HIGHER)
     _quality_rows(table, a, b)
+    _parity_rows(table, store, a, b)
     found = [capacity_found(capacity_probes(card))[0] for card in (a, b)]
     if any(found):  # a capacity search: its answer, then its probes with the other workloads
         table.rows.append(("capacity", *(best.label if best else "—" for best in found), verdict(*(best.load if best else None for best in found), HIGHER)))  # type: ignore[misc]
@@ -100,6 +103,12 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
     echo(wrap_text(f"B: {b.model_title} on {b.hardware} ({b.run_id})", hanging="   "))
     echo(render_table(["", "A", "B", "A / B"], table.rows))
     echo(wrap_text(f"Score: {sa.version}, as each run's card shows it. More is better for scores, quality and throughput; less for TTFT and memory."))
+    if any(row[0].endswith("output parity (temperature 0)") for row in table.rows):
+        echo(
+            wrap_text(
+                f"Output parity: of the items both runs answered, how many answers share their first {HEAD_TOKENS} tokens (as each server tokenized them); B's column says where the first that differ part."
+            )
+        )
 
 
 def _quality_rows(table: Rows, a: ModelCard, b: ModelCard) -> None:
@@ -111,8 +120,31 @@ def _quality_rows(table: Rows, a: ModelCard, b: ModelCard) -> None:
         table.rows.append(
             (label, *(f"{m.value:.1f} [{m.low:.1f}–{m.high:.1f}]" if m else "—" for m in (ma, mb)), verdict(ma and ma.value, mb and mb.value, HIGHER))
         )
+        if ma and mb:
+            difference, low, high = quality_difference(ma, mb)
+            apart = "A better" if low > 0 else "B better" if high < 0 else "not told apart (the interval holds 0)"
+            table.rows.append((f"{benchmark or suite}, A − B", f"{difference:+.1f} points", f"95 % [{low:+.1f}, {high:+.1f}]", apart))
         if benchmark:
             table.add(f"{benchmark} (published)", a.published(benchmark), b.published(benchmark), _one, HIGHER)
+
+
+def _parity_rows(table: Rows, store: Path, a: ModelCard, b: ModelCard) -> None:
+    """Output parity at temperature 0 of each quality suite both runs measured."""
+    suites = [m.suite for m in a.measured_quality if any(n.suite == m.suite for n in b.measured_quality)]
+    if not suites:
+        return
+    folders = [find_run(store, card.run_id, "arena compare") for card in (a, b)]
+    for suite in suites:
+        parity = output_parity(*folders, suite)
+        if parity is not None:
+            table.rows.append(
+                (
+                    f"{suite} output parity (temperature 0)",
+                    f"{parity.agree} of {parity.compared}",
+                    parity.first_difference or "—",
+                    "same" if parity.agree == parity.compared else "differ",
+                )
+            )
 
 
 def _ttft_kind(*runs: tuple[ModelCard, CardWorkload | None]) -> str:

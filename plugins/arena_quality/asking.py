@@ -14,12 +14,18 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 from attrs import frozen
 
-from arena_core import ChatClient, Endpoint, run_measurement
+from arena_core import ArenaError, ChatClient, Endpoint, ServerCodec, run_measurement
 
 #: More than any HumanEval solution or canary answer needs; a longer one is cut here.
 MAX_ANSWER_CHARS = 20_000
+#: An answer's first tokens, kept with its record (the server's own ``/tokenize`` of its text):
+#: ``arena compare`` counts the items whose first 64 tokens two runs share (output parity at
+#: temperature 0). 64 tokens are far fewer characters than this.
+HEAD_TOKENS = 64
+HEAD_CHARS = 4096
 CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
 #: Chat-template tokens of the common families: in an answer's text they mean the server's
 #: template is wrong for its model (or its output is not parsed), not that the model erred.
@@ -37,6 +43,8 @@ class Answer:
     #: why there is no answer ("" when there is one): the server's error, an HTTP status, a shape
     error: str = ""
     finish_reason: str = ""
+    #: its first :data:`HEAD_TOKENS` token ids, where the server tokenizes (else empty)
+    head_tokens: tuple[int, ...] = ()
 
 
 def answer_of(status: int, parsed: Any, error: str) -> Answer:
@@ -53,6 +61,22 @@ def answer_of(status: int, parsed: Any, error: str) -> Answer:
         return Answer(text="", error="no text in the answer")
     reason = choice.get("finish_reason")
     return Answer(text=content[:MAX_ANSWER_CHARS], finish_reason=reason[:40] if isinstance(reason, str) else "")
+
+
+async def _tokenizes(client: ChatClient) -> bool:
+    try:
+        return await ServerCodec.probe(client)
+    except ArenaError:  # no /tokenize: answers are kept without their tokens
+        return False
+
+
+async def _head(codec: ServerCodec, text: str) -> tuple[int, ...]:
+    """The first :data:`HEAD_TOKENS` tokens of ``text`` as the server tokenizes it (none where it
+    will not: the answer stands without them)."""
+    try:
+        return tuple(int(token) for token in (await codec.encode(text[:HEAD_CHARS]))[:HEAD_TOKENS])
+    except ArenaError:
+        return ()
 
 
 def completions_served(endpoint: Endpoint, timeout_s: float) -> bool:
@@ -79,13 +103,17 @@ def ask_all(
     async def all_of() -> list[Answer]:
         client = ChatClient(endpoint, request_timeout=timeout_s)
         gate = asyncio.Semaphore(max(1, concurrency))
+        codec = ServerCodec(client) if await _tokenizes(client) else None
 
         async def one(prompt: str) -> Answer:
             asked = {"prompt": prompt, "stop": list(stop)} if completion else {"messages": [{"role": "user", "content": prompt}]}
             body = {"model": endpoint.model, **asked, "max_tokens": max_tokens, "temperature": 0, "stream": False}
             async with gate:
                 status, parsed, exchange = await client.call("POST", COMPLETIONS if completion else CHAT, body)
-            return answer_of(status, parsed, exchange.error or "")
+                answer = answer_of(status, parsed, exchange.error or "")
+                if codec is not None and answer.text:
+                    answer = attrs.evolve(answer, head_tokens=await _head(codec, answer.text))
+            return answer
 
         try:
             return list(await asyncio.gather(*(one(prompt) for prompt in prompts)))

@@ -120,6 +120,7 @@ def _record(index: int, item: Item, answer: Answer) -> dict:
         "status": why,
         "prompt": item.prompt,
         "answer": answer.text,
+        "head_tokens": list(answer.head_tokens),
     }
 
 

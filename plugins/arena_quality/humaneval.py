@@ -111,6 +111,7 @@ def grade(
             "request_failed": bool(answer.error),
             "finish_reason": answer.finish_reason,
             "answer": answer.text,
+            "head_tokens": list(answer.head_tokens),
             "output": outcome.output if outcome and not outcome.passed else "",
         }
 
