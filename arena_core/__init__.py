@@ -6,7 +6,8 @@ the runner kit (the measuring instrument of :mod:`arena_core.loadgen`, re-export
 model cards of stored runs (``load_cards``), for scorers and predictors used from plain Python,
 the tables of bytes per weight and per KV element and the ``bounds`` on outside figures (for a
 predictor), and what a command plugin needs (``CliApp``, ``render_table``, ``CONVERTER`` for its own TOML, and the
-store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box).
+store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box), and
+the memory watchdog's margin (``watchdog_margin_bytes``) for a backend that sizes its server.
 Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``plugins/`` and
 ``examples/`` and fails on any other import.
 """
@@ -31,6 +32,7 @@ from arena_core.run.integrity import verify as verify_run
 from arena_core.run.manifest import read_manifest
 from arena_core.run.roofline import BYTES_PER_PARAM, GGUF_TYPES, KV_CACHE_BYTES, bytes_per_param
 from arena_core.run.store import adopt_run
+from arena_core.run.telemetry import watchdog_margin_bytes
 from arena_core.secrets import check_key, read_api_key
 from arena_core.types import *  # noqa: F403 -- the value classes; their names are types.__all__
 from arena_core.types import __all__ as _TYPES
@@ -71,6 +73,7 @@ __all__ = [
     "read_manifest",
     "render_table",
     "verify_run",
+    "watchdog_margin_bytes",
     "write_json_atomic",
     *_RUNNER_KIT,
     *_TYPES,

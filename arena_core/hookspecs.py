@@ -83,8 +83,8 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
 
     :param register: call it once per :class:`~arena_core.types.BackendSpec`. A backend that
         measures a running server sets ``attaches`` (it is chosen for ``--base-url``); one that
-        can serve a run with no arguments offers an ``embedded`` run (the first registered is
-        ``arena run``'s default).
+        can serve a run with no model named offers an ``embedded`` run (the first registered with
+        a ``default`` one is ``arena run``'s default; any is run by naming its backend alone).
     :return: nothing; anything returned is ignored.
     """
 

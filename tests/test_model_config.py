@@ -348,7 +348,7 @@ def test_a_precision_an_engine_version_computes_in_16_bits_is_the_backend_s_decl
 
 
 def test_vllm_s_version_is_read_from_its_log():
-    from arena_backends.vllm_server import _VERSION
+    from arena_backends.vllm_dialect import _VERSION
 
     assert _VERSION.findall("(APIServer pid=7) INFO 12-01 10:00:00 [api_server.py:1] vLLM API server version 0.20.1rc1.dev91+ga749a33d8\n") == [
         "0.20.1rc1.dev91+ga749a33d8"

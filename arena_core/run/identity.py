@@ -100,6 +100,9 @@ def served_facts(entry: Mapping[str, Any], props: Mapping[str, Any], *, here: bo
         facts["params_total_b"] = round(params / 1e9, 3)
     if (size := _count(meta.get("size"), 1e13)) is not None:
         facts["file_gb"] = round(size / 1e9, 3)
+    raw_root = entry.get("root") if isinstance(entry.get("root"), str) else ""
+    if here and len(raw_root) <= 4096 and raw_root.isprintable() and (Path(raw_root) / "config.json").is_file():
+        facts.update(_config_facts(Path(raw_root) / "config.json"))  # vLLM serving a folder on this machine
     path = props.get("model_path") if isinstance(props.get("model_path"), str) else ""
     path = path if len(path) <= 4096 and path.isprintable() else ""  # read whole: it is opened, not shown
     if path:
@@ -113,6 +116,28 @@ def _no_path(name: str) -> str:
     """A served name that is a file path (llama.cpp lists its model file's path) as the file's
     name: a card is published, and a path shows a machine's folders."""
     return Path(name).name if name.startswith(("/", "~")) or (len(name) > 2 and name[1:3] in (":\\", ":/")) else name
+
+
+def _config_facts(config: Path) -> dict[str, Any]:
+    """What a served folder's config.json says of its model: its name, architecture, parameters
+    and precision, read as ``arena predict --model-config`` reads one (nothing where unreadable)."""
+    from arena_core.errors import UsageError
+    from arena_core.run.model_config import describe, read_config
+
+    try:
+        data = read_config(config)
+        described = describe(data, name="served", source=config.name)
+    except (UsageError, ValueError, ArithmeticError):
+        return {}
+    facts: dict[str, Any] = {}
+    if name := clean(data.get("_name_or_path") or data.get("_model_name_or_path")):
+        facts["config_name"] = _no_path(name)
+    architectures = data.get("architectures")
+    if isinstance(architectures, list) and architectures and (kind := clean(architectures[0])):
+        facts["architecture"] = kind
+    facts["params_total_b"] = described.spec.params_total_b
+    facts["precision"] = clean(described.spec.precision)
+    return facts
 
 
 def _gguf_facts(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,13 +162,18 @@ def identify(facts: Mapping[str, Any], catalog: Mapping[str, ModelSpec], *, titl
         base, source = title, "--model-title"
     elif facts.get("gguf_name"):
         base, source = f"{facts['gguf_name']} {quant}".strip(), "the GGUF file's general.name and file type"
+    elif facts.get("config_name"):
+        base, source = f"{facts['config_name']} {facts.get('precision', '')}".strip(), "the served folder's config.json"
     elif root := facts.get("served_root") or facts.get("served_name"):
         base, source = _last_part(root), "the server's model list"
     else:
         base, source = "", "nothing: the server named no model"
     name = slug(base) or UNNAMED
     fingerprint = _fingerprint(facts)
-    shown = title or (f"{facts['gguf_name']} ({quant})" if facts.get("gguf_name") and quant else base) or "the served model (unnamed)"
+    if title or not facts.get("config_name"):
+        shown = title or (f"{facts['gguf_name']} ({quant})" if facts.get("gguf_name") and quant else base) or "the served model (unnamed)"
+    else:
+        shown = f"{facts['config_name']} ({facts.get('precision', 'precision not stated')}, {facts.get('architecture', 'architecture not stated')})"
     return ServedModel(name=name, title=shown, facts={**facts, "identity": source, "fingerprint": fingerprint})
 
 
@@ -155,7 +185,7 @@ def _last_part(path: str) -> str:
 
 
 def _fingerprint(facts: Mapping[str, Any]) -> str:
-    keys = ("served_root", "served_name", "gguf_name", "architecture", "quantisation", "params_total_b", "file_gb", "model_file")
+    keys = ("served_root", "served_name", "gguf_name", "architecture", "quantisation", "params_total_b", "file_gb", "model_file", "config_name", "precision")
     body = json.dumps({key: facts.get(key) for key in keys}, sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()[:12]
 

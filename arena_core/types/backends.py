@@ -72,6 +72,9 @@ class EmbeddedRun:
     scale: float = field(default=1.0, validator=bounds.SCALE)
     #: Ask for exactly each workload's output length (a small model may stop early otherwise).
     exact_output: bool = True
+    #: ``arena run`` with nothing named runs it (the first registered such); False: only when
+    #: the backend is named (``arena run --backend vllm``).
+    default: bool = True
 
 
 def version_numbers(text: str) -> tuple[int, ...] | None:
@@ -165,8 +168,8 @@ class BackendSpec:
     """An inference-server lifecycle; ``create(request)`` returns a :class:`Backend`.
 
     ``attaches``: it measures a server that is already running (chosen when a base URL is
-    given). ``embedded``: it can serve a run with no arguments; the first backend registered
-    with one is ``arena run``'s default.
+    given). ``embedded``: it can serve a run with no model named; the first backend registered
+    with a default one is ``arena run``'s default, and any is run by naming its backend alone.
     """
 
     name: str = field(validator=valid_name)
@@ -181,3 +184,6 @@ class BackendSpec:
     card_facts: tuple[str, ...] = ()
     #: The fact that says how many requests the server it started serves at once.
     slots_fact: str = ""
+    #: What starting its server and seeing it answer takes on a small machine, in seconds (a run's
+    #: expected time counts it; an attached server's is 0 to Arena, which only checks it answers).
+    start_s: float = field(default=20.0, validator=bounds.DURATION_S)

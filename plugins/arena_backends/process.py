@@ -125,9 +125,9 @@ class LocalServer:
         self.process: ServerProcess | None = None
         self._log = run_dir / "server.log"
 
-    def launch(self, command: list[str], timeout_s: float) -> Endpoint:
+    def launch(self, command: list[str], timeout_s: float, env: dict[str, str] | None = None) -> Endpoint:
         self.command = command
-        self.process = ServerProcess(command, self._log)
+        self.process = ServerProcess(command, self._log, env=env)
         self.process.start()
         self.process.wait_healthy(f"http://127.0.0.1:{self.port}/health", timeout_s)
         return Endpoint(base_url=f"http://127.0.0.1:{self.port}", model=self.model_name)

