@@ -155,3 +155,21 @@ def test_cache_states_are_judged_by_what_each_state_found_in_the_cache():
     result = cache_states_result(silent, shape, "w", cleared="")
     assert result.metrics["ttft_uncached_p50_s"] is None and result.metrics["ttft_cold_p50_s"] is None
     assert "cold: not measured (the server offers no way to empty its cache)" in result.verdict.labels
+
+
+def test_two_workloads_with_one_seed_draw_their_prompts_from_different_offsets():
+    """With one seed for all, rag-8k's prompts began where long-context-25k's did, and a vLLM that
+    kept its prefix cache between them found a 128-token block of each (measured on vLLM 0.32)."""
+    import asyncio
+
+    from arena_core.loadgen import ApproximateCodec, PromptBuilder
+
+    async def firsts(stream: str, length: int) -> list[str]:
+        codec = ApproximateCodec(4.0)
+        ids = await codec.encode("".join(f"word{i} " for i in range(20_000)))
+        builder = PromptBuilder(ids, codec, 42, stream=stream)
+        return [(await builder.build(length))[1][:40] for _ in range(5)]
+
+    rag, long_context = asyncio.run(firsts("rag-8k", 160)), asyncio.run(firsts("long-context-25k", 537))
+    assert not set(rag) & set(long_context)
+    assert asyncio.run(firsts("rag-8k", 160)) == rag  # each workload's prompts are still reproducible

@@ -3,7 +3,11 @@
 A request's text is a contiguous slice of the tokenized corpus: ``depth`` tokens of context (sent
 as a system message) followed by ``prompt`` tokens (the user message). Slices start at seeded
 random offsets, never the same offset twice in a session, so no two requests share a prefix by
-accident. A corpus shorter than a slice is repeated, as llama-benchy does.
+accident. Each workload draws its offsets from its own stream (the seed and the workload's name):
+with one seed for all, two workloads started their slices at the same offsets, and on a server
+that keeps its prefix cache between workloads the second found the first's prompts in it (vLLM:
+every rag-8k request found a 128-token block of long-context-25k's). A corpus shorter than a
+slice is repeated, as llama-benchy does.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ CONTEXT_PROBE = "."  # vLLM's front end rejects an empty user message
 
 
 class PromptBuilder:
-    def __init__(self, corpus_ids: Sequence[int], codec: Codec, seed: int) -> None:
+    def __init__(self, corpus_ids: Sequence[int], codec: Codec, seed: int, stream: str = "") -> None:
         if not corpus_ids:
             raise ValueError("the corpus has no tokens")
         self._ids = list(corpus_ids)
         self._codec = codec
-        self._rng = random.Random(seed)
+        self._rng = random.Random(f"{seed}:{stream}" if stream else seed)
         self._used_starts: set[tuple[int, int]] = set()
 
     async def build(self, prompt_tokens: int, context_tokens: int = 0, no_cache: bool = False) -> tuple[str, str]:

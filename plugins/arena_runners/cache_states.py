@@ -70,7 +70,7 @@ class NativeEngine:
         records: list[arena.RequestRecord] = []
         try:
             codec = await arena.choose_codec(client, context.options.tokenizer, corpus.text)
-            prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed)
+            prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed, stream=workload.name)
             cleared = await clear_cache(client)
             status, page = await client.call_text("/metrics", deadline_s=arena.METRICS_DEADLINE_S, max_bytes=arena.METRICS_MAX_BYTES)
             block = arena.cache_block_tokens(page) if status == 200 else 1

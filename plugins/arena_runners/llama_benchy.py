@@ -108,7 +108,7 @@ class NativeEngine:
         client = arena.ChatClient(context.endpoint, request_timeout=options.request_timeout_s)
         try:
             codec = await arena.choose_codec(client, options.tokenizer, corpus.text)
-            prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed)
+            prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed, stream=workload.name)
             writer = arena.RecordWriter(context.path("records.jsonl"))
 
             counted: dict[str, int] = {}
