@@ -259,3 +259,15 @@ def test_a_run_stored_as_served_model_is_still_read_and_labelled(tmp_path):
     (tmp_path / "index.sqlite").unlink()
     card = arena("card", manifest_path.parent.name, "--output", str(tmp_path))
     assert card.returncode == 0 and "an unnamed served model (stored before Arena named models)" in card.stdout
+
+
+def test_an_answer_is_cut_at_every_stop_sequence_though_the_server_takes_four():
+    """vLLM 0.32 refuses a fifth stop sequence (HTTP 400; the rig does too, so the canonical test
+    above fails if five are sent); the fifth is applied to the answer instead."""
+    from arena_quality.asking import MAX_STOP_SEQUENCES, cut_at_stop
+    from arena_quality.humaneval import STOP
+
+    assert len(STOP) > MAX_STOP_SEQUENCES == 4
+    body = "    return a + b\n# a comment the fifth stop ends on\ndef other(): pass\n"
+    assert cut_at_stop(body, STOP) == "    return a + b"
+    assert cut_at_stop("    return 1\n", STOP) == "    return 1\n" and cut_at_stop("", STOP) == ""

@@ -426,6 +426,13 @@ class FakeOpenAIServer:
     async def _completion(self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any]) -> None:
         """A text completion, not streamed: the code answer to a HumanEval prompt, else filler."""
         prompt = request.get("prompt") if isinstance(request.get("prompt"), str) else ""
+        stop = request.get("stop")
+        if isinstance(stop, list) and len(stop) > 4:  # the OpenAI API's limit, which vLLM 0.32 enforces
+            entry["status"] = 400
+            conn.respond_json(
+                400, {"error": {"message": f"List should have at most 4 items after validation, not {len(stop)}", "param": "body.stop", "code": 400}}
+            )
+            return
         asked = int(request.get("max_tokens") or 16)
         text = self._code_answer(prompt, completion=True) or self._piece * min(asked, 16)
         entry.update(status=200, completion=True)

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from arena_core import ArenaError, ChatClient, Endpoint, ServerCodec, run_measurement
+from arena_core import ArenaError, ChatClient, Endpoint, ServerCodec, refusal, run_measurement
 
 #: More than any HumanEval solution or canary answer needs; a longer one is cut here.
 MAX_ANSWER_CHARS = 20_000
@@ -26,6 +26,9 @@ MAX_ANSWER_CHARS = 20_000
 #: temperature 0). 64 tokens are far fewer characters than this.
 HEAD_TOKENS = 64
 HEAD_CHARS = 4096
+#: The stop sequences the OpenAI API takes in one request (vLLM 0.32 refuses a fifth with HTTP
+#: 400); a suite's others are applied to the answer here, so every server's text ends alike.
+MAX_STOP_SEQUENCES = 4
 CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
 #: Chat-template tokens of the common families: in an answer's text they mean the server's
 #: template is wrong for its model (or its output is not parsed), not that the model erred.
@@ -52,7 +55,7 @@ def answer_of(status: int, parsed: Any, error: str) -> Answer:
     if error:
         return Answer(text="", error=error[:200])
     if status != 200:
-        return Answer(text="", error=f"HTTP {status}")
+        return Answer(text="", error=refusal(status, parsed))  # the server's reason, bounded
     choices = parsed.get("choices") if isinstance(parsed, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     message = choice.get("message")
@@ -61,6 +64,12 @@ def answer_of(status: int, parsed: Any, error: str) -> Answer:
         return Answer(text="", error="no text in the answer")
     reason = choice.get("finish_reason")
     return Answer(text=content[:MAX_ANSWER_CHARS], finish_reason=reason[:40] if isinstance(reason, str) else "")
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` up to the first of ``stop`` (the server stops before a stop sequence too)."""
+    found = [at for sequence in stop if sequence and (at := text.find(sequence)) >= 0]
+    return text[: min(found)] if found else text
 
 
 async def _tokenizes(client: ChatClient) -> bool:
@@ -106,11 +115,13 @@ def ask_all(
         codec = ServerCodec(client) if await _tokenizes(client) else None
 
         async def one(prompt: str) -> Answer:
-            asked = {"prompt": prompt, "stop": list(stop)} if completion else {"messages": [{"role": "user", "content": prompt}]}
+            asked = {"prompt": prompt, "stop": list(stop[:MAX_STOP_SEQUENCES])} if completion else {"messages": [{"role": "user", "content": prompt}]}
             body = {"model": endpoint.model, **asked, "max_tokens": max_tokens, "temperature": 0, "stream": False}
             async with gate:
                 status, parsed, exchange = await client.call("POST", COMPLETIONS if completion else CHAT, body)
                 answer = answer_of(status, parsed, exchange.error or "")
+                if stop and answer.text:
+                    answer = attrs.evolve(answer, text=cut_at_stop(answer.text, stop))
                 if codec is not None and answer.text:
                     answer = attrs.evolve(answer, head_tokens=await _head(codec, answer.text))
             return answer
