@@ -6,6 +6,7 @@ import ipaddress
 import re
 import shlex
 import shutil
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -63,8 +64,10 @@ class ToolAvailability:
 
     @classmethod
     def of_executable(cls, executable: str, install_hint: str) -> ToolAvailability:
-        """Available when ``executable`` is on PATH (the detail is its path), else the hint."""
-        found = shutil.which(executable)
+        """Available when ``executable`` is on PATH or beside Arena's interpreter (installed in its
+        environment, not activated): the detail is its path; else the hint."""
+        beside = Path(sys.executable).parent / executable
+        found = shutil.which(executable) or (str(beside) if beside.is_file() else None)
         if found:
             return cls(available=True, detail=found)
         return cls(available=False, detail=f"{executable} is not installed: {install_hint}")

