@@ -79,6 +79,13 @@ def read_json_file(path: Path, *, max_bytes: int) -> Any:
     copied between boxes): a regular file, no link, at most ``max_bytes``, nested at most
     :data:`MAX_JSON_DEPTH` deep. :class:`OSError` when it cannot be read, :class:`ValueError`
     when it must not be or is not JSON; the caller names the file in its one line."""
+    return parse_json(read_file_bytes(path, max_bytes=max_bytes).decode("utf-8"), max_bytes=max_bytes)
+
+
+def read_file_bytes(path: Path, *, max_bytes: int) -> bytes:
+    """A file's bytes, read as outside data: a regular file (a FIFO would block, ``/dev/zero``
+    never end), no link, at most ``max_bytes``. :class:`OSError` when it cannot be read,
+    :class:`ValueError` when it must not be."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     try:
         facts = os.fstat(descriptor)
@@ -90,7 +97,9 @@ def read_json_file(path: Path, *, max_bytes: int) -> Any:
             data = handle.read(max_bytes + 1)
     finally:
         os.close(descriptor)
-    return parse_json(data.decode("utf-8"), max_bytes=max_bytes)
+    if len(data) > max_bytes:
+        raise ValueError(f"larger than {_size(max_bytes)}")
+    return data
 
 
 def _size(count: int) -> str:

@@ -5,6 +5,7 @@ by its folder; the rows ``arena compare`` shows for one model on two engines."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
@@ -111,6 +112,9 @@ def test_the_embedded_gguf_is_converted_once_and_kept_under_its_digest(tmp_path,
     record = json.loads((first.folder / vllm_weights.RECORD).read_text())
     assert record["sha256"] == vllm_weights.sha256_of(gguf) and "transformers 5.19.0" in first.said
     assert not list(first.folder.parent.glob("*.partial-*"))  # written aside, then renamed whole
+    # a record that cannot be believed is a folder converted again, never a traceback
+    (first.folder / vllm_weights.RECORD).write_text("[[[not json")
+    assert vllm_weights.converted(gguf, str(python)) == first and calls.read_text().count("x") == 2
 
 
 def test_a_failed_conversion_names_its_log_and_leaves_no_folder(tmp_path, monkeypatch):
@@ -124,7 +128,7 @@ def test_a_failed_conversion_names_its_log_and_leaves_no_folder(tmp_path, monkey
 
     with pytest.raises(ToolFailed, match=r"failed with status 1 \(log: .*\.log\)"):
         vllm_weights.converted(gguf, str(python))
-    assert not [p for p in (tmp_path / "cache" / "vllm-weights").iterdir() if p.is_dir() and not p.name.count(".partial-")]
+    assert not [p for p in (tmp_path / "cache" / "vllm-weights").iterdir() if p.is_dir()]  # no folder, whole or partial
 
 
 #: The config.json transformers wrote for the embedded GGUF's weights (recorded with vLLM's answers).
@@ -224,3 +228,44 @@ def test_an_attached_vllm_serving_a_folder_here_is_named_from_its_config(tmp_pat
     assert served.facts["identity"] == "the served folder's config.json"
     # a server elsewhere: its root is a name only, nothing is read
     assert "config_name" not in served_facts({"id": "g270", "root": str(folder)}, {}, here=False)
+
+
+def test_a_cached_hugging_face_id_is_served_from_its_snapshot_folder(tmp_path, monkeypatch):
+    """The hub's cache links each file of a snapshot to a blob: the model is the snapshot folder."""
+    repo = tmp_path / "hub" / "models--org--small-gemma"
+    snapshot, blobs = repo / "snapshots" / "abc123", repo / "blobs"
+    snapshot.mkdir(parents=True)
+    blobs.mkdir()
+    (blobs / "c0ffee").write_text(REAL_CONFIG.read_text())
+    (blobs / "beef").write_bytes(b"0" * 16)
+    (snapshot / "config.json").symlink_to(blobs / "c0ffee")
+    (snapshot / "model.safetensors").symlink_to(blobs / "beef")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    model = model_from_weights("org/small-gemma")
+    assert model.files == {"hf_folder": str(snapshot)} and model.hf_id == "org/small-gemma" and model.name == "small-gemma"
+
+
+def test_a_model_named_before_config_facts_keeps_its_fingerprint():
+    """The digest that tells stored models apart (and lets --resume check the weights) is the
+    one computed before a served folder's config was read, for a server that says no more."""
+    from arena_core.run.identity import _fingerprint
+
+    assert _fingerprint({"served_root": "g270", "served_name": "g270"}) == "70da1380c140"
+    assert _fingerprint({"served_root": "g270", "served_name": "g270", "config_name": "Gemma 3 270m"}) != "70da1380c140"
+
+
+def test_output_parity_reads_records_as_outside_data(tmp_path):
+    """A records file edited by hand: a FIFO, bad UTF-8, nesting past any parser, an item name
+    with a newline and escapes; compare reads what it can and never hangs or fails."""
+    a, b = tmp_path / "a" / "quality" / "humaneval", tmp_path / "b" / "quality" / "humaneval"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    os.mkfifo(a / "records.jsonl")
+    assert output_parity(tmp_path / "a", tmp_path / "b", "humaneval") is None  # not read: it would block for ever
+    (a / "records.jsonl").unlink()
+    lines = [b"\xff\xfe not utf-8", b"[" * 100_000, json.dumps({"item": "evil\n\x1b[31mname", "head_tokens": [1, 2]}).encode()]
+    (a / "records.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    (b / "records.jsonl").write_bytes(json.dumps({"item": "evil\n\x1b[31mname", "head_tokens": [1, 3]}).encode() + b"\n")
+    parity = output_parity(tmp_path / "a", tmp_path / "b", "humaneval")
+    assert parity is not None and (parity.agree, parity.compared) == (0, 1)
+    assert parity.first_difference == "evil [31mname at token 2"  # one line, no escape character

@@ -74,7 +74,7 @@ def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     llama = _arena("quality", "--quality-suite", "instruction-canary", "--output", str(store), timeout=900)
     assert llama.returncode == 0, llama.stderr[-3000:]
     llama_run = Path(re.search(r"results: (\S+)", llama.stdout).group(1))
-    compared = _arena("compare", run_dir.name, llama_run.name, "--output", str(store), "--wide", timeout=120)
+    compared = _arena("compare", run_dir.name, llama_run.name, "--output", str(store), timeout=120)
     assert compared.returncode == 0, compared.stderr[-2000:]
     parity = re.search(r"instruction-canary output parity \(temperature 0\) +(\d+) of (\d+)", compared.stdout)
     assert parity and int(parity.group(2)) == 24 and int(parity.group(1)) <= 24, compared.stdout

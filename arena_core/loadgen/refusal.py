@@ -39,9 +39,10 @@ KNOWN_FIXES = (
 
 def clean_text(text: str, most: int = REASON_CHARS) -> str:
     """``text`` on one line: control characters (newlines included) as spaces, runs of spaces
-    as one, at most ``most`` characters (an ellipsis where cut), secrets redacted."""
+    as one, at most ``most`` characters (an ellipsis where cut), secrets redacted. Redacted
+    whole first (a key cut in two would not be found), then cut to a size cleaning costs little."""
+    text = redact(text)[: most * 8]
     flat = " ".join("".join(char if char.isprintable() else " " for char in text).split())
-    flat = redact(flat)
     return flat if len(flat) <= most else flat[: most - 1] + "…"
 
 
@@ -58,11 +59,11 @@ def server_reason(parsed: Any, raw: bytes = b"") -> str:
         if message is None:
             message = parsed.get("message", parsed.get("detail"))
         if message is not None and not isinstance(message, str):
-            message = json.dumps(message, ensure_ascii=False)[: REASON_CHARS * 4]
+            message = json.dumps(message, ensure_ascii=False)
         if message is None:
-            message = json.dumps(parsed, ensure_ascii=False)[: REASON_CHARS * 4]
+            message = json.dumps(parsed, ensure_ascii=False)
     elif raw:
-        message = raw[: REASON_CHARS * 4].decode("utf-8", "replace")
+        message = raw.decode("utf-8", "replace")
     return clean_text(message) if isinstance(message, str) else ""
 
 

@@ -13,18 +13,21 @@ measured quality with its interval, and the parity of their outputs at temperatu
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from attrs import frozen
 
+from arena_core.files import parse_json, read_file_bytes
+from arena_core.loadgen.refusal import clean_text
 from arena_core.types import MeasuredQuality
 
 #: How many tokens of each answer are compared (the quality records keep this many).
 HEAD_TOKENS = 64
 #: A records file is read up to this size (it holds one suite's answers).
 MAX_RECORDS_BYTES = 64 * 2**20
+#: An item's name as a table shows it.
+ITEM_CHARS = 60
 
 
 def quality_difference(a: MeasuredQuality, b: MeasuredQuality) -> tuple[float, float, float]:
@@ -53,21 +56,23 @@ class Parity:
 
 
 def _heads(path: Path) -> dict[str, tuple[int, ...]]:
-    """Each item's answer head from a suite's records (items without one left out)."""
+    """Each item's answer head from a suite's records (items without one left out). The file is
+    outside data (a store is copied between boxes, edited by hand): a regular file of at most
+    :data:`MAX_RECORDS_BYTES`, each line JSON within bounds, each item's name cleaned."""
     heads: dict[str, tuple[int, ...]] = {}
     try:
-        text = path.read_text(encoding="utf-8") if path.stat().st_size <= MAX_RECORDS_BYTES else ""
-    except OSError:
+        text = read_file_bytes(path, max_bytes=MAX_RECORDS_BYTES).decode("utf-8", "replace")
+    except (OSError, ValueError):
         return heads
     for line in text.splitlines():
         try:
-            record = json.loads(line)
+            record = parse_json(line, max_bytes=MAX_RECORDS_BYTES)
         except ValueError:
             continue
         head = record.get("head_tokens") if isinstance(record, dict) else None
         item = record.get("item") if isinstance(record, dict) else None
-        if isinstance(item, str) and isinstance(head, list) and head and all(isinstance(t, int) and not isinstance(t, bool) for t in head):
-            heads[item] = tuple(head[:HEAD_TOKENS])
+        if isinstance(item, str) and isinstance(head, list) and head and all(type(t) is int for t in head[:HEAD_TOKENS]):
+            heads[clean_text(item, ITEM_CHARS)] = tuple(head[:HEAD_TOKENS])
     return heads
 
 

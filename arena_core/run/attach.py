@@ -49,7 +49,7 @@ def what_the_server_says(props: Any, metrics_page: str | None) -> str:
         cache = (
             f"a KV cache of {tokens:,} tokens" if tokens else (f"a KV cache of {blocks * size:,} tokens" if blocks and size else f"{blocks:,} KV-cache blocks")
         )
-        if cpu_space is None:  # 0.3x states it no more, and counts a CPU's blocks as num_gpu_blocks
+        if cpu_space is None and (blocks or tokens):  # 0.3x states it no more, and counts a CPU's blocks as num_gpu_blocks
             return f"vLLM ({cache}{share}, from vllm:cache_config_info, which does not say whether on a GPU or a CPU)"
         if blocks or tokens:
             return f"vLLM on a GPU ({cache} in GPU memory{share}, from vllm:cache_config_info)"

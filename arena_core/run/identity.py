@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -101,7 +102,7 @@ def served_facts(entry: Mapping[str, Any], props: Mapping[str, Any], *, here: bo
     if (size := _count(meta.get("size"), 1e13)) is not None:
         facts["file_gb"] = round(size / 1e9, 3)
     raw_root = entry.get("root") if isinstance(entry.get("root"), str) else ""
-    if here and len(raw_root) <= 4096 and raw_root.isprintable() and (Path(raw_root) / "config.json").is_file():
+    if here and len(raw_root) <= 4096 and raw_root.isprintable() and os.path.isabs(raw_root) and os.path.isfile(os.path.join(raw_root, "config.json")):
         facts.update(_config_facts(Path(raw_root) / "config.json"))  # vLLM serving a folder on this machine
     path = props.get("model_path") if isinstance(props.get("model_path"), str) else ""
     path = path if len(path) <= 4096 and path.isprintable() else ""  # read whole: it is opened, not shown
@@ -185,8 +186,11 @@ def _last_part(path: str) -> str:
 
 
 def _fingerprint(facts: Mapping[str, Any]) -> str:
-    keys = ("served_root", "served_name", "gguf_name", "architecture", "quantisation", "params_total_b", "file_gb", "model_file", "config_name", "precision")
-    body = json.dumps({key: facts.get(key) for key in keys}, sort_keys=True)
+    keys = ("served_root", "served_name", "gguf_name", "architecture", "quantisation", "params_total_b", "file_gb", "model_file")
+    # facts read since (a served folder's config) join the digest only where present, so that
+    # a model named before keeps its fingerprint (a resume, a stored run's name)
+    later = {key: facts[key] for key in ("config_name", "precision") if facts.get(key)}
+    body = json.dumps({**{key: facts.get(key) for key in keys}, **later}, sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()[:12]
 
 

@@ -73,13 +73,19 @@ def find_config(given: str) -> Path:
     if (path / "config.json").is_file():
         return path / "config.json"
     if re.fullmatch(r"[\w.-]+/[\w.-]+", given):
-        home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
-        snapshots = home / "hub" / f"models--{given.replace('/', '--')}" / "snapshots"
-        found = sorted(snapshots.glob("*/config.json"), key=lambda p: p.stat().st_mtime) if snapshots.is_dir() else []
-        if found:
-            return found[-1].resolve()  # the cache's snapshot links to its blob
-        raise UsageError(f"--model-config: {given!r} is not in the local Hugging Face cache ({snapshots.parent}); download its config.json first")
+        return (cached_snapshot(given) / "config.json").resolve()  # the cache's snapshot links to its blob
     raise UsageError(f"--model-config: {given}: no such file (give a config.json, a folder holding one, or a model id in the Hugging Face cache)")
+
+
+def cached_snapshot(model_id: str) -> Path:
+    """The newest snapshot folder of ``model_id`` in the local Hugging Face cache that holds a
+    config.json (its files link to the cache's blobs; the folder is what a server is given)."""
+    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+    snapshots = home / "hub" / f"models--{model_id.replace('/', '--')}" / "snapshots"
+    found = sorted(snapshots.glob("*/config.json"), key=lambda p: p.stat().st_mtime) if snapshots.is_dir() else []
+    if not found:
+        raise UsageError(f"--model-config: {model_id!r} is not in the local Hugging Face cache ({snapshots.parent}); download its config.json first")
+    return found[-1].parent
 
 
 def _number(config: Mapping[str, Any], *keys: str, limit: int, default: int | None = None, assumed: list[str] | None = None) -> int | None:

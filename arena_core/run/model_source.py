@@ -15,7 +15,7 @@ import attrs
 
 from arena_core.errors import UsageError
 from arena_core.run.identity import slug
-from arena_core.run.model_config import describe, find_config, read_config
+from arena_core.run.model_config import cached_snapshot, describe, find_config, read_config
 from arena_core.types import ModelSpec
 
 _HF_ID = re.compile(r"[\w.-]+/[\w.-]+")
@@ -31,14 +31,15 @@ def model_from_weights(given: str) -> ModelSpec:
     naming ``given`` where it holds no config or no weights."""
     try:
         config = find_config(given)
-        folder = config.parent
         is_folder = Path(given).expanduser().is_dir()
+        # a cached hub id: its snapshot folder (config.json resolves into the cache's blobs)
+        folder = config.parent if is_folder else cached_snapshot(given)
         base = folder.name if is_folder else given.rsplit("/", 1)[-1]
         name = slug(base) or "local-model"
         described = describe(read_config(config), name=name, source=f"{base}/config.json")
     except UsageError as exc:
         raise UsageError(str(exc).replace("--model-config:", f"model {given}:", 1)) from None
-    if not any(folder.glob("*.safetensors")):
+    if not any(path.is_file() for path in folder.glob("*.safetensors")):
         raise UsageError(f"model {given}: {folder} holds no *.safetensors weights (vLLM serves a folder with config.json and safetensors)")
     assumed = f"; assumed: {'; '.join(described.assumptions)}" if described.assumptions else ""
     return attrs.evolve(
@@ -46,5 +47,5 @@ def model_from_weights(given: str) -> ModelSpec:
         title=base,
         hf_id="" if is_folder else given,
         description=f"read from {base}/config.json{assumed}",
-        files={"hf_folder": str(folder.resolve())},
+        files={"hf_folder": str(folder.absolute())},
     )

