@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -244,6 +245,9 @@ def test_measured_quality_ranks_compares_and_labels_the_score(tmp_path):
     runs = [row["run_id"] for row in board]
     compared = arena("compare", *runs, "--output", str(tmp_path))
     assert compared.returncode == 0 and "HumanEval (measured)" in compared.stdout and "100.0 [91.4–100.0]" in compared.stdout
+    # 100 % against 0 % of 41: the difference's interval leaves 0 far out, and the verdict says so
+    difference = re.search(r"HumanEval, A − B +([+-]\d+\.\d) points +95 % \[([+-]\d+\.\d), ([+-]\d+\.\d)\] +(A|B) better", compared.stdout)
+    assert difference and abs(float(difference.group(1))) == 100.0 and "not told apart" not in compared.stdout, compared.stdout
     card = arena("card", runs[0], "--output", str(tmp_path))
     assert "HumanEval (measured)" in card.stdout and "(Q measured)" in card.stdout
 

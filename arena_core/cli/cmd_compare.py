@@ -117,13 +117,14 @@ def _quality_rows(table: Rows, a: ModelCard, b: ModelCard) -> None:
         ma, mb = (next((m for m in card.measured_quality if m.suite == suite), None) for card in (a, b))
         benchmark = (ma or mb).benchmark if (ma or mb) else ""  # type: ignore[union-attr]
         label = f"{benchmark or suite} (measured)"
-        table.rows.append(
-            (label, *(f"{m.value:.1f} [{m.low:.1f}–{m.high:.1f}]" if m else "—" for m in (ma, mb)), verdict(ma and ma.value, mb and mb.value, HIGHER))
-        )
-        if ma and mb:
+        shown = [f"{m.value:.1f} [{m.low:.1f}–{m.high:.1f}]" if m else "—" for m in (ma, mb)]
+        if ma and mb:  # better or worse only where the difference's interval leaves out 0
             difference, low, high = quality_difference(ma, mb)
             apart = "A better" if low > 0 else "B better" if high < 0 else "not told apart (the interval holds 0)"
+            table.rows.append((label, *shown, apart))
             table.rows.append((f"{benchmark or suite}, A − B", f"{difference:+.1f} points", f"95 % [{low:+.1f}, {high:+.1f}]", apart))
+        else:
+            table.rows.append((label, *shown, "—"))
         if benchmark:
             table.add(f"{benchmark} (published)", a.published(benchmark), b.published(benchmark), _one, HIGHER)
 
