@@ -28,6 +28,7 @@ from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, P
 from arena_core.registry import Registration, Registry
 from arena_core.report import render_table
 from arena_core.results.cards import load_card, load_cards
+from arena_core.run.integrity import sha256_of
 from arena_core.run.integrity import verify as verify_run
 from arena_core.run.manifest import read_manifest
 from arena_core.run.roofline import BYTES_PER_PARAM, GGUF_TYPES, KV_CACHE_BYTES, bytes_per_param
@@ -72,6 +73,7 @@ __all__ = [
     "read_api_key",
     "read_manifest",
     "render_table",
+    "sha256_of",
     "verify_run",
     "watchdog_margin_bytes",
     "write_json_atomic",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from arena_backends import vllm_server, vllm_weights
-from arena_core import ArenaHooks, MeasuredQuality, UsageError, make_plugin_manager
+from arena_core import ArenaHooks, MeasuredQuality, UsageError, make_plugin_manager, sha256_of
 from arena_core.results.parity import output_parity, quality_difference
 from arena_core.run.model_source import model_from_weights, names_weights
 
@@ -110,7 +110,7 @@ def test_the_embedded_gguf_is_converted_once_and_kept_under_its_digest(tmp_path,
     assert first == again and calls.read_text().count("x") == 1
     assert first.folder is not None and first.folder.name.startswith("model-") and first.bytes == 8
     record = json.loads((first.folder / vllm_weights.RECORD).read_text())
-    assert record["sha256"] == vllm_weights.sha256_of(gguf) and "transformers 5.19.0" in first.said
+    assert record["sha256"] == sha256_of(gguf) and "transformers 5.19.0" in first.said
     assert not list(first.folder.parent.glob("*.partial-*"))  # written aside, then renamed whole
     # a record that cannot be believed is a folder converted again, never a traceback
     (first.folder / vllm_weights.RECORD).write_text("[[[not json")

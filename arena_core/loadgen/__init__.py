@@ -34,7 +34,7 @@ from arena_core.loadgen.refusal import refusal
 from arena_core.loadgen.sharegpt import DatasetError, load_two_turn_conversations
 from arena_core.loadgen.stats import mean, median, percentile, percentile_interval, population_std
 from arena_core.loadgen.stream import ANSWER
-from arena_core.loadgen.tools import run_reference_tool
+from arena_core.loadgen.tools import run_reference_tool, script_interpreter
 from arena_core.loadgen.verdict import verdict_for
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "cache_block_tokens",
     "cache_problem",
     "refusal",
+    "script_interpreter",
     "cache_rates",
     "chat_messages",
     "choose_codec",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from arena_core.errors import ToolFailed
@@ -30,3 +31,16 @@ def run_reference_tool(
     if completed.returncode != 0 or not report_file.exists():
         raise ToolFailed(f"{line[0]} exited with status {completed.returncode}; see {log_file}")
     return json.loads(report_file.read_text(encoding="utf-8"))
+
+
+def script_interpreter(program: Path) -> str:
+    """The Python interpreter a script's ``#!`` line names: an absolute path to a ``python*``
+    that exists, else "" (another program, a relative name looked up in the working folder)."""
+    try:
+        with open(program, "rb") as handle:
+            first = handle.readline(512).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    words = first[2:].split() if first.startswith("#!") else []
+    found = Path(words[0]) if words else None
+    return str(found) if found is not None and found.is_absolute() and found.name.startswith("python") and found.is_file() else ""

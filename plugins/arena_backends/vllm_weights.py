@@ -10,7 +10,6 @@ whole.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ from pathlib import Path
 from attrs import frozen
 
 from arena_backends.llama_cpp import gguf_file
-from arena_core import ModelSpec, ToolFailed, UsageError, read_json_file
+from arena_core import ModelSpec, ToolFailed, UsageError, read_json_file, sha256_of
 
 #: The conversion of a 270M model took 62 s on 2 cores; a 4B model's would take tens of minutes.
 CONVERT_TIMEOUT_S = 3600
@@ -88,14 +87,6 @@ def servable(model: ModelSpec, python: str) -> Weights:
             raise UsageError(f"model {model.name!r} is a GGUF file, which needs vLLM's interpreter to convert (ARENA_VLLM_PYTHON)")
         return converted(gguf_file(source), python)
     return Weights(served=model.hf_id, folder=None, bytes=0, said=f"{model.hf_id} from the Hugging Face hub or its local cache")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def converted(gguf: Path, python: str) -> Weights:

