@@ -15,6 +15,20 @@ from arena_core.run.store import index_run, new_run_dir, store_result
 from arena_core.types import Verdict, WorkloadResult
 
 
+@pytest.fixture(autouse=True)
+def _reference_host(monkeypatch):
+    """The budget's arithmetic is under test, not the machine the tests land on: a CPU host
+    measures its memory bandwidth when a run is planned (a copy on every core, which another
+    process beside the tests lowers) and estimates its dense peak from /proc/cpuinfo (an
+    AVX2-only EPYC of 2 cores: 0.16 TFLOPS, half an AVX-512 machine's), and on the slower of these
+    machines not even the smallest scale's estimate fitted 10 minutes. Both are pinned to a
+    2-core AVX-512 host, idle: 24 GB/s (24-29 measured idle on 2026-12-06) and 0.31 TFLOPS."""
+    import arena_hardware.host as host
+
+    monkeypatch.setattr(host, "measure_host_bandwidth", lambda *args, **kwargs: 24.0)
+    monkeypatch.setattr(host, "estimated_peak_tflops", lambda *args, **kwargs: 2 * 2.4e9 * 64 / 1e12)
+
+
 def plan(hooks, tmp_path, **request):
     return plan_run(RunRequest(output=tmp_path / "store", **request), load_config(None), hooks)
 
