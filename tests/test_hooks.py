@@ -99,8 +99,8 @@ def test_hook_arena_register_hardware():
 
 def test_hook_arena_register_models():
     registry = ArenaHooks(plugin_manager_with(builtins=("arena_models",))).registry
-    assert list(registry.models)[:4] == ["qwen3.6-35b-a3b", "qwen3.5-0.8b", "qwen3.6-27b", "gemma-3-270m"]
-    assert len(registry.models) == 18  # and the seed cohort's fourteen other checkpoints (arena_models.cohort)
+    assert list(registry.models)[:5] == ["qwen3.6-35b-a3b", "qwen3.5-0.8b", "qwen3.6-27b", "gemma-3-270m", "gemma-3-270m-bf16"]
+    assert len(registry.models) == 19  # and the seed cohort's fourteen other checkpoints (arena_models.cohort)
 
 
 def test_hook_arena_register_scorers():
