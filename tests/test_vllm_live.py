@@ -12,6 +12,7 @@ saying why, where no vLLM is installed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -35,7 +36,8 @@ pytestmark = pytest.mark.skipif(FOUND.startswith("none"), reason=f"no vLLM insta
 
 
 def _arena(*args: str, timeout: int) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout)
+    # wide: a table's long labels (an output-parity row) stay on one line for the checks below
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
