@@ -173,3 +173,22 @@ def test_two_workloads_with_one_seed_draw_their_prompts_from_different_offsets()
     rag, long_context = asyncio.run(firsts("rag-8k", 160)), asyncio.run(firsts("long-context-25k", 537))
     assert not set(rag) & set(long_context)
     assert asyncio.run(firsts("rag-8k", 160)) == rag  # each workload's prompts are still reproducible
+
+
+def test_the_intended_cache_rate_is_counted_in_the_server_s_whole_blocks():
+    """vLLM finds a prefix 128 tokens at a time on its CPU build: a second turn whose first turn
+    was 300 tokens intends 256 of them there, 300 on a server that caches token by token."""
+    from arena_core.loadgen.cache_state import cache_metrics, cache_problem
+    from arena_core.types import RequestRecord
+
+    def record(turn: int, prompt: int, cached: int) -> RequestRecord:
+        return RequestRecord(
+            workload="multi-turn", http_status=200, sent_ns=0, first_byte_ns=1, end_ns=2, run_index=1, request_index=0, turn_index=turn,
+            prompt_tokens_server=prompt, completion_tokens_server=0, cached_prompt_tokens_server=cached,
+        )  # fmt: skip
+
+    turns = [record(0, 300, 0), record(1, 600, 256)]
+    blocked = cache_metrics(turns, block=128)
+    assert blocked["prompt_cache_hit_rate_intended"] == 256 / 900 and blocked["prompt_cache_block_tokens"] == 128
+    assert cache_problem(blocked) == ""
+    assert cache_metrics(turns)["prompt_cache_hit_rate_intended"] == 300 / 900
