@@ -29,6 +29,8 @@ class ArenaHooks:
     def __init__(self, pm: ArenaPluginManager) -> None:
         self.pm = pm
         self._registry: Registry | None = None
+        #: command name -> the plugin that added it, once :meth:`register_commands` ran
+        self.command_plugins: dict[str, str] = {}
 
     # --- collect ---------------------------------------------------------------------------
 
@@ -44,7 +46,8 @@ class ArenaHooks:
         return self._registry
 
     def register_commands(self, cli: click.Group) -> None:
-        """Let each plugin add commands; a name already taken keeps its first command."""
+        """Let each plugin add commands; a name already taken keeps its first command. Which
+        plugin added each is kept in :attr:`command_plugins` (``arena list commands``)."""
         for impl in self._impls("arena_register_commands", call_order=False):
             before = dict(cli.commands)
             succeeded, _ = self._guarded(impl, self._call, impl, cli=cli)
@@ -56,6 +59,7 @@ class ArenaHooks:
                 if cli.commands[name] is not command:
                     cli.commands[name] = command
                     self.pm.report(impl.plugin_name, f"command {name!r} is already taken; skipped")
+            self.command_plugins.update({name: impl.plugin_name for name in cli.commands if name not in before})
 
     # --- firstresult -----------------------------------------------------------------------
 

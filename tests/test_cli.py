@@ -54,6 +54,23 @@ def test_list_shows_name_description_and_plugin(pm, kind):
     assert all(row["plugin"].startswith("arena_") for row in rows)
 
 
+def test_list_without_a_kind_lists_every_kind_the_hookspecs_define(pm):
+    """A kind added to the hookspecs (any ``arena_register_*`` hook) without ``arena list``
+    knowing it fails here: quality suites and commands were missing from its help and listing."""
+    import arena_core.hookspecs as hookspecs
+
+    defined = {name for name in vars(hookspecs) if name.startswith("arena_register_")}
+    listed = json.loads(run_cli(pm, ["list", "--json"]).stdout)
+    assert {kind["hook"] for kind in listed} == defined
+    by_kind = {kind["kind"]: kind["items"] for kind in listed}
+    assert {row["name"] for row in by_kind["quality-suites"]} == {"humaneval", "instruction-canary"}
+    assert {"run": "arena_core.cli.builtin_commands"}.items() <= {row["name"]: row["plugin"] for row in by_kind["commands"]}.items()
+    helped = run_cli(pm, ["list", "--help"]).stdout
+    assert all(kind["kind"] in helped for kind in listed)
+    table = run_cli(pm, ["list"]).stdout
+    assert all(f"{kind['kind']} ({len(kind['items'])}; plugins add them with {kind['hook']})" in table for kind in listed)
+
+
 def test_list_table_and_empty_kind(pm):
     table = run_cli(pm, ["list", "workloads"]).stdout
     assert table.splitlines()[0].split() == ["name", "description", "plugin"]
@@ -82,7 +99,7 @@ def test_show_model_marks_missing_quality_scores(pm):
     [
         (["show", "workload", "chatt"], "unknown workload 'chatt' (known: chat, rag-8k"),
         (["show", "hardware", "tpu"], "unknown hardware 'tpu' (known: cpu-host, gb10, h100-sxm"),
-        (["list", "gpus"], "unknown kind 'gpus' (known: workloads, runners, backends, hardware, models, scorers, predictors, quality-suites)"),
+        (["list", "gpus"], "unknown kind 'gpus' (known: workloads, runners, backends, hardware, models, scorers, predictors, quality-suites, commands)"),
         (["--config", "absent.toml", "list", "models"], "absent.toml"),
         (["plugins", "--colour"], "No such option '--colour'"),
     ],

@@ -295,3 +295,25 @@ def test_a_seed_model_the_catalog_knows_better_shows_the_catalogs_precision_besi
     assert ("precision", "FP8 (Arena's catalog; the source says BF16)") in model_rows(eight)
     assert eight.model_title.endswith("(FP8)") and eight.model_memory_estimated and eight.model_memory_gb == 8.0
     assert ("precision", "BF16") in model_rows(cards["qwen-3.5-2b-bf16"])  # where the two agree, the source's words
+
+
+def test_an_extra_workload_is_counted_apart_on_every_page(tmp_path, hooks):
+    """One rule for "benches": the standard suite's count, an optional tenth apart. The
+    leaderboard said "10/9" where the card said "9/9"."""
+    from arena_core.cli.cmd_leaderboard import _ranked_table
+    from arena_core.report.model_card import big_figures, header_rows
+    from arena_core.results.leaderboard import rank, row_dict
+
+    import_file(seed_cards_path(), tmp_path, hooks.registry, workload=None, model=None, hardware=None, backend="vllm")
+    cards, _ = load_cards(tmp_path, hooks.registry)
+    card = next(c for c in cards if len(c.measured_benches) == 9)
+    tenth = attrs.evolve(card.workload("chat"), name="ttft-cache-states")
+    card = attrs.evolve(card, workloads=(*card.workloads, tenth))
+    assert card.benches() == "9/9 + 1 extra" and card.extra_benches == ("ttft-cache-states",)
+    score = ArenaScorer().score(card)
+    rows = rank([card], {card.run_id: score})
+    assert row_dict(rows[0])["benches"] == "9/9 + 1 extra"
+    _, table = _ranked_table(rows, {card.run_id: "r1"}, lambda c: None, wide=False)
+    assert "9/9 + 1 extra" in table[0]
+    assert ("benches measured", "9/9 + 1 extra") in header_rows(card, {"arena": score})
+    assert any(figure[1] == "9/9 + 1 extra" for figure in big_figures(card, {"arena": score}))

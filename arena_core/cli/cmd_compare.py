@@ -87,7 +87,7 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
     if a.model_memory_gb is not None or b.model_memory_gb is not None:  # "estimated" on the figure that is, not the row
         shown = (_gb(card.model_memory_gb) + (" (estimated)" if card.model_memory_estimated and card.model_memory_gb is not None else "") for card in (a, b))
         table.rows.append(("memory", *shown, verdict(a.model_memory_gb, b.model_memory_gb, LOWER)))  # type: ignore[arg-type]
-    table.add(f"benches of {len(a.expected)}", *(float(sum(1 for n in card.expected if card.workload(n))) for card in (a, b)), lambda v: f"{v:.0f}", HIGHER)
+    table.add(f"benches of {len(a.expected)}", *(float(len(card.measured_benches)) for card in (a, b)), lambda v: f"{v:.0f}", HIGHER)
     _quality_rows(table, a, b)
     _parity_rows(table, store, a, b)
     found = [capacity_found(capacity_probes(card))[0] for card in (a, b)]

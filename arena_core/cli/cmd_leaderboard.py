@@ -164,7 +164,7 @@ def _ranked_table(
             f"{score.quality:.1f}" + ("m" if score.quality_source == "measured" else "") if score.quality is not None else "—",
             f"{score.performance:.1f}",
             f"{memory:.1f} GB" + ("*" if row.card.model_memory_estimated else "") if memory is not None else "—",
-            f"{len(row.card.workloads)}/{len(row.card.expected)}",
+            row.card.benches(),
             short[row.card.run_id],
         ]
         if wide:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from arena_core.report.text import render_table, wrap_text
-from arena_core.types import WorkloadResult
+from arena_core.types import WorkloadResult, benches_count
 
 
 def _ttft(seconds: float | None) -> str:
@@ -47,7 +47,6 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
     if any(r.metrics.get("energy_per_1k_output_tokens_j") is not None for r in results):  # only where a probe reads energy
         headers.insert(6, "J / 1k tokens")
         rows = [(*row[:6], _energy(by_name.get(row[0])), *row[6:]) for row in rows]
-    measured = sum(1 for name in expected if name in by_name)
     common = [note for note in rows[0][-1].split("; ") if note and all(note in row[-1].split("; ") for row in rows)] if rows else []
     if common:  # said once under the table, not on every row
         rows = [(*row[:-1], "; ".join(note for note in row[-1].split("; ") if note not in common)) for row in rows]
@@ -59,7 +58,7 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
         "bw eff.: decode's share of the memory-bandwidth ceiling; ok: requests answered of those sent",
         *(f"every workload: {note}" for note in common),
     ]
-    return f"{title}  (benches measured {measured}/{len(expected)})\n{table}\n" + "\n".join(wrap_text(line, hanging="  ") for line in legend)
+    return f"{title}  (benches measured {benches_count(expected, by_name)})\n{table}\n" + "\n".join(wrap_text(line, hanging="  ") for line in legend)
 
 
 def _memory(metrics: Mapping[str, float | None], server_memory: bool) -> str:

@@ -158,7 +158,6 @@ def energy_rows(card: ModelCard) -> list[tuple[str, str]]:
 def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str, str]]:
     """The card's headline: the score per profile, the seed's Throughput (mean G) and efficiency,
     chat throughput, model memory, benches measured."""
-    measured = sum(1 for name in card.expected if card.workload(name) is not None)
     throughput, count = throughput_headline(card)
     efficiency = throughput / card.model_memory_gb if throughput is not None and card.model_memory_gb else None
     cohort = next((found for score in scores.values() if (found := score.cohort)), None)
@@ -169,7 +168,7 @@ def header_rows(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
         ("efficiency (G per GB of model memory)", f"{fmt_tps(efficiency)} tok/s/GB"),
         (headline_label(card), f"{fmt_tps(headline_tps(card))} tok/s"),
         ("model memory", f"{card.model_memory_gb:.1f} GB" if card.model_memory_gb is not None else "—"),
-        ("benches measured", f"{measured}/{len(card.expected)}"),
+        ("benches measured", card.benches()),
     ]
 
 
@@ -291,7 +290,6 @@ def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
     if first and first[1].ranked_alone:
         first = next(((name, score) for name, score in scores.items() if score.cohort is None and score.value is not None), first)
     throughput, count = throughput_headline(card)
-    measured = sum(1 for name in card.expected if card.workload(name) is not None)
     memory = card.model_memory_gb
     if first is None:
         what = "no scorer"
@@ -303,7 +301,7 @@ def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
         ("score", f"{first[1].value:.1f}" if first and first[1].value is not None else "—", what),
         ("throughput", f"{fmt_tps(throughput)} tok/s", f"G, mean of {count} workloads"),
         ("memory", f"{memory:.1f} GB" if memory is not None else "—", "estimated: weights" if card.model_memory_estimated else "model memory"),
-        ("benches", f"{measured}/{len(card.expected)}", "workloads measured"),
+        ("benches", card.benches(), "workloads of the standard suite measured"),
     ]
 
 

@@ -286,9 +286,8 @@ def summary_lines(card: ModelCard, findings: Sequence[str]) -> list[str]:
             + (f", first token in {fmt_seconds(line.ttft_p50_s)}" if line.ttft_p50_s is not None else "")
         )
     throughput, count = throughput_headline(card)
-    measured = sum(1 for name in card.expected if card.workload(name))
     if throughput is not None:
-        first.append(f"{fmt_tps(throughput)} tok/s mean throughput over {count} workloads ({measured}/{len(card.expected)} measured).")
+        first.append(f"{fmt_tps(throughput)} tok/s mean throughput over {count} workloads ({card.benches()} measured).")
     said = [f for f in findings if f.startswith(("Prefill wall", "Saturated", "Served"))] or [f for f in findings if not f.startswith("Did not")]
     if not first and (probes := capacity_probes(card)):
         first.append(f"A capacity search of {len(probes)} probes, not the standard workloads: {capacity_headline(card)}")

@@ -63,10 +63,10 @@ def _fmt_s(seconds: float) -> str:
 
 def findings(card: ModelCard, others: Sequence[ModelCard] = ()) -> list[str]:
     found: list[str] = []
-    missing = [name for name in card.expected if card.workload(name) is None]
+    missing = [name for name in card.expected if name not in card.measured_benches]
     searched_only = len(missing) == len(card.expected) and any(line.custom.startswith(PROBE_LABEL) for line in card.workloads)
     if missing and not searched_only:  # a capacity search measures none of the suite, by design
-        found.append(f"Did not complete: {', '.join(missing)} ({len(card.expected) - len(missing)}/{len(card.expected)} workloads measured).")
+        found.append(f"Did not complete: {', '.join(missing)} ({card.benches()} workloads measured).")
     for line in card.workloads:
         if not line.valid:
             found.append(f"{line.name} is invalid: {'; '.join(line.reasons) or 'see the result'}.")

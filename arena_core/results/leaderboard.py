@@ -95,6 +95,6 @@ def row_dict(row: Row) -> dict[str, Any]:
         "profile": row.score.profile,
         "model_memory_gb": row.card.model_memory_gb,
         "model_memory_estimated": row.card.model_memory_estimated,
-        "benches": f"{len(row.card.workloads)}/{len(row.card.expected)}",
+        "benches": row.card.benches(),
         "labels": list(row.labels),
     }

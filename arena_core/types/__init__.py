@@ -6,7 +6,18 @@ One module per hook kind; every name is importable from here.
 """
 
 from arena_core.types.backends import Backend, BackendRequest, BackendSpec, EmbeddedRun, EndpointSettings, PrecisionPath, Scheduling, version_numbers
-from arena_core.types.cards import SERVER_COUNTS, CardLayout, CardSlo, CardWorkload, HardwareRoofs, ModelCard, ModelFacts, ServerSettings, WorkloadLegend
+from arena_core.types.cards import (
+    SERVER_COUNTS,
+    CardLayout,
+    CardSlo,
+    CardWorkload,
+    HardwareRoofs,
+    ModelCard,
+    ModelFacts,
+    ServerSettings,
+    WorkloadLegend,
+    benches_count,
+)
 from arena_core.types.hardware import HardwareDetection, HardwareProfile
 from arena_core.types.models import ModelArchitecture, ModelSpec, QualityScore
 from arena_core.types.names import NAME_PATTERN, LatencyMode, LoopKind
@@ -83,6 +94,7 @@ __all__ = [
     "ToolAvailability",
     "Verdict",
     "WorkloadLegend",
+    "benches_count",
     "WorkloadPrediction",
     "WorkloadResult",
     "WorkloadShape",

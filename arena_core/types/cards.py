@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import field, frozen
@@ -216,6 +216,14 @@ class CardLayout:
         return next((label for label, name in self.totals if name == workload), workload)
 
 
+def benches_count(expected: Sequence[str], measured: Iterable[str]) -> str:
+    """The benches a run measured, as every page counts them: of the standard suite ``expected``
+    ("9/9"), the extras apart ("9/9 + 1 extra"), never an extra counted into the suite."""
+    done = set(measured)
+    extra = len(done - set(expected))
+    return f"{sum(1 for name in expected if name in done)}/{len(expected)}" + (f" + {extra} extra" if extra else "")
+
+
 @frozen(kw_only=True)
 class ModelCard:
     """What a model card shows and a scorer reads: one run of one model on one machine.
@@ -271,6 +279,20 @@ class ModelCard:
 
     def workload(self, name: str) -> CardWorkload | None:
         return next((w for w in self.workloads if w.name == name), None)
+
+    @property
+    def measured_benches(self) -> tuple[str, ...]:
+        """The standard suite's workloads this run measured (an extra one is not of them)."""
+        return tuple(name for name in self.expected if self.workload(name) is not None)
+
+    @property
+    def extra_benches(self) -> tuple[str, ...]:
+        """The workloads measured beside the standard suite (an optional one, a capacity probe)."""
+        return tuple(line.name for line in self.workloads if line.name not in self.expected)
+
+    def benches(self) -> str:
+        """The one count every page shows (:func:`benches_count`)."""
+        return benches_count(self.expected, [line.name for line in self.workloads])
 
     def quality_basis(self) -> tuple[tuple[float, ...], str]:
         """The quality figures a score's Q averages, and their kind: the published scores where
