@@ -69,6 +69,22 @@ def test_natural_keys_change_only_for_the_cells_a_setting_touches(tmp_path, regi
     assert changed == {"gemma-3-270m · openai · gb10 · chat"}  # the llama.cpp cell keeps its key: it would not run again
 
 
+def test_two_entries_of_one_backend_on_one_box_get_two_labels(tmp_path, registry):
+    """Two servers of one backend on one kind of box (two vLLM versions, two addresses) were the
+    same "gemma-3-270m · openai · gb10 · chat" in the plan, the progress and the summary."""
+    from arena_core.testing import run_cli
+    from arena_fleet.matrix import cells_of, load_matrix
+
+    two = rig_backend("http://127.0.0.1:9") + rig_backend("http://127.0.0.1:10") + 'version = "rig 2"\n'
+    cells = cells_of(load_matrix(write_matrix(tmp_path / "m.toml", LLAMA + two), registry), registry)
+    labels = [cell.label() for cell in cells]
+    assert len(set(labels)) == 3 and labels[0] == "gemma-3-270m · llama-cpp · cpu-host · chat"
+    assert labels[1] == "gemma-3-270m · openai · gb10 · chat (version unset, base_url http://127.0.0.1:9)"
+    assert labels[2] == "gemma-3-270m · openai · gb10 · chat (version rig 2, base_url http://127.0.0.1:10)"
+    planned = run_cli(make_plugin_manager(autoload=False), ["matrix", "plan", str(tmp_path / "m.toml"), "--output", str(tmp_path / "store")])
+    assert planned.exit_code == 0 and all(label in planned.stdout for label in labels[1:]), planned.stdout
+
+
 def _packed(entries: list[tuple[str, bytes | None, str]]) -> bytes:
     """A gzipped tar of (name, content, kind) with kind "file", "dir" or "symlink" (content: the target)."""
     buffer = io.BytesIO()

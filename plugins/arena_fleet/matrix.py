@@ -100,6 +100,9 @@ class Cell:
     workloads: tuple[str, ...]
     scale: float | None
     repeat: int
+    #: what tells this cell from another of the same label (two entries of one backend on one
+    #: box): the backend settings in which they differ, set by :func:`cells_of`; "" when unique
+    distinct: str = ""
 
     @property
     def resource(self) -> str:
@@ -109,7 +112,7 @@ class Cell:
     def label(self) -> str:
         sets = ",".join(self.workloads) or "all workloads"
         again = f" #{self.repeat + 1}" if self.repeat else ""
-        return f"{self.model} · {self.backend.name} · {self.hardware} · {sets}{again}"
+        return f"{self.model} · {self.backend.name} · {self.hardware} · {sets}{again}" + (f" ({self.distinct})" if self.distinct else "")
 
     def natural_key(self) -> str:
         """The cell's identity across matrix files and runs of ``arena matrix``."""
@@ -218,7 +221,23 @@ def cells_of(spec: MatrixSpec, registry: Registry, source: str = "the matrix") -
                         if (first := seen.setdefault(cell.natural_key(), place)) != place:
                             raise ConfigError(f"{first} and {place} are the same cell ({cell.label()}): name it once", source=source, path=None)
                         cells.append(cell)
-    return cells
+    return _told_apart(cells)
+
+
+def _told_apart(cells: list[Cell]) -> list[Cell]:
+    """Each cell whose label another shares, labelled with the backend settings in which they
+    differ ("version vllm 0.33", "base_url http://b:8000"): a plan, its progress and its summary
+    name every cell once."""
+    by_label: dict[str, list[Cell]] = {}
+    for cell in cells:
+        by_label.setdefault(cell.label(), []).append(cell)
+    named: dict[int, str] = {}
+    for same in (group for group in by_label.values() if len(group) > 1):
+        settings = [CONVERTER.unstructure(cell.backend) for cell in same]
+        differing = [key for key in settings[0] if key not in ("name", "hardware") and len({json.dumps(s[key]) for s in settings}) > 1]
+        for cell, setting in zip(same, settings):
+            named[id(cell)] = ", ".join(f"{key} {setting[key] if setting[key] not in (None, '') else 'unset'}" for key in differing)
+    return [attrs.evolve(cell, distinct=named[id(cell)]) if id(cell) in named else cell for cell in cells]
 
 
 # --- the ledger of finished cells ------------------------------------------------------------
