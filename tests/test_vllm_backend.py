@@ -3,6 +3,7 @@ model and hardware, health wait, memory figures from the log, a clean stop."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -94,7 +95,9 @@ def test_a_server_that_dies_while_starting_is_no_usage_error(tmp_path, monkeypat
 
     wrapper = tmp_path / "bin" / "vllm"
     wrapper.parent.mkdir()
-    wrapper.write_text("#!/bin/sh\necho 'CUDA error: out of memory' >&2\nexit 3\n")
+    # as vLLM dies: a traceback, its error line, then a goodbye after it
+    said = ["INFO starting", "Traceback (most recent call last):", '  File "api_server.py", line 3, in <module>', "RuntimeError: CUDA error: out of memory"]
+    wrapper.write_text("#!/bin/sh\n" + "".join(f"echo '{line}' >&2\n" for line in [*said, "INFO shutting down", "INFO bye"]) + "exit 3\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrapper.parent}:{__import__('os').environ['PATH']}")
     result = run_cli(
@@ -102,4 +105,8 @@ def test_a_server_that_dies_while_starting_is_no_usage_error(tmp_path, monkeypat
     )
     assert result.exit_code == ToolFailed.exit_code == 6
     line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("arena: error: the server exited with status 3 while starting") and "CUDA error: out of memory" in line
+    assert line.startswith("arena: error: the server exited with status 3 while starting: RuntimeError: CUDA error: out of memory (its log: "), line
+    assert "Traceback" not in line and "shutting down" not in line
+    log = Path(line.rsplit("(its log: ", 1)[1].rstrip(")"))
+    assert log.is_file() and log.parent.parent == tmp_path / "out" and "INFO bye" in log.read_text()  # kept, in the run's folder
+    assert json.loads((log.parent / "manifest.json").read_text())["status"] == "failed"

