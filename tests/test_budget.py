@@ -3,6 +3,7 @@ default chooses its scale to fit its budget (issue 31, "the main job in a stated
 
 from __future__ import annotations
 
+import attrs
 import click
 import pytest
 
@@ -121,3 +122,47 @@ def test_a_run_with_an_estimate_says_one_time_not_two(hooks, tmp_path):
     said = expected_work(default.workloads, closed_loop_guess=default.expected is None)
     assert "requests" in said and "arrival schedules" in said and "tok/s per user" not in said
     assert "at 50 tok/s per user" in expected_work(default.workloads)  # no estimate: the rough one, its speed said
+
+
+def test_a_run_behind_its_budget_shrinks_the_workloads_still_to_run(hooks, tmp_path):
+    """Where the first workloads took three times their estimate, the rest run at the scale that
+    fits the time left, and the change is said; a run on time changes nothing."""
+    from arena_core.run.budget import FINISH_S, PER_WORKLOAD_S, BudgetKeeper, simulated_seconds
+
+    planned = plan(hooks, tmp_path, budget_s=1800)
+    timing, clock = planned.timing, [0.0]
+    assert timing is not None and planned.scale > 0.02 and len(planned.unscaled) == len(planned.workloads) == 9
+    keeper = BudgetKeeper(timing, 1800.0, lambda: clock[0])
+    first = planned.workloads[:2]
+    slow = [(spec, PER_WORKLOAD_S + 3 * timing.slowdown * simulated_seconds(spec, timing.predictor, timing.setup)) for spec in first]
+    on_time = [(spec, PER_WORKLOAD_S + timing.slowdown * simulated_seconds(spec, timing.predictor, timing.setup)) for spec in first]
+    clock[0] = sum(wall for _, wall in on_time) + planned.backend.start_s
+    assert keeper.rescale(on_time, planned.unscaled[2:], planned.scale) is None and keeper.changes == []
+    clock[0] = sum(wall for _, wall in slow) + planned.backend.start_s
+    smaller = keeper.rescale(slow, planned.unscaled[2:], planned.scale)
+    assert smaller is not None and smaller < planned.scale
+    rest = attrs.evolve(timing, slowdown=3 * timing.slowdown).expected([spec.scaled(smaller) for spec in planned.unscaled[2:]])
+    assert rest.workloads_s + rest.quality_s <= 1800 - clock[0] - FINISH_S  # what is left fits
+    assert keeper.changes == [
+        f"the last 7 workloads ran at x{smaller:g}, not x{planned.scale:g}: the first ones took x{3 * timing.slowdown:.2f} the predictor's time, "
+        f"not the x{timing.slowdown:.2f} estimated"
+    ]
+
+
+def test_each_quality_suite_gets_its_share_of_the_time_left(hooks, tmp_path):
+    from arena_core.run.budget import FINISH_S, BudgetKeeper
+
+    planned = plan(hooks, tmp_path)
+    humaneval, canary = planned.quality
+    keeper = BudgetKeeper(planned.timing, 600.0, lambda: 400.0)
+    first = keeper.quality_limit(humaneval, planned.quality, full=False)
+    assert 0 < first < 600 - 400 - FINISH_S
+    assert keeper.quality_limit(canary, planned.quality[1:], full=False) == pytest.approx(600 - 400 - FINISH_S)  # the last suite: all that is left
+
+
+def test_an_estimate_over_its_budget_gives_the_quality_phase_what_is_left(hooks, tmp_path):
+    """At the smallest scale the workloads fit a 4-minute budget but quality does not: the time
+    said before the run starts is the budget's, quality's share cut and said to be."""
+    planned = plan(hooks, tmp_path, budget_s=240)
+    assert planned.scale == 0.01 and planned.expected is not None and planned.expected.quality_cut
+    assert planned.expected.total_s == pytest.approx(240) and "what the budget leaves it" in planned.expected.describe()

@@ -144,19 +144,22 @@ def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
 
 
 @pytest.mark.slow
-def test_embedded_run_measures_quality_and_ends_with_a_score(tmp_path):
-    """``arena run --quality`` on the real embedded server: HumanEval's subset completed through
-    llama.cpp's /v1/completions and graded in the sandbox, the canary through its chat API, each
-    a figure with its interval, and the run ends with an Arena score that uses them (labelled)."""
+def test_embedded_run_measures_quality_within_its_budget_and_ends_with_a_score(tmp_path):
+    """``arena run --quality --budget 2m`` on the real embedded server: HumanEval's subset
+    completed through llama.cpp's /v1/completions and graded in the sandbox, the canary through
+    its chat API, each a figure with its interval, and the run ends with an Arena score that uses
+    them (labelled). The subset's answers take minutes on 2 cores: to keep the budget HumanEval
+    asks what it can answer in its share of the time left, and the card says so."""
     import json
     import subprocess
     import sys
 
-    argv = [sys.executable, "-m", "arena_core", "run", "--workloads", "chat", "--scale", "0.02", "--quality", "--output", str(tmp_path)]
+    argv = [sys.executable, "-m", "arena_core", "run", "--workloads", "chat", "--budget", "2m", "--quality", "--output", str(tmp_path)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     figure = r"\d+\.\d \[\d+\.\d–\d+\.\d\]"
-    assert re.search(rf"quality, HumanEval \(measured\): {figure} \(pass@1 on 41 of 164 items \(a subset\)", done.stdout), done.stdout
+    asked = re.search(rf"quality, HumanEval \(measured\): {figure} \(pass@1 on (\d+) of 164 items \(a subset\)", done.stdout)
+    assert asked and 1 <= int(asked.group(1)) < 41, done.stdout
     assert re.search(rf"quality, instruction-canary \(measured\): {figure}", done.stdout), done.stdout
     assert re.search(r"Arena score \(aggregate, arena-score/1\): \d+\.\d.*\(Q measured\)", done.stdout), done.stdout
     # no GPU: the memory shown is the server's own processes', not the whole machine's
@@ -165,9 +168,13 @@ def test_embedded_run_measures_quality_and_ends_with_a_score(tmp_path):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     humaneval = next(m for m in manifest["measured_quality"] if m["suite"] == "humaneval")
     assert "completing each function" in humaneval["method"] and humaneval["isolation"] == ""
+    change = f"quality humaneval on {humaneval['items']} of its 41 items, in the "
+    assert manifest["budget_s"] == 120 and any(said.startswith(change) for said in manifest["budget_changes"]), manifest["budget_changes"]
+    assert f"to keep the budget: {change}" in done.stderr
     assert manifest["model_facts"]["gguf_name"] == "Gemma 3 270m" and manifest["model_facts"]["quantisation"] == "Q4_K_M"
     card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert "HumanEval (measured)" in card.stdout and "Q4_K_M" in card.stdout
+    assert f"to keep it, {change}" in " ".join(card.stdout.split()), card.stdout
 
 
 @pytest.mark.slow

@@ -275,3 +275,28 @@ def test_an_answer_is_cut_at_every_stop_sequence_though_the_server_takes_four():
     body = "    return a + b\n# a comment the fifth stop ends on\ndef other(): pass\n"
     assert cut_at_stop(body, STOP) == "    return a + b"
     assert cut_at_stop("    return 1\n", STOP) == "    return 1\n" and cut_at_stop("", STOP) == ""
+
+
+def test_a_suite_under_a_time_limit_asks_only_what_it_can_answer_in_it(tmp_path):
+    """A run's budget leaves HumanEval 8 s (its grading kept aside): the answers take about a
+    second each, so it asks what comes back in time, grades those, and says how many it asked;
+    the figure and its interval are of the items measured."""
+    from arena_core import Endpoint, QualityRequest
+    from arena_quality import humaneval
+
+    said: list[str] = []
+    answered: list[tuple[int, int]] = []
+    with FakeServerProcess(["--decode-gap-ms", "20", "--code-answers", "canonical"]) as server:
+        request = QualityRequest(
+            endpoint=Endpoint(base_url=server.url, model="rig"),
+            output_dir=tmp_path,
+            full=False,
+            request_timeout_s=60,
+            progress=said.append,
+            time_limit_s=8.0,
+            on_item=lambda done, total: answered.append((done, total)),
+        )
+        measured = humaneval.run(request)
+    assert 4 <= measured.items < 41 and measured.of_total == 164 and measured.value == 100.0
+    assert f"quality: humaneval: {measured.items} of the 41 items asked in the 8 s the run's budget left" in said
+    assert answered[-1] == (measured.items, 41) and len((tmp_path / "records.jsonl").read_text().splitlines()) == measured.items

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from arena_core.config import ArenaConfig, load_config
@@ -18,6 +19,8 @@ class CliApp:
         self.config_path: Path | None = None
         self.debug = False
         self._config: ArenaConfig | None = None
+        #: when the command began (``time.monotonic()``): a run's budget counts from here
+        self.started = time.monotonic()
 
     @property
     def config(self) -> ArenaConfig:

@@ -124,7 +124,7 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
             names = request.workloads or config.run.workloads or default_workloads(registry)
             config = with_settings(config, settings, [registry.get("workloads", name) for name in names])
     plan = plan_run(request, config, app.hooks)
-    started = time.perf_counter()
+    started = app.started  # the budget counts from the command's start, its planning included
     # On a terminal a live line shows requests done, tokens/s and time left; elsewhere (a log
     # file, CI) only the plain progress lines are written.
     live = LiveLine() if sys.stderr.isatty() else None
@@ -132,13 +132,13 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
     def progress(line: str) -> None:
         if live:
             live.clear()
-        echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
+        echo(f"[{time.monotonic() - started:6.0f} s] {line}", err=True)
 
     with stopped_like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
-        run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None)
+        run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None, started=started)
     if live:
         live.clear()
-    _print_outcome(plan, run_dir, results, time.perf_counter() - started, app.hooks)
+    _print_outcome(plan, run_dir, results, time.monotonic() - started, app.hooks)
 
 
 def _recorded_config(recorded: Any, current: ArenaConfig) -> ArenaConfig:

@@ -20,18 +20,21 @@ class LiveLine:
         self._rate = 0.0
         self._visible = False
 
-    def update(self, workload: str, done: int, total: int, tokens: int) -> None:
+    def update(self, workload: str, done: int, total: int, tokens: int | None) -> None:
+        """``done`` of ``total`` requests of ``workload`` (or a quality suite's items: then
+        ``tokens`` is None and no rate is shown)."""
         now = time.monotonic()
         if workload != self._workload:
             self._workload, self._started, self._last_tokens, self._last_time, self._rate = workload, now, tokens, now, 0.0
         if now - self._drawn < self.interval_s and done < total:
             return
-        if now > self._last_time:
+        if tokens is not None and now > self._last_time:
             self._rate = (tokens - self._last_tokens) / (now - self._last_time)
             self._last_tokens, self._last_time = tokens, now
         elapsed = now - self._started
         eta = f"{elapsed / done * (total - done):.0f} s left" if done else "starting"
-        self.stream.write(f"\r\033[K{workload}: {done}/{total} requests, {self._rate:.0f} tok/s, {eta}")
+        said = f"{done}/{total} requests, {self._rate:.0f} tok/s" if tokens is not None else f"{done}/{total} items answered"
+        self.stream.write(f"\r\033[K{workload}: {said}, {eta}")
         self.stream.flush()
         self._drawn, self._visible = now, True
 

@@ -278,7 +278,9 @@ def time_line(card: ModelCard) -> str:
     if card.expected_s is not None:
         parts.append(f"expected {minutes(card.expected_s)} before it started")
     if card.budget_s:
-        parts.append(f"budget {minutes(card.budget_s)}, the scale x{card.scale:g} chosen to fit it")
+        chosen = max((line.scale for line in card.workloads), default=card.scale)  # the plan's; a workload the budget shrank says so below
+        parts.append(f"budget {minutes(card.budget_s)}, the scale x{chosen:g} chosen to fit it")
+        parts += [f"to keep it, {change}" for change in card.budget_changes]
     return "Time: " + "; ".join(parts) + "." if parts else ""
 
 

@@ -52,13 +52,23 @@ class Expected:
     slowdown: float
     basis: str
 
+    #: the quality phase is given only what the budget leaves it (fewer items than its subset)
+    quality_cut: bool = False
+
     @property
     def total_s(self) -> float:
         return self.workloads_s + self.quality_s + self.startup_s
 
+    def within(self, budget_s: float) -> Expected:
+        """This estimate where it overruns ``budget_s``: the quality phase gets what is left."""
+        if self.total_s <= budget_s or not self.quality_s:
+            return self
+        return attrs.evolve(self, quality_s=max(0.0, budget_s - self.workloads_s - self.startup_s), quality_cut=True)
+
     def describe(self) -> str:
+        cut = ", what the budget leaves it: fewer items than its subset" if self.quality_cut else ""
         return (
-            f"about {minutes(self.total_s)} (workloads {minutes(self.workloads_s)}, quality {minutes(self.quality_s)}, "
+            f"about {minutes(self.total_s)} (workloads {minutes(self.workloads_s)}, quality {minutes(self.quality_s)}{cut}, "
             f"starting {minutes(self.startup_s)}; {self.basis})"
         )
 
@@ -171,3 +181,65 @@ def scale_for(budget_s: float, largest: float, at_scale: Callable[[float], Expec
         middle = math.sqrt(low * high)
         low, high = (middle, high) if at_scale(middle).total_s <= budget_s else (low, middle)
     return math.floor(low * 10_000) / 10_000  # down, never up: a scale rounded up could overrun the budget
+
+
+#: Kept back from a budget for what follows the last measurement: the server stopped, the
+#: results sealed, the card printed.
+FINISH_S = 10.0
+#: A quality suite left less time than this is not started: no answer would come in time.
+LEAST_QUALITY_S = 20.0
+
+
+class BudgetKeeper:
+    """Holds a run to its budget while it runs. After each workload the time it took is set
+    against the estimate; where the run falls behind, the workloads still to run shrink to the
+    scale that fits what is left, and each quality suite gets its share of the time left (a suite
+    asks only what it can answer in it). What changed is kept in :attr:`changes`, for the card."""
+
+    def __init__(self, timing: Timing, deadline: float, clock: Callable[[], float]) -> None:
+        self.timing, self.deadline, self.clock = timing, deadline, clock
+        self.changes: list[str] = []
+
+    def time_left(self) -> float:
+        return self.deadline - self.clock() - FINISH_S
+
+    def measured_slowdown(self, done: Sequence[tuple[WorkloadSpec, float | None]]) -> float:
+        """How much slower than simulated this run's workloads were (their ``wall_s``), else the
+        estimate's own factor."""
+        walls = [(spec, wall) for spec, wall in done if wall]
+        simulated = sum(simulated_seconds(spec, self.timing.predictor, self.timing.setup) for spec, _ in walls)
+        measured = sum(max(0.0, wall - PER_WORKLOAD_S) for _, wall in walls)
+        return measured / simulated if measured > 0 and simulated > 0 else self.timing.slowdown
+
+    def rescale(self, done: Sequence[tuple[WorkloadSpec, float | None]], remaining: Sequence[WorkloadSpec], scale: float) -> float | None:
+        """The smaller scale the ``remaining`` workloads (unscaled) run at so that they and the
+        quality phase fit the time left, at the pace measured so far; None where they fit at
+        ``scale`` (or nothing smaller would)."""
+        if not remaining:
+            return None
+        timing = attrs.evolve(self.timing, slowdown=self.measured_slowdown(done))
+        left = self.time_left()
+
+        def rest(at: float) -> Expected:
+            expected = timing.expected([spec.scaled(at) for spec in remaining])
+            return attrs.evolve(expected, startup_s=0.0)
+
+        if rest(scale).total_s <= left:
+            return None
+        smaller = scale_for(left, scale, rest)
+        if smaller >= scale:
+            return None
+        self.changes.append(
+            f"the last {len(remaining)} workloads ran at x{smaller:g}, not x{scale:g}: the first ones took x{timing.slowdown:.2f} "
+            f"the predictor's time, not the x{self.timing.slowdown:.2f} estimated"
+        )
+        return smaller
+
+    def quality_limit(self, suite: QualitySuiteSpec, suites: Sequence[QualitySuiteSpec], full: bool) -> float:
+        """The seconds ``suite`` may take: its share of the time left among ``suites`` (itself
+        and those after it), by items times answer length."""
+
+        def weight(each: QualitySuiteSpec) -> float:
+            return (each.full_size if full else each.subset_size) * each.answer_tokens
+
+        return max(0.0, self.time_left() * weight(suite) / sum(weight(each) for each in suites))

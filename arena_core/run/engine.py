@@ -9,10 +9,8 @@ with ``--resume RUN_ID``: finished workloads are kept, the unfinished one starts
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,12 +28,13 @@ from arena_core.registry import Registry
 from arena_core.report.expected import expected_work
 from arena_core.run import budget
 from arena_core.run.attach import UNNAMED_SERVER, ask_about_its_machine
-from arena_core.run.budget import DEFAULT_BUDGET_S, Expected, Timing, minutes, scale_for
+from arena_core.run.budget import DEFAULT_BUDGET_S, BudgetKeeper, Expected, Timing, minutes, scale_for
 from arena_core.run.identity import CATALOG_IDENTITY, UNNAMED, ask_the_server, identify, served_facts, unique_name
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
 from arena_core.run.model_source import model_from_weights, names_weights
 from arena_core.run.probes import probes_for
+from arena_core.run.pulse import Counts, Pulse
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
 from arena_core.run.sanity import DEADLINE_S, check_the_server_answers
 from arena_core.run.store import RunLock, find_run, index_run, load_result, new_run_dir, remove_run, store_result, stored_manifests, workload_dir
@@ -73,7 +72,8 @@ QUALITY_CONCURRENCY = budget.QUALITY_CONCURRENCY
 QUALITY_CONTEXT_TOKENS = 4096
 
 Progress = Callable[[str], None]
-LiveUpdate = Callable[[str, int, int, int], None]
+#: (workload or "quality SUITE", done, total, tokens so far: None for a suite's items)
+LiveUpdate = Callable[[str, int, int, int | None], None]
 
 
 @frozen(kw_only=True)
@@ -147,6 +147,10 @@ class RunPlan:
     #: the time budget (``--budget``) the scale was chosen to fit, and the run's expected time
     budget_s: float | None = None
     expected: Expected | None = None
+    #: what the estimate rests on, and the workloads before scaling: a run that falls behind its
+    #: budget shrinks the workloads still to run (:class:`~arena_core.run.budget.BudgetKeeper`)
+    timing: Timing | None = None
+    unscaled: tuple[WorkloadSpec, ...] = ()
 
 
 def default_workloads(registry: Registry) -> tuple[str, ...]:
@@ -223,7 +227,9 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         quality_full=request.quality_full,
         model_title=request.model_title or run.model_title,
         budget_s=budget or None,
-        expected=timing.expected(workloads) if timing is not None else None,
+        expected=(timing.expected(workloads).within(budget) if budget else timing.expected(workloads)) if timing is not None else None,
+        timing=timing,
+        unscaled=tuple(unscaled),
     )
 
 
@@ -351,9 +357,19 @@ class RunSession:
     """One run being carried out: its folder, its manifest, the backend and what was measured."""
 
     def __init__(
-        self, plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None, live: LiveUpdate | None, resume_command: str = "arena run"
+        self,
+        plan: RunPlan,
+        hooks: ArenaHooks,
+        progress: Progress,
+        *,
+        resume: str | None,
+        live: LiveUpdate | None,
+        resume_command: str = "arena run",
+        keeper: BudgetKeeper | None = None,
     ) -> None:
-        self.plan, self.hooks, self.progress, self.live, self.resuming = plan, hooks, progress, live, resume is not None
+        self.plan, self.hooks, self.live, self.resuming, self.keeper = plan, hooks, live, resume is not None, keeper
+        self.pulse = Pulse(progress, live=live is not None)
+        self.progress = self.pulse.say
         self.resume_command = resume_command
         if resume:
             self.run_dir = find_run(plan.output, resume)
@@ -370,6 +386,8 @@ class RunSession:
         self.measuring = False
         #: a run that failed before measuring is removed, unless its server left a log to read
         self.keep_failed = False
+        #: the scale of each workload the budget shrank while the run ran (others: the plan's)
+        self.scales: dict[str, float] = {}
         self.sampler: TelemetrySampler | None = None
         self.margin = watchdog_margin_bytes()
         self.backend: Backend = plan.backend.create(
@@ -408,7 +426,9 @@ class RunSession:
         probe_names = plan.hardware.probes if here else ()  # this machine's memory says nothing of a server elsewhere
         self.probes, notes = probes_for(probe_names, server_pid=lambda: server_pid["pid"]) if here else ([], [REMOTE_NOTE])
         before = memory_now(self.probes, unified)
-        with heartbeat(self.progress, f"still starting the {plan.backend.name} server", self.backend.log_path):
+        log = f" (its log: {self.backend.log_path})" if self.backend.log_path else ""
+        self.pulse.start()
+        with self.pulse.phase(f"still starting the {plan.backend.name} server{log}"):
             try:
                 endpoint = self.backend.start()
             except BaseException:
@@ -473,12 +493,23 @@ class RunSession:
         """Measure each quality suite of the plan (a resumed run keeps those it has), storing its
         records under ``quality/SUITE/`` and its figure in the manifest as soon as it is known."""
         done = {measured.suite for measured in self.manifest.measured_quality}
-        for suite in self.plan.quality:
+        for at, suite in enumerate(self.plan.quality):
             if suite.name in done:
                 self.progress(f"quality: {suite.name}: already measured, kept")
                 continue
+            limit = self.keeper.quality_limit(suite, self.plan.quality[at:], self.plan.quality_full) if self.keeper else None
+            if limit is not None and limit < budget.LEAST_QUALITY_S:
+                self._budget_changed(f"quality {suite.name} not measured: {limit:.0f} s of the budget were left")
+                continue
             folder = _fresh_folder(self.run_dir / "quality" / suite.name)
             self.measuring = True
+            counts = Counts("items")
+
+            def on_item(answered: int, total: int, name: str = suite.name, counts: Counts = counts) -> None:
+                counts.update(answered, total)
+                if self.live:
+                    self.live(f"quality {name}", answered, total, None)
+
             request = QualityRequest(
                 endpoint=endpoint,
                 output_dir=folder,
@@ -486,18 +517,49 @@ class RunSession:
                 request_timeout_s=self.plan.options.request_timeout_s,
                 concurrency=min(QUALITY_CONCURRENCY, self.plan.slots or QUALITY_CONCURRENCY),
                 progress=self.progress,
+                time_limit_s=limit,
+                on_item=on_item,
             )
             try:
-                measured = suite.run(request)
+                with self.pulse.phase(f"quality: {suite.name}", counts, has_live_line=True):
+                    measured = suite.run(request)
             except HttpError as exc:
                 raise ServerLost(f"quality {suite.name}: the server stopped answering ({exc}); what was measured is kept; {self.resume_hint()}") from None
             except Exception as exc:  # a suite's own fault (a plugin's bug, a sandbox the OS refused) loses no other figure
                 self.progress(f"quality: {suite.name} could not be measured ({type(exc).__name__}: {str(exc)[:200]}); the run goes on")
                 continue
             self._record(measured_quality=(*self.manifest.measured_quality, measured))
+            chosen = suite.full_size if self.plan.quality_full else suite.subset_size
+            if limit is not None and measured.items < chosen:
+                self._budget_changed(f"quality {suite.name} on {measured.items} of its {chosen} items, in the {limit:.0f} s the budget left it")
             self.progress(
                 f"quality: {suite.name}: {measured.metric} {measured.value:.1f} % [{measured.low:.1f}, {measured.high:.1f}] on {measured.size}, {measured.seconds:.0f} s"
             )
+
+    def _budget_changed(self, change: str) -> None:
+        """Keep (in the manifest, for the card) and say what the budget changed."""
+        self._record(budget_changes=(*self.manifest.budget_changes, change))
+        self.progress(f"to keep the budget: {change}")
+
+    def keep_to_budget(self, index: int, endpoint: Endpoint) -> None:
+        """After the ``index``-th workload: where the run has fallen behind its budget, the
+        workloads still to run shrink (their reference commands with them)."""
+        plan = self.plan
+        if self.keeper is None or not plan.unscaled or len(plan.unscaled) != len(plan.workloads):
+            return
+        done = [(spec, result.metrics.get("wall_s")) for spec, result in zip(plan.workloads[:index], self.results)]
+        remaining = plan.unscaled[index:]
+        scale = min((self.scales.get(spec.name, plan.scale) for spec in plan.workloads[index:]), default=plan.scale)
+        smaller = self.keeper.rescale(done, remaining, scale)
+        if smaller is None:
+            return
+        shrunk = tuple(spec.scaled(smaller) for spec in remaining)
+        self.plan = attrs.evolve(plan, workloads=(*plan.workloads[:index], *shrunk))
+        self.scales.update({spec.name: smaller for spec in shrunk})
+        runners = self.hooks.registry
+        commands = {w.name: line for w in shrunk if (line := runners.get("runners", w.runner).command_for(w, endpoint.base_url, endpoint.model, plan.options))}
+        self._record(commands={**self.manifest.commands, **commands})
+        self._budget_changed(self.keeper.changes[-1])
 
     def preflight(self, endpoint: Endpoint) -> None:
         """Before the first measured request: ask an unnamed server what it says of its machine,
@@ -541,7 +603,13 @@ class RunSession:
         runner = self.hooks.registry.get("runners", workload.runner)
         self.progress(f"[{index}/{count}] {workload.name} ({runner.name}, {plan.engine})")
         started = time.perf_counter()
-        on_request = (lambda done, total, tokens, name=workload.name: self.live(name, done, total, tokens)) if self.live else None
+        counts = Counts("requests")
+
+        def on_request(done: int, total: int, tokens: int) -> None:
+            counts.update(done, total)
+            if self.live:
+                self.live(workload.name, done, total, tokens)
+
         context = RunContext(endpoint=endpoint, output_dir=folder, options=plan.options, progress=self.progress, on_request=on_request)
         self.sampler = TelemetrySampler(
             folder / "telemetry.jsonl",
@@ -554,7 +622,8 @@ class RunSession:
         )
         self.sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
         try:
-            result = runner.create(plan.engine).run(workload, context)
+            with self.pulse.phase(f"[{index}/{count}] {workload.name}", counts, has_live_line=True):
+                result = runner.create(plan.engine).run(workload, context)
         except HttpError as exc:
             raise ServerLost(
                 f"{workload.name}: the server stopped answering ({exc}); {len(self.results)} finished workloads are kept; {self.resume_hint()}"
@@ -564,7 +633,8 @@ class RunSession:
         kv_bytes = KV_CACHE_BYTES.get(
             str(self.manifest.backend_facts.get("kv_cache_dtype", "")), KV_BYTES_PER_ELEMENT
         )  # the server's own, where its backend says
-        result = apply_ceiling(result.scaled(plan.scale).customised(workload.custom), plan.model, plan.hardware, workload, kv_bytes)
+        scale = self.scales.get(workload.name, plan.scale)  # a workload the budget shrank has its own
+        result = apply_ceiling(result.scaled(scale).customised(workload.custom), plan.model, plan.hardware, workload, kv_bytes)
         telemetry = summarise(samples, unified=plan.hardware.unified_memory, output_tokens=result.metrics.get("output_tokens"))
         # the workload's time on the wall: what a later run's time estimate learns from (run.budget)
         result = attrs.evolve(result, metrics={**result.metrics, **telemetry, "wall_s": round(time.perf_counter() - started, 1)})
@@ -576,6 +646,7 @@ class RunSession:
         """Stop the server, seal every results file into the manifest, tell the observers. A new
         run that failed before its first workload measured nothing: it leaves no run behind, but
         for the log of a server that died while starting."""
+        self.pulse.stop()
         self.backend.stop()
         try:
             if status == "failed" and not self.measuring and not self.resuming and not self.keep_failed:
@@ -589,31 +660,6 @@ class RunSession:
         self.manifest = sealed(self.run_dir, attrs.evolve(self.manifest, status=status, finished_at=_now()))
         self._record()
         self.hooks.run_finished(self.info, RunResult(run_id=self.run_id, completed=status == "completed", results=tuple(self.results)))
-
-
-#: How often a long wait says it is still waiting (no phase is silent for a minute).
-HEARTBEAT_S = 30.0
-
-
-@contextmanager
-def heartbeat(progress: Callable[[str], None], doing: str, log: Path | None) -> Iterator[None]:
-    """Say ``doing`` (with the time so far and where its log is) every :data:`HEARTBEAT_S`
-    seconds while the block runs: a server's first start (vLLM compiles its graphs, converts its
-    weights) can take minutes."""
-    stop = threading.Event()
-    started = time.monotonic()
-
-    def beat() -> None:
-        while not stop.wait(HEARTBEAT_S):
-            progress(f"{doing} ({time.monotonic() - started:.0f} s" + (f"; its log: {log})" if log else ")"))
-
-    thread = threading.Thread(target=beat, name="arena-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 def _said(facts: Mapping[str, object]) -> str:
@@ -646,10 +692,16 @@ def _headline(result: WorkloadResult) -> str:
 
 
 def execute(
-    plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None = None, live: LiveUpdate | None = None
+    plan: RunPlan, hooks: ArenaHooks, progress: Progress, *, resume: str | None = None, live: LiveUpdate | None = None, started: float | None = None
 ) -> tuple[str, Path, list[WorkloadResult]]:
-    """Run every workload of ``plan``; returns ``(run id, run directory, results)``."""
-    session = RunSession(plan, hooks, progress, resume=resume, live=live)
+    """Run every workload of ``plan``; returns ``(run id, run directory, results)``. A plan with a
+    budget is held to it from ``started`` (a ``time.monotonic()``; default: now), the time the
+    command began."""
+    keeper = None
+    if plan.budget_s and plan.timing is not None:
+        keeper = BudgetKeeper(plan.timing, (started if started is not None else time.monotonic()) + plan.budget_s, time.monotonic)
+    session = RunSession(plan, hooks, progress, resume=resume, live=live, keeper=keeper)
+    progress = session.progress
     scaled = f", scaled x{plan.scale:g}" if plan.scale != 1 else ""
     progress(f"run {session.run_id}: {len(plan.workloads)} workloads of {plan.model.name} on {plan.backend.name}, {plan.hardware.name}{scaled}")
     progress(expected_work(plan.workloads, closed_loop_guess=plan.expected is None))
@@ -661,8 +713,9 @@ def execute(
         endpoint = session.start_backend()
         session.preflight(endpoint)
         hooks.run_started(session.info)
-        for index, workload in enumerate(plan.workloads, 1):
-            session.results.append(session.run_workload(index, workload, endpoint))
+        for index in range(1, len(plan.workloads) + 1):
+            session.results.append(session.run_workload(index, session.plan.workloads[index - 1], endpoint))
+            session.keep_to_budget(index, endpoint)
         session.measure_quality(endpoint)
         status = "completed"
     except KeyboardInterrupt:

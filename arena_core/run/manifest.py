@@ -97,6 +97,9 @@ class Manifest:
     #: expected to take, said before it started (:mod:`arena_core.run.budget`); None: no budget
     budget_s: float | None = None
     expected_s: float | None = None
+    #: what holding the run to its budget changed while it ran (a smaller scale for the last
+    #: workloads, fewer quality items), in words (:class:`~arena_core.run.budget.BudgetKeeper`)
+    budget_changes: tuple[str, ...] = ()
     quality: tuple[QualityScore, ...] = ()
     model_facts: Mapping[str, Any] = field(factory=dict)
     #: The quality suites the run measures after its workloads (on their full sets with

@@ -435,6 +435,8 @@ class FakeOpenAIServer:
             return
         asked = int(request.get("max_tokens") or 16)
         text = self._code_answer(prompt, completion=True) or self._piece * min(asked, 16)
+        # as long as a server takes to write it: a prefill, then a decode gap per token (four characters)
+        await asyncio.sleep(self.config.prefill_base_s + self.config.decode_gap_s * min(asked, max(1, len(text) // 4)))
         entry.update(status=200, completion=True)
         choice = {"index": 0, "text": text, "finish_reason": "stop"}
         conn.respond_json(200, {"id": "cmpl-fake", "object": "text_completion", "model": self.config.model, "choices": [choice]})

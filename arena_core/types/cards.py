@@ -256,6 +256,8 @@ class ModelCard:
     budget_s: float | None = None
     expected_s: float | None = None
     took_s: float | None = None
+    #: what keeping the budget changed while the run ran, in words ("" where nothing did)
+    budget_changes: tuple[str, ...] = ()
     #: what telemetry could not read (no NVML, RAPL hidden, a server on another machine): why a
     #: card without energy figures says "not measured"
     telemetry_notes: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attrs import field, frozen
-from attrs.validators import and_, ge, instance_of, le
+from attrs.validators import and_, ge, instance_of, le, optional
 
 from arena_core import bounds
 from arena_core.types.names import valid_name
@@ -34,6 +34,12 @@ class QualityRequest:
     #: the requests a suite may keep in flight (the server's slots, where known)
     concurrency: int = field(default=4, validator=bounds.COUNT)
     progress: Callable[[str], None] = lambda line: None
+    #: the seconds the suite may take, asking and grading (a run's ``--budget`` leaves it this
+    #: much); None: no limit. A suite asks no item it could not have answered in time, so it may
+    #: measure fewer items than chosen: its ``items`` say how many.
+    time_limit_s: float | None = field(default=None, validator=optional(bounds.DURATION_S))
+    #: told (items answered, items to ask) as answers arrive: the run's progress and live line
+    on_item: Callable[[int, int], None] = lambda done, total: None
 
 
 @frozen(kw_only=True)

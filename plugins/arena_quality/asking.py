@@ -11,13 +11,16 @@ crash of the phase.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import attrs
 from attrs import frozen
 
-from arena_core import ArenaError, ChatClient, Endpoint, ServerCodec, refusal, run_measurement
+from arena_core import ArenaError, ChatClient, Endpoint, QualityRequest, ServerCodec, refusal, run_measurement
+
+T = TypeVar("T")
 
 #: More than any HumanEval solution or canary answer needs; a longer one is cut here.
 MAX_ANSWER_CHARS = 20_000
@@ -103,27 +106,51 @@ def completions_served(endpoint: Endpoint, timeout_s: float) -> bool:
     return run_measurement(ask()) == 200
 
 
+@frozen(kw_only=True)
+class Pace:
+    """How a suite asks: at most ``concurrency`` at a time, every answer by ``until`` (a
+    ``time.monotonic()``; None: no limit), telling ``on_item(answered, total)`` as answers come."""
+
+    concurrency: int
+    until: float | None = None
+    on_item: Callable[[int, int], None] = lambda done, total: None
+
+    @classmethod
+    def of(cls, request: QualityRequest, *, reserve_s: float = 0.0) -> Pace:
+        """The pace a run asked for: its time limit, less ``reserve_s`` kept for grading."""
+        until = time.monotonic() + request.time_limit_s - reserve_s if request.time_limit_s is not None else None
+        return cls(concurrency=request.concurrency, until=until, on_item=request.on_item)
+
+
 def ask_all(
-    endpoint: Endpoint, prompts: Sequence[str], *, max_tokens: int, concurrency: int, timeout_s: float, completion: bool = False, stop: Sequence[str] = ()
-) -> list[Answer]:
+    endpoint: Endpoint, prompts: Sequence[str], *, max_tokens: int, pace: Pace, timeout_s: float, completion: bool = False, stop: Sequence[str] = ()
+) -> list[Answer | None]:
     """Every prompt's answer, in order: a chat message each, or with ``completion`` a text
-    continued up to ``stop``."""
+    continued up to ``stop``. Under a time limit an item is asked only while the longest answer
+    so far would still come by ``pace.until``; an item not asked is None."""
 
-    async def all_of() -> list[Answer]:
+    async def all_of() -> list[Answer | None]:
         client = ChatClient(endpoint, request_timeout=timeout_s)
-        gate = asyncio.Semaphore(max(1, concurrency))
+        gate = asyncio.Semaphore(max(1, pace.concurrency))
         codec = ServerCodec(client) if await _tokenizes(client) else None
+        longest, answered = 0.0, 0
 
-        async def one(prompt: str) -> Answer:
+        async def one(prompt: str) -> Answer | None:
+            nonlocal longest, answered
             asked = {"prompt": prompt, "stop": list(stop[:MAX_STOP_SEQUENCES])} if completion else {"messages": [{"role": "user", "content": prompt}]}
             body = {"model": endpoint.model, **asked, "max_tokens": max_tokens, "temperature": 0, "stream": False}
             async with gate:
+                sent = time.monotonic()
+                if pace.until is not None and sent + longest > pace.until:
+                    return None  # it would end past the time the run left this suite
                 status, parsed, exchange = await client.call("POST", COMPLETIONS if completion else CHAT, body)
                 answer = answer_of(status, parsed, exchange.error or "")
                 if stop and answer.text:
                     answer = attrs.evolve(answer, text=cut_at_stop(answer.text, stop))
                 if codec is not None and answer.text:
                     answer = attrs.evolve(answer, head_tokens=await _head(codec, answer.text))
+                longest, answered = max(longest, time.monotonic() - sent), answered + 1
+                pace.on_item(answered, len(prompts))
             return answer
 
         try:
@@ -132,3 +159,14 @@ def ask_all(
             await client.close()
 
     return run_measurement(all_of())
+
+
+def asked_within(request: QualityRequest, suite: str, items: Sequence[T], answers: Sequence[Answer | None]) -> tuple[list[T], list[Answer]]:
+    """The items that were asked, and their answers; where the time limit left some unasked,
+    this is said."""
+    pairs = [(item, answer) for item, answer in zip(items, answers, strict=True) if answer is not None]
+    if not pairs and items:
+        raise TimeoutError(f"{suite}: no item could be asked in the {request.time_limit_s:.0f} s the run's budget left")
+    if len(pairs) < len(items):
+        request.progress(f"quality: {suite}: {len(pairs)} of the {len(items)} items asked in the {request.time_limit_s:.0f} s the run's budget left")
+    return [item for item, _ in pairs], [answer for _, answer in pairs]

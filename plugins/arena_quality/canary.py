@@ -20,7 +20,7 @@ from collections.abc import Callable
 from attrs import frozen
 
 from arena_core import MeasuredQuality, QualityRequest
-from arena_quality.asking import Answer, ask_all, leaked_template
+from arena_quality.asking import Answer, Pace, ask_all, asked_within, leaked_template
 from arena_quality.records import measured_from
 
 NAME = "instruction-canary"
@@ -128,7 +128,8 @@ def run(request: QualityRequest) -> MeasuredQuality:
     started = time.monotonic()
     chosen = items(FULL_SIZE if request.full else SUBSET_SIZE)
     request.progress(f"quality: instruction canary, {len(chosen)} of {FULL_SIZE} prompts")
-    answers = ask_all(request.endpoint, [i.prompt for i in chosen], max_tokens=MAX_TOKENS, concurrency=request.concurrency, timeout_s=request.request_timeout_s)
+    answers = ask_all(request.endpoint, [i.prompt for i in chosen], max_tokens=MAX_TOKENS, pace=Pace.of(request), timeout_s=request.request_timeout_s)
+    chosen, answers = asked_within(request, NAME, chosen, answers)
     records = [_record(index, item, answer) for index, (item, answer) in enumerate(zip(chosen, answers, strict=True))]
     return measured_from(
         request.output_dir,

@@ -24,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 from arena_core import MeasuredQuality, QualityRequest
-from arena_quality.asking import Answer, ask_all, completions_served
+from arena_quality.asking import Answer, Pace, ask_all, asked_within, completions_served
 from arena_quality.records import measured_from
 from arena_quality.sandbox import Sandbox
 
@@ -35,6 +35,9 @@ SUBSET_SIZE = len(range(0, FULL_SIZE, SUBSET_STEP))
 MAX_TOKENS = 300
 #: Samples graded at once.
 GRADERS = 2
+#: What grading one sample is assumed to take, kept aside from a time limit's asking (a
+#: canonical solution takes 0.08 s in the sandbox on a 2-core machine; a failing one up to its CPU limit).
+GRADING_S = 0.25
 #: Where a completion ends: the next top-level statement (HumanEval's own stop sequences).
 STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#")
 PROMPT = (
@@ -130,11 +133,12 @@ def run(request: QualityRequest) -> MeasuredQuality:
         request.endpoint,
         prompts,
         max_tokens=MAX_TOKENS,
-        concurrency=request.concurrency,
+        pace=Pace.of(request, reserve_s=len(items) * GRADING_S / GRADERS),
         timeout_s=request.request_timeout_s,
         completion=completion,
         stop=STOP if completion else (),
     )
+    items, answers = asked_within(request, NAME, items, answers)
     sandbox = Sandbox()
     records = grade(items, answers, sandbox, completion=completion, progress=request.progress)
     # one sample per problem at temperature 0: pass@1 (the unbiased estimator) is the share passed
