@@ -42,6 +42,8 @@ def test_run_against_a_running_server_prints_a_card_and_stores_everything(tmp_pa
         result = run_cli(pm, ["run", "--base-url", server.url, "--tokenizer", str(TOKENIZER), "--output", str(tmp_path), *SMALL])
     assert result.exit_code == 0, result.stderr
     assert "benches measured 2/2" in result.stdout and "chat" in result.stdout and "monday-peak" in result.stdout
+    # the summary in a pipe fits 80 columns (a quality line reached 147); only the results' path is whole
+    assert [line for line in result.stdout.splitlines() if len(line) > 80 and not line.startswith("results: ")] == []
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["backend"] == "openai" and manifest["scale"] == 0.02

@@ -727,6 +727,9 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_te
     (store / "calibrations" / "gb10--vllm.json").write_text("{not json")
     damaged = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
     assert damaged.returncode == 0 and "tier 0" in damaged.stdout
+    (store / "calibrations" / "gb10--vllm.json").write_text("[1, 2]")  # JSON of another shape: was "internal error: AttributeError"
+    listed = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
+    assert listed.returncode == 0 and "tier 0" in listed.stdout, listed.stderr
     runs = json.loads(arena("runs", "--output", str(store), "--json").stdout)
     run_id = next(run["run_id"] for run in runs if run["model"] == "qwen3.6-35b-a3b")
     card = arena("card", run_id, "--output", str(store), "--format", "json")

@@ -24,6 +24,7 @@ from arena_core.hooks import ArenaHooks
 from arena_core.report.card import render_card
 from arena_core.report.live import LiveLine
 from arena_core.report.quality import quality_and_score_lines
+from arena_core.report.text import wrap_text
 from arena_core.run.attach import UNNAMED_SERVER
 from arena_core.run.capacity import SearchSettings
 from arena_core.run.engine import RunPlan, RunRequest, default_workloads, execute, plan_run
@@ -182,17 +183,16 @@ def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], 
     server_memory = not plan.backend.attaches and not any(name.startswith("nvml") for name in plan.hardware.probes)
     echo(render_card(title, results, [w.name for w in plan.workloads], server_memory=server_memory))
     memory = read_manifest(run_dir).model_memory
-    if memory:
-        echo(f"model memory: {memory.gb:.2f} GB (from {memory.source})")
-    else:
-        echo("model memory: not measured" + (" (the server was already running: Arena did not see it load)" if plan.backend.attaches else ""))
+    lines = [f"model memory: {memory.gb:.2f} GB (from {memory.source})"] if memory else []
+    if not memory:
+        lines.append("model memory: not measured" + (" (the server was already running: Arena did not see it load)" if plan.backend.attaches else ""))
     if plan.hardware.name == UNNAMED_SERVER.name:
         known = ", ".join(hooks.registry.hardware_elsewhere())
-        echo(
+        lines.append(
             f"hardware: not named, so no physical-ceiling check and no memory figures; name the server's machine with --hardware ({known}; arena list hardware)"
         )
-    for line in quality_and_score_lines(run_dir, hooks):
-        echo(line)
+    for line in [*lines, *quality_and_score_lines(run_dir, hooks)]:
+        echo(wrap_text(line, hanging="  "))  # the terminal's width, 80 in a pipe
     echo(f"results: {run_dir}  ({seconds:.0f} s)")
     invalid = [r.workload for r in results if not r.verdict.valid]
     if invalid:

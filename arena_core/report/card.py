@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from arena_core.report.text import render_table, wrap_text
+from arena_core.report.text import render_table, terminal_width, wrap_text
 from arena_core.types import WorkloadResult, benches_count
 
 
@@ -58,7 +58,9 @@ def render_card(title: str, results: Sequence[WorkloadResult], expected: Sequenc
         "bw eff.: decode's share of the memory-bandwidth ceiling; ok: requests answered of those sent",
         *(f"every workload: {note}" for note in common),
     ]
-    return f"{title}  (benches measured {benches_count(expected, by_name)})\n{table}\n" + "\n".join(wrap_text(line, hanging="  ") for line in legend)
+    count = f"(benches measured {benches_count(expected, by_name)})"
+    head = f"{title}  {count}" if len(title) + 2 + len(count) <= terminal_width() else f"{wrap_text(title, hanging='  ')}\n  {count}"
+    return f"{head}\n{table}\n" + "\n".join(wrap_text(line, hanging="  ") for line in legend)
 
 
 def _memory(metrics: Mapping[str, float | None], server_memory: bool) -> str:

@@ -88,7 +88,9 @@ def load_calibration(store: Path, hardware: str, backend: BackendSpec, *, path: 
     (none stored, or not readable)."""
     path = path or calibration_path(store, hardware, engine_name(backend))
     try:
-        return CONVERTER.structure(read_json_file(path, max_bytes=MAX_CALIBRATION_BYTES), Calibration)
+        data = read_json_file(path, max_bytes=MAX_CALIBRATION_BYTES)
+        # a file of another shape (a list, a number) is no calibration: the converter reads only objects
+        return CONVERTER.structure(data, Calibration) if isinstance(data, dict) else None
     except (OSError, ValueError, TypeError, KeyError, BaseValidationError):  # a damaged file is no calibration, never a crash
         return None
 
