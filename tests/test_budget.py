@@ -166,3 +166,16 @@ def test_an_estimate_over_its_budget_gives_the_quality_phase_what_is_left(hooks,
     planned = plan(hooks, tmp_path, budget_s=240)
     assert planned.scale == 0.01 and planned.expected is not None and planned.expected.quality_cut
     assert planned.expected.total_s == pytest.approx(240) and "what the budget leaves it" in planned.expected.describe()
+
+
+def test_the_card_says_what_the_budget_changed_and_whether_it_was_kept(tmp_path, hooks):
+    from arena_core.report.model_card import time_line
+    from arena_core.results.cards import load_cards
+    from arena_core.results.imports import import_file, seed_cards_path
+
+    import_file(seed_cards_path(), tmp_path, hooks.registry, workload=None, model=None, hardware=None, backend="vllm")
+    card = attrs.evolve(load_cards(tmp_path, hooks.registry)[0][0], budget_s=600.0, expected_s=598.0, took_s=560.0)
+    assert time_line(card).endswith("budget 10 min, the scale x1 chosen to fit it; kept, nothing changed while it ran.")
+    cut = attrs.evolve(card, budget_changes=("quality humaneval on 21 of its 41 items, in the 117 s the budget left it",))
+    assert time_line(cut).endswith("; to keep it, quality humaneval on 21 of its 41 items, in the 117 s the budget left it.")
+    assert time_line(attrs.evolve(card, took_s=651.0)).endswith("; over it by 51 s.")

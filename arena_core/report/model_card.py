@@ -281,6 +281,10 @@ def time_line(card: ModelCard) -> str:
         chosen = max((line.scale for line in card.workloads), default=card.scale)  # the plan's; a workload the budget shrank says so below
         parts.append(f"budget {minutes(card.budget_s)}, the scale x{chosen:g} chosen to fit it")
         parts += [f"to keep it, {change}" for change in card.budget_changes]
+        if card.took_s is not None and card.took_s > card.budget_s:
+            parts.append(f"over it by {minutes(card.took_s - card.budget_s)}")
+        elif card.took_s is not None and not card.budget_changes:
+            parts.append("kept, nothing changed while it ran")
     return "Time: " + "; ".join(parts) + "." if parts else ""
 
 
