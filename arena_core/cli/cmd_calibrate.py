@@ -31,13 +31,13 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
     registry.get("hardware", hardware)
     served_by = registry.get("backends", backend)
     store = results_dir(app, output)
-    steps = Steps("arena calibrate")
-    steps.stage("reading the stored runs")
-    cards, problems = load_cards(store, registry)
-    for problem in problems:
-        echo(f"warning: skipped {problem}", err=True)
-    steps.stage(f"fitting the predictor to {len(cards)} runs' results on {hardware}")
-    report = predictor.calibrate(cards, hardware, served_by)
+    with Steps("arena calibrate") as steps:
+        steps.stage("reading the stored runs")
+        cards, problems = load_cards(store, registry)
+        for problem in problems:
+            echo(f"warning: skipped {problem}", err=True)
+        steps.stage(f"fitting the predictor to {len(cards)} runs' results on {hardware}")
+        report = predictor.calibrate(cards, hardware, served_by)
     path = save_calibration(store, report.calibration)
     for line in report.lines:
         indent = line[: len(line) - len(line.lstrip())]  # a line under another keeps its indent, and its continuations two more

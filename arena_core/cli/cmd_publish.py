@@ -23,9 +23,13 @@ from arena_core.run.integrity import integrity_label
 @click.pass_obj
 def publish_command(app: CliApp, directory: Path, output: Path | None, profile: str) -> None:
     """Write a self-contained site into DIRECTORY (open DIRECTORY/index.html; no network needed)."""
+    with Steps("arena publish") as steps:
+        _publish(app, directory, output, profile, steps)
+
+
+def _publish(app: CliApp, directory: Path, output: Path | None, profile: str, steps: Steps) -> None:
     from arena_core.report.site import publish
 
-    steps = Steps("arena publish")
     steps.stage("reading the stored runs")
     cards, problems = load_cards(results_dir(app, output), app.hooks.registry, slo_figures=True)  # a capacity run's page draws its curve
     for problem in problems:

@@ -16,6 +16,7 @@ import time
 import click
 
 from arena_core.redaction import redact
+from arena_core.run.pulse import Pulse
 
 #: C0 controls but tab and newline, DEL, and the C1 controls (ESC-less CSI and OSC among them).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -34,15 +35,25 @@ def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
 class Steps:
     """Progress of a command that takes more than a few seconds, on stderr (stdout stays the
     command's answer): each stage as it starts, with the seconds so far; a count of pages or
-    items updated in place on a terminal, and said once at its end elsewhere."""
+    items updated in place on a terminal, and said once at its end elsewhere. Used as a context,
+    a stage that says nothing for 20 s says how long it has run (:class:`~arena_core.run.pulse.Pulse`)."""
 
     def __init__(self, command: str) -> None:
         self.command = command
         self.started = time.monotonic()
         self.terminal = sys.stderr.isatty()
+        self.pulse = Pulse(lambda line: echo(line, err=True), live=False)
+
+    def __enter__(self) -> Steps:
+        self.pulse.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pulse.stop()
 
     def stage(self, what: str) -> None:
-        echo(f"{self.command}: {what} ({time.monotonic() - self.started:.0f} s)", err=True)
+        self.pulse.say(f"{self.command}: {what} ({time.monotonic() - self.started:.0f} s)")
+        self.pulse.now_doing(f"{self.command}: {what}")
 
     def count(self, done: int, total: int, what: str) -> None:
         if self.terminal:

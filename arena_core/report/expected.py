@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from arena_core.report.text import minutes
 from arena_core.types import ClosedLoopShape, OpenLoopShape, WorkloadSpec
 
 #: The per-user decode speed the closed-loop estimate assumes, said with it.
@@ -34,11 +35,7 @@ def expected_work(workloads: Sequence[WorkloadSpec], *, closed_loop_guess: bool 
             schedule_s += shape.num_prompts / shape.request_rate if math.isfinite(shape.request_rate) else 0.0
     parts = [f"{requests:,} requests, about {tokens:,} output tokens"]
     if schedule_s:
-        parts.append(f"the open-loop arrival schedules alone take {_minutes(schedule_s)}")
+        parts.append(f"the open-loop arrival schedules alone take {minutes(schedule_s)}")
     if closed_s and closed_loop_guess:
-        parts.append(f"closed-loop workloads about {_minutes(closed_s)} at {ASSUMED_TPS_PER_USER:g} tok/s per user")
+        parts.append(f"closed-loop workloads about {minutes(closed_s)} at {ASSUMED_TPS_PER_USER:g} tok/s per user")
     return "expected: " + "; ".join(parts) + " (--scale shrinks it)"
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

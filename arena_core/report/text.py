@@ -133,6 +133,14 @@ def wrap_text(text: str, *, width: int | None = None, indent: str = "", hanging:
     return "\n".join(wrapper.fill(_glued(paragraph)).replace(_GLUE, " ") if paragraph.strip() else "" for paragraph in text.split("\n"))
 
 
+def minutes(seconds: float) -> str:
+    """A time as a person reads it: "9 min 40 s", "45 s" (the one formatter of a duration)."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    return f"{seconds // 60} min" + (f" {seconds % 60:02d} s" if seconds % 60 else "")
+
+
 def render_json(data: Any) -> str:
     """Indented JSON with a stable key order as given."""
     return json.dumps(data, indent=2, ensure_ascii=False)

@@ -22,6 +22,7 @@ from attrs import frozen
 
 from arena_core.hooks import ArenaHooks
 from arena_core.registry import Registry
+from arena_core.report.text import minutes
 from arena_core.results.predictions import default_predictor, load_calibration
 from arena_core.run.store import list_runs, load_result
 from arena_core.types import BackendSpec, ClosedLoopShape, HardwareProfile, ModelSpec, PredictionSetup, Predictor, QualitySuiteSpec, WorkloadSpec
@@ -71,14 +72,6 @@ class Expected:
             f"about {minutes(self.total_s)} (workloads {minutes(self.workloads_s)}, quality {minutes(self.quality_s)}{cut}, "
             f"starting {minutes(self.startup_s)}; {self.basis})"
         )
-
-
-def minutes(seconds: float) -> str:
-    """ "9 min 40 s", "45 s"."""
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    return f"{seconds // 60} min" + (f" {seconds % 60:02d} s" if seconds % 60 else "")
 
 
 def simulated_seconds(workload: WorkloadSpec, predictor: Predictor, setup: PredictionSetup) -> float:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from arena_core.run.budget import minutes
+from arena_core.report.text import minutes
 
 #: The longest a run is silent: under the 30 s a person (or a CI log watcher) waits before
 #: wondering whether it hung, with the pulse's own tick (1 s) to spare.
@@ -62,11 +62,15 @@ class Pulse:
         """While the block runs, ``doing`` (with ``counts`` and the time so far) is what the
         pulse says; ``has_live_line``: a terminal's live line shows it already."""
         previous = self._phase
-        self._phase = (self.clock(), doing, counts, has_live_line)
+        self.now_doing(doing, counts, has_live_line=has_live_line)
         try:
             yield
         finally:
             self._phase = previous
+
+    def now_doing(self, doing: str, counts: Counts | None = None, *, has_live_line: bool = False) -> None:
+        """What the pulse says from now on (a command's stages, one after another)."""
+        self._phase = (self.clock(), doing, counts, has_live_line)
 
     def tick(self) -> None:
         """Say the phase under way if nothing was said for ``every_s`` seconds (the thread's step)."""
