@@ -7,7 +7,8 @@ model cards of stored runs (``load_cards``), for scorers and predictors used fro
 the tables of bytes per weight and per KV element and the ``bounds`` on outside figures (for a
 predictor), and what a command plugin needs (``CliApp``, ``render_table``, ``CONVERTER`` for its own TOML, and the
 store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box), and
-the memory watchdog's margin (``watchdog_margin_bytes``) for a backend that sizes its server.
+the memory watchdog's margin (``watchdog_margin_bytes``) for a backend that sizes its server,
+and ``Pulse``, which keeps a long command from going silent.
 Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``plugins/`` and
 ``examples/`` and fails on any other import.
 """
@@ -31,6 +32,7 @@ from arena_core.results.cards import load_card, load_cards
 from arena_core.run.integrity import sha256_of
 from arena_core.run.integrity import verify as verify_run
 from arena_core.run.manifest import read_manifest
+from arena_core.run.pulse import Pulse
 from arena_core.run.roofline import BYTES_PER_PARAM, GGUF_TYPES, KV_CACHE_BYTES, bytes_per_param
 from arena_core.run.store import adopt_run
 from arena_core.run.telemetry import watchdog_margin_bytes
@@ -52,6 +54,7 @@ __all__ = [
     "PluginError",
     "PluginInfo",
     "PluginProblem",
+    "Pulse",
     "Registration",
     "Registry",
     "ToolFailed",

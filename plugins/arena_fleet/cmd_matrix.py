@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from arena_core import ArenaError, CliApp, echo, render_table
+from arena_core import ArenaError, CliApp, Pulse, echo, render_table
 from arena_fleet.execute import Outcome, run_here, summary_rows
 from arena_fleet.matrix import Cell, cells_of, load_matrix, plan
 
@@ -62,6 +62,10 @@ def run_command(app: CliApp, matrix_file: Path, output: Path | None, ray_address
     skipped = [Outcome(cell=cell, status="skipped", run_id=run_id, reason="already measured and verified") for cell, run_id in planned if run_id]
     echo(f"{len(todo)} of {len(planned)} cells to run ({len(skipped)} already measured and verified)")
     outcomes: list[Outcome] = []
+    # a cell is a whole arena run (minutes): while one runs, the matrix says how long every 20 s
+    pulse = Pulse(echo, live=False)
+    pulse.now_doing(f"arena matrix: {len(todo)} cells to run")
+    pulse.start()
     try:
         if todo and ray_address:
             from arena_fleet.on_ray import import_ray, join_cluster, run_on_ray
@@ -73,14 +77,16 @@ def run_command(app: CliApp, matrix_file: Path, output: Path | None, ray_address
             boxes = sorted({key for node in ray.nodes() if node.get("Alive") for key in node.get("Resources", {}) if key.startswith("hw:")})
             echo(f"joined the Ray cluster in {time.monotonic() - started:.1f} s; boxes advertise: {', '.join(boxes) or 'no hardware'}")
             try:
-                outcomes = run_on_ray(todo, store, wait_s=wait_s or file_wait_s, say=echo)
+                outcomes = run_on_ray(todo, store, wait_s=wait_s or file_wait_s, say=pulse.say)
             finally:
                 ray.shutdown()
         elif todo:
-            outcomes = run_here(todo, store, say=echo)
+            outcomes = run_here(todo, store, say=pulse.say)
     except KeyboardInterrupt:
         echo(f"interrupted: finished cells are in {store}; arena matrix run {matrix_file} again runs the rest", err=True)
         raise SystemExit(130) from None
+    finally:
+        pulse.stop()
     echo(
         render_table(
             ["cell", "status", "box", "run", "cell s", "waited s", "overhead s", "why"], summary_rows([*skipped, *outcomes]), whole=("cell", "status", "run")
