@@ -236,7 +236,8 @@ def test_measured_quality_ranks_compares_and_labels_the_score(tmp_path):
             done = arena("run", "--base-url", server.url, "--workloads", "chat", "--scale", "0.02", "--quality-suite", "humaneval", "--output", str(tmp_path))
         assert done.returncode == 0, done.stderr
         # each scaled run is ranked alone: its relative score would be its own best, so the absolute one leads, as on the card
-        scores = [line for line in done.stdout.splitlines() if line.startswith("Arena score")]
+        unwrapped = done.stdout.replace("\n  ", " ")  # a summary line wrapped at 80 columns, its continuations indented
+        scores = [line for line in unwrapped.splitlines() if line.startswith("Arena score")]
         assert scores[0].startswith("Arena score (aggregate, arena-score/1): ") and "(Q measured)" in scores[0], scores
         assert scores[1].startswith("Arena score (aggregate, arena-site/1, relative: the only run ranked): not computed"), scores
     board = json.loads(arena("leaderboard", "--scorer", "arena", "--quality", "measured", "--include-scaled", "--json", "--output", str(tmp_path)).stdout)

@@ -67,7 +67,7 @@ class Expected:
         return attrs.evolve(self, quality_s=max(0.0, budget_s - self.workloads_s - self.startup_s), quality_cut=True)
 
     def describe(self) -> str:
-        cut = ", what the budget leaves it: fewer items than its subset" if self.quality_cut else ""
+        cut = " [what the budget leaves it: it asks the items it can answer in that time]" if self.quality_cut else ""
         return (
             f"about {minutes(self.total_s)} (workloads {minutes(self.workloads_s)}, quality {minutes(self.quality_s)}{cut}, "
             f"starting {minutes(self.startup_s)}; {self.basis})"
