@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from typing import Any
 
@@ -12,7 +13,9 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.cmd_run import stopped_like_ctrl_c
 from arena_core.cli.output import echo
 from arena_core.cli.params import quality_options, server_options
+from arena_core.report.live import LiveLine
 from arena_core.report.quality import quality_and_score_lines
+from arena_core.report.text import wrap_text
 from arena_core.run.engine import RunRequest, execute, plan_run
 
 
@@ -32,13 +35,19 @@ def quality_command(app: CliApp, quality: bool | None, **flags: Any) -> None:
         raise click.BadParameter("arena quality measures quality; leave --no-quality out", param_hint="--no-quality")
     request = RunRequest(quality_only=True, **flags)
     plan = plan_run(request, app.config, app.hooks)
-    started = time.perf_counter()
+    started = app.started
+    # on a terminal a live line counts the items answered; elsewhere the plain progress lines
+    live = LiveLine() if sys.stderr.isatty() else None
 
     def progress(line: str) -> None:
-        echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
+        if live:
+            live.clear()
+        echo(f"[{time.monotonic() - started:6.0f} s] {line}", err=True)
 
     with stopped_like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
-        _, run_dir, _ = execute(plan, app.hooks, progress)
+        _, run_dir, _ = execute(plan, app.hooks, progress, live=live.update if live else None, started=started)
+    if live:
+        live.clear()
     for line in quality_and_score_lines(run_dir, app.hooks):
-        echo(line)
-    echo(f"results: {run_dir}  ({time.perf_counter() - started:.0f} s)")
+        echo(wrap_text(line, hanging="  "))
+    echo(f"results: {run_dir}  ({time.monotonic() - started:.0f} s)")
