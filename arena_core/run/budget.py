@@ -197,12 +197,18 @@ class BudgetKeeper:
         return self.deadline - self.clock() - FINISH_S
 
     def measured_slowdown(self, done: Sequence[tuple[WorkloadSpec, float | None]]) -> float:
-        """How much slower than simulated this run's workloads were (their ``wall_s``), else the
-        estimate's own factor."""
-        walls = [(spec, wall) for spec, wall in done if wall]
-        simulated = sum(simulated_seconds(spec, self.timing.predictor, self.timing.setup) for spec, _ in walls)
-        measured = sum(max(0.0, wall - PER_WORKLOAD_S) for _, wall in walls)
-        return measured / simulated if measured > 0 and simulated > 0 else self.timing.slowdown
+        """How much slower than simulated this run's workloads were (their ``wall_s``): over all
+        of them, or the last one's where that was slower (a workload can be further off the
+        simulator than those before it); the estimate's own factor before any."""
+
+        def ratio(some: Sequence[tuple[WorkloadSpec, float | None]]) -> float | None:
+            walls = [(spec, wall) for spec, wall in some if wall]
+            simulated = sum(simulated_seconds(spec, self.timing.predictor, self.timing.setup) for spec, _ in walls)
+            measured = sum(max(0.0, wall - PER_WORKLOAD_S) for _, wall in walls)
+            return measured / simulated if measured > 0 and simulated > 0 else None
+
+        found = [r for r in (ratio(done), ratio(done[-1:])) if r is not None]
+        return max(found) if found else self.timing.slowdown
 
     def rescale(self, done: Sequence[tuple[WorkloadSpec, float | None]], remaining: Sequence[WorkloadSpec], scale: float) -> float | None:
         """The smaller scale the ``remaining`` workloads (unscaled) run at so that they and the
@@ -223,8 +229,8 @@ class BudgetKeeper:
         if smaller >= scale:
             return None
         self.changes.append(
-            f"the last {len(remaining)} workloads ran at x{smaller:g}, not x{scale:g}: the first ones took x{timing.slowdown:.2f} "
-            f"the predictor's time, not the x{self.timing.slowdown:.2f} estimated"
+            f"the last {len(remaining)} workloads ran at x{smaller:g}, not x{scale:g}: with {left:.0f} s of the budget left they would have "
+            f"taken about {rest(scale).total_s:.0f} s at the pace measured so far (x{timing.slowdown:.2f} the predictor's time)"
         )
         return smaller
 

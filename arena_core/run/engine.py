@@ -28,7 +28,7 @@ from arena_core.registry import Registry
 from arena_core.report.expected import expected_work
 from arena_core.run import budget
 from arena_core.run.attach import UNNAMED_SERVER, ask_about_its_machine
-from arena_core.run.budget import DEFAULT_BUDGET_S, BudgetKeeper, Expected, Timing, minutes, scale_for
+from arena_core.run.budget import DEFAULT_BUDGET_S, FINISH_S, LEAST_QUALITY_S, BudgetKeeper, Expected, Timing, minutes, scale_for
 from arena_core.run.identity import CATALOG_IDENTITY, UNNAMED, ask_the_server, identify, served_facts, unique_name
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
@@ -201,7 +201,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
             why = untimed or f"the predictor does not cover backend {backend.name!r}"
         raise UsageError(f"--budget {minutes(budget)}: Arena cannot estimate how long this run takes ({why}); give --scale instead")
     if budget and timing is not None:
-        scale = scale_for(budget, scale, lambda s: timing.expected(_scaled(unscaled, s)))
+        scale = scale_for(budget - FINISH_S, scale, lambda s: timing.expected(_scaled(unscaled, s)))
     elif timing is None:
         budget = None  # the embedded default's budget, where its time cannot be estimated: not claimed
     workloads = _scaled(unscaled, scale)
@@ -227,7 +227,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         quality_full=request.quality_full,
         model_title=request.model_title or run.model_title,
         budget_s=budget or None,
-        expected=(timing.expected(workloads).within(budget) if budget else timing.expected(workloads)) if timing is not None else None,
+        expected=(timing.expected(workloads).within(budget - FINISH_S) if budget else timing.expected(workloads)) if timing is not None else None,
         timing=timing,
         unscaled=tuple(unscaled),
     )
@@ -498,7 +498,7 @@ class RunSession:
                 self.progress(f"quality: {suite.name}: already measured, kept")
                 continue
             limit = self.keeper.quality_limit(suite, self.plan.quality[at:], self.plan.quality_full) if self.keeper else None
-            if limit is not None and limit < budget.LEAST_QUALITY_S:
+            if limit is not None and limit < LEAST_QUALITY_S:
                 self._budget_changed(f"quality {suite.name} not measured: {limit:.0f} s of the budget were left")
                 continue
             folder = _fresh_folder(self.run_dir / "quality" / suite.name)
