@@ -53,7 +53,7 @@ class Expected:
     slowdown: float
     basis: str
 
-    #: the quality phase is given only what the budget leaves it (fewer items than its subset)
+    #: the quality phase is given only what the budget leaves it (it asks what it can answer in that)
     quality_cut: bool = False
 
     @property
@@ -179,7 +179,8 @@ def scale_for(budget_s: float, largest: float, at_scale: Callable[[float], Expec
 #: Kept back from a budget for what follows the last measurement: the server stopped, the
 #: results sealed, the card printed.
 FINISH_S = 10.0
-#: A quality suite left less time than this is not started: no answer would come in time.
+#: A quality suite left less time than this is not started: no answer would come in time
+#: (HumanEval's answers take 20-40 s at four at a time on the embedded server, 2 cores).
 LEAST_QUALITY_S = 20.0
 
 

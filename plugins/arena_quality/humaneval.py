@@ -36,7 +36,8 @@ MAX_TOKENS = 300
 #: Samples graded at once.
 GRADERS = 2
 #: What grading one sample is assumed to take, kept aside from a time limit's asking (a
-#: canonical solution takes 0.08 s in the sandbox on a 2-core machine; a failing one up to its CPU limit).
+#: canonical solution takes 0.08 s in the sandbox on a 2-core machine; a failing one up to its
+#: CPU limit). test_quality's time-limit test holds the asking within the limit it leaves.
 GRADING_S = 0.25
 #: Where a completion ends: the next top-level statement (HumanEval's own stop sequences).
 STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#")
