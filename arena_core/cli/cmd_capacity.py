@@ -101,7 +101,8 @@ def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> No
     session = RunSession(plan, app.hooks, progress, resume=resume, live=None, resume_command="arena capacity")
     with stopped_like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
         try:
-            found = run_search(session, shape, settings, objective, fresh=resume is None, progress=progress)
+            # the session's progress: a search's own lines count as said, so its pulse keeps quiet after them
+            found = run_search(session, shape, settings, objective, fresh=resume is None, progress=session.progress)
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {len(session.results)} probes kept in run {session.run_id}; {session.resume_hint()}") from None
     echo(_headline(found, settings, objective.describe()))
