@@ -40,6 +40,7 @@ def _arena(*args: str, timeout: int) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"})
 
 
+@pytest.mark.slow
 def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     store = tmp_path / "store"
     # x0.15: cache-states' 307-token context is two of vLLM's 128-token blocks (77 % a prefix
