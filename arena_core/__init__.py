@@ -8,7 +8,8 @@ the tables of bytes per weight and per KV element and the ``bounds`` on outside 
 predictor), and what a command plugin needs (``CliApp``, ``render_table``, ``CONVERTER`` for its own TOML, and the
 store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box), and
 the memory watchdog's margin (``watchdog_margin_bytes``) for a backend that sizes its server,
-and ``Pulse``, which keeps a long command from going silent.
+``Pulse``, which keeps a long command from going silent, and ``card_kit``, the rows the built-in
+renderers lay a card out from (for a renderer of another format).
 Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``plugins/`` and
 ``examples/`` and fails on any other import.
 """
@@ -27,6 +28,7 @@ from arena_core.loadgen import *  # noqa: F403 -- the runner kit; its names are 
 from arena_core.loadgen import __all__ as _RUNNER_KIT
 from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, PluginProblem, make_plugin_manager
 from arena_core.registry import Registration, Registry
+from arena_core.report import kit as card_kit
 from arena_core.report import render_table
 from arena_core.results.cards import load_card, load_cards
 from arena_core.run.integrity import sha256_of
@@ -64,6 +66,7 @@ __all__ = [
     "adopt_run",
     "bounds",
     "bytes_per_param",
+    "card_kit",
     "hookimpl",
     "check_key",
     "echo",

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         ModelSpec,
         PredictorSpec,
         QualitySuiteSpec,
+        RendererSpec,
         RunInfo,
         RunnerSpec,
         RunResult,
@@ -151,6 +152,22 @@ def arena_register_quality_suites(register: Callable[[QualitySuiteSpec], None]) 
         measures every suite registered with ``default`` unless ``--quality-suite`` names
         others; what each returns is stored with the run, shown on its card beside the vendor's
         published figure for the same benchmark, and scores a model that has no published one.
+    :return: nothing; anything returned is ignored.
+    """
+
+
+@hookspec
+def arena_register_renderers(register: Callable[[RendererSpec], None]) -> None:
+    """Register renderers: output formats for one card (``arena card --format``) and for a whole
+    store (``arena publish --format``).
+
+    Kind: collect. Called once per plugin manager, the first time the registry is needed. The
+    built-in ``text``, ``markdown``, ``json`` and ``site`` are registered through this hook too,
+    by default plugins that can be disabled or replaced.
+
+    :param register: call it once per :class:`~arena_core.types.RendererSpec`. Its callables
+        receive a :class:`~arena_core.types.CardView` or a :class:`~arena_core.types.SiteView`:
+        the figures the core computed, to lay out, not to recompute.
     :return: nothing; anything returned is ignored.
     """
 

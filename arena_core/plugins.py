@@ -40,6 +40,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "arena_prediction",
     "arena_quality",
     "arena_fleet",
+    "arena_renderers",
+    "arena_site",
 )
 
 #: Third-party plugins declare ``[project.entry-points.arena]`` in their ``pyproject.toml``.
@@ -88,6 +90,8 @@ class ArenaPluginManager(pluggy.PluginManager):
         self.problems: list[PluginProblem] = []
         self.on_problem: Callable[[PluginProblem], None] | None = None
         self._origins: dict[str, tuple[str, str, bool]] = {}
+        #: the plugins left out by name (``ARENA_DISABLED_PLUGINS``), for a command to say why a default is missing
+        self.disabled: frozenset[str] = frozenset()
 
     def report(self, plugin: str, problem: str) -> None:
         """Record a misbehaving plugin; raise instead under ``strict``."""
@@ -198,6 +202,7 @@ def make_plugin_manager(
 
     pm = ArenaPluginManager(strict=strict, trace=_stderr_trace if trace else None)
     pm.on_problem = on_problem
+    pm.disabled = frozenset(disabled_names)
     _load_builtins(pm, builtins, disabled_names, __version__)
     if autoload:
         _load_entry_points(pm, disabled_names)

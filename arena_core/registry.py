@@ -15,7 +15,7 @@ import attrs
 from attrs import frozen
 
 from arena_core.errors import UnknownNameError
-from arena_core.types import BackendSpec, HardwareProfile, ModelSpec, PredictorSpec, QualitySuiteSpec, RunnerSpec, ScorerSpec, WorkloadSpec
+from arena_core.types import BackendSpec, HardwareProfile, ModelSpec, PredictorSpec, QualitySuiteSpec, RendererSpec, RunnerSpec, ScorerSpec, WorkloadSpec
 
 T = TypeVar("T")
 
@@ -42,6 +42,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
             Kind(plural="scorers", singular="scorer", hook="arena_register_scorers", item_type=ScorerSpec),
             Kind(plural="predictors", singular="predictor", hook="arena_register_predictors", item_type=PredictorSpec),
             Kind(plural="quality-suites", singular="quality-suite", hook="arena_register_quality_suites", item_type=QualitySuiteSpec),
+            Kind(plural="renderers", singular="renderer", hook="arena_register_renderers", item_type=RendererSpec),
         )
     }
 )

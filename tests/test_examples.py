@@ -68,3 +68,39 @@ def test_a_third_party_runner_measures_with_the_public_kit_alone(tmp_path):
         assert len((result.parent / "records.jsonl").read_text().splitlines()) == 8
     finally:
         pip("uninstall", "-y", "arena-tiny-runner")
+
+
+@pytest.mark.slow
+def test_a_third_party_renderer_adds_a_format_to_card_and_publish(seed_store, tmp_path):
+    """``examples/arena-csv-renderer``, installed as its own package (into a folder of its own,
+    put on the child's path, so no other test sees it), adds ``csv`` to both commands."""
+    import csv
+    import os
+
+    target = tmp_path / "site-packages"
+    pip("install", "--no-build-isolation", "--no-deps", "--target", str(target), str(EXAMPLES / "arena-csv-renderer"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH", "")]))}
+
+    def arena(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, env=env, timeout=300)
+
+    listed = {row["name"]: row["plugin"] for row in json.loads(arena("list", "renderers", "--json").stdout)}
+    assert listed["csv"] == "csv-renderer" and listed["site"] == "arena_site"
+    run_id = next(p.name for p in sorted(seed_store.iterdir()) if (p / "manifest.json").exists())
+    shown = arena("card", run_id, "--format", "csv", "--output", str(seed_store))
+    assert shown.returncode == 0, shown.stderr
+    stored = json.loads(arena("card", run_id, "--format", "json", "--output", str(seed_store)).stdout)["card"]
+    rows = list(csv.DictReader(shown.stdout.splitlines()))
+    assert [(r["run_id"], r["workload"], r["tokens_per_second"]) for r in rows] == [
+        (run_id, w["name"], "" if w["tokens_per_second"] is None else str(w["tokens_per_second"])) for w in stored["workloads"]
+    ]
+    published = subprocess.run(
+        [sys.executable, "-m", "arena_core", "publish", str(tmp_path / "out"), "--format", "csv", "--output", str(seed_store)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert published.returncode == 0, published.stderr
+    board = list(csv.DictReader((tmp_path / "out" / "leaderboard.csv").read_text().splitlines()))
+    assert len(board) == 17 and {r["profile"] for r in board} == {"aggregate"} and run_id in {r["run_id"] for r in board}

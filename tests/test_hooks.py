@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -164,6 +166,43 @@ def test_hook_arena_register_predictors(tmp_path):
     assert json.loads(card.output)["predictions"][0]["predicted_tps"] == 42.0
     calibrated = run_cli(manager, ["calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(tmp_path)])
     assert calibrated.exit_code == 2 and "a constant has nothing to fit" in calibrated.output
+
+
+def test_hook_arena_register_renderers(seed_store, tmp_path):
+    """A third party's renderer adds a format to ``arena card`` and to ``arena publish``, reading
+    the figures the core computed; with the default site plugin left out, ``arena publish``
+    says so in one line."""
+    from arena_core import CardView, RendererSpec, SiteView
+
+    def card(view: CardView) -> str:
+        return "".join(f"{line.name}\t{line.tokens_per_second}\n" for line in view.card.workloads)
+
+    def site(view: SiteView, directory, progress) -> Path:
+        index = directory / "runs.tsv"
+        index.write_text("".join(f"{run_id}\t{v.scores['aggregate'].value}\n" for run_id, v in view.views.items()))
+        progress(1, 1, index.name)
+        return index
+
+    class Plugin:
+        @hookimpl
+        def arena_register_renderers(self, register):
+            register(RendererSpec(name="tsv", description="tab-separated", card=card, site=site))
+
+    manager = make_plugin_manager(autoload=False, extra_plugins=[("tsv-renderer", Plugin())])
+    run_id = next(p.name for p in sorted(seed_store.iterdir()) if (p / "manifest.json").exists())
+    shown = run_cli(manager, ["card", run_id, "--output", str(seed_store), "--format", "tsv"])
+    assert shown.exit_code == 0, shown.output
+    stored = json.loads(run_cli(manager, ["card", run_id, "--output", str(seed_store), "--format", "json"]).output)["card"]
+    assert shown.output == "".join(f"{line['name']}\t{line['tokens_per_second']}\n" for line in stored["workloads"])
+    published = run_cli(manager, ["publish", str(tmp_path / "tsv"), "--output", str(seed_store), "--format", "tsv"])
+    assert published.exit_code == 0 and "runs.tsv (17 cards)" in published.output
+    assert len((tmp_path / "tsv" / "runs.tsv").read_text().splitlines()) == 17
+    without_site = make_plugin_manager(autoload=False, disabled=["arena_site"])
+    refused = run_cli(without_site, ["publish", str(tmp_path / "site"), "--output", str(seed_store)])
+    assert refused.exit_code == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "--format site: no renderer of sites by that name is registered (ARENA_DISABLED_PLUGINS leaves out arena_site)" in refused.stderr
+    unknown = run_cli(manager, ["card", run_id, "--output", str(seed_store), "--format", "pdf"])
+    assert unknown.exit_code == 2 and "renderers of cards: text, markdown, json, tsv" in unknown.stderr
 
 
 def test_hook_arena_register_quality_suites(tmp_path):

@@ -14,13 +14,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from arena_site.site import publish
 from compare import flat
 
 from arena_core import BUILTIN_PLUGINS, ArenaHooks, ModelSpec, QualityScore, hookimpl, make_plugin_manager
-from arena_core.report.site import publish
+from arena_core.config import CostSection
 from arena_core.results.cards import load_cards, scores_for
 from arena_core.results.findings import findings
 from arena_core.results.imports import import_cards
+from arena_core.results.views import site_view
 from arena_core.testing import plugin_manager_with
 from arena_core.testing.fake_server import FakeServerProcess
 
@@ -326,7 +328,9 @@ def test_plugin_supplied_markup_is_escaped_and_never_runs(tmp_path):
     )
     import_cards(cards_file, tmp_path / "store", hooks.registry)
     cards, _ = load_cards(tmp_path / "store", hooks.registry)
-    index = publish(tmp_path / "site", cards, {c.run_id: scores_for(c, hooks) for c in cards}, {c.run_id: findings(c, cards) for c in cards})
+    view = site_view(cards, {c.run_id: scores_for(c, hooks) for c in cards}, hooks, CostSection(), profile="aggregate", integrity={}, ledger=[])
+    (tmp_path / "site").mkdir()
+    index = publish(view, tmp_path / "site")
     pages = [index, *(tmp_path / "site" / "cards").glob("*.html")]
     for page in pages:
         html = page.read_text()
@@ -341,7 +345,7 @@ def test_plugin_supplied_markup_is_escaped_and_never_runs(tmp_path):
 
 
 def test_chart_labels_never_overlap_and_the_frontier_is_the_undominated():
-    from arena_core.report.charts import pareto_front, spread_labels
+    from arena_site.charts import pareto_front, spread_labels
 
     wanted = [100.0, 101.0, 102.0, 300.0, 99.5]
     placed = spread_labels(wanted, 14.0)
@@ -353,7 +357,7 @@ def test_chart_labels_never_overlap_and_the_frontier_is_the_undominated():
 
 
 def test_a_chart_is_svg_with_its_numbers_and_a_ticked_log_axis():
-    from arena_core.report.charts import bar_chart
+    from arena_site.charts import bar_chart
 
     svg = str(bar_chart("TTFT <b>", [("chat", 1.21), ("long-context-25k", 26.88), ("reasoning", None)], "s", log=True, limit=(2.0, "SLO: TTFT ≤ 2 s")))
     assert svg.startswith('<svg class="chart"') and "<title>TTFT &lt;b&gt;</title>" in svg and "<b>" not in svg
@@ -366,7 +370,7 @@ def test_the_leaderboard_sorts_times_with_their_units_and_labels(tmp_path):
     """site.js sorts a column of times by what they are: "261 ms (mean)" is 0.261 s, not 261 s,
     and a row without a figure goes last."""
     _needs_chromium()
-    from arena_core.report import site as site_module
+    import arena_site.site as site_module
 
     script = Path(site_module.__file__).parent / "templates" / "site.js"
     (tmp_path / "site.js").write_text(script.read_text())

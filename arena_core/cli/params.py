@@ -9,7 +9,8 @@ import click
 
 from arena_core.bounds import TIMEOUT_S, Bound
 from arena_core.cli.app import CliApp
-from arena_core.errors import UnknownNameError
+from arena_core.errors import UnknownNameError, UsageError
+from arena_core.plugins import ENV_DISABLED
 from arena_core.registry import KINDS, Kind, find_kind
 
 
@@ -41,6 +42,20 @@ def registered_name(ctx: click.Context, param: click.Parameter, value: str, kind
 
 #: ``--output DIR`` of the commands that read the store.
 OUTPUT = click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
+
+
+def renderer_named(app: CliApp, name: str, use: str, flag: str) -> Any:
+    """The ``use`` callable (``card`` or ``site``) of the renderer registered as ``name``; a
+    usage error in one line naming the renderers that offer it, and the plugins left out where
+    a default one may be among them."""
+    registry = app.hooks.registry
+    found = registry.by_kind["renderers"].get(name)
+    if found is not None and getattr(found.item, use) is not None:
+        return getattr(found.item, use)
+    offering = [r.item.name for r in registry.registrations("renderers") if getattr(r.item, use) is not None]
+    what = "cards" if use == "card" else "sites"
+    left_out = f" ({ENV_DISABLED} leaves out {', '.join(sorted(app.pm.disabled))})" if app.pm.disabled else ""
+    raise UsageError(f"{flag} {name}: no renderer of {what} by that name is registered{left_out}; renderers of {what}: {', '.join(offering) or 'none'}")
 
 
 def results_dir(app: CliApp, output: Path | None) -> Path:

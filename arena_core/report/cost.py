@@ -18,53 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from attrs import frozen
-
 from arena_core.config import CostSection
 from arena_core.report.capacity_card import capacity_found, capacity_probes, capacity_search_of
-from arena_core.types import ModelCard
+from arena_core.types import CostLine, ModelCard
 
 HOURS_PER_YEAR = 8766  # 365.25 days
 JOULES_PER_KWH = 3.6e6
-
-
-@frozen(kw_only=True)
-class CostLine:
-    """A card's cost per million output tokens, with every input it was computed from."""
-
-    per_million: float
-    currency: str
-    capacity: str  # "4 users", the load that passed
-    search_run: str  # the capacity search's run id
-    output_tps: float
-    joules_per_token: float | None
-    energy_read_from: str
-    price_per_kwh: float | None
-    electricity: float | None  # per million output tokens
-    hardware_per_hour: float | None
-    hardware: float | None  # per million output tokens
-    hardware_terms: str  # "4000 EUR ÷ (3 years × 8766 h × 50%)", or ""
-
-    def cell(self) -> str:
-        """The leaderboard's cell: "0.42 EUR"."""
-        return f"{self.per_million:.3g} {self.currency}"
-
-    def explained(self) -> str:
-        """The sum written out, so a reader can recompute it from the line itself."""
-        unit = self.currency
-        if self.electricity is not None:
-            electricity = (
-                f"electricity {self.joules_per_token:.3g} J per output token (read from {self.energy_read_from}) × 10^6 ÷ 3.6 MJ/kWh"
-                f" × {self.price_per_kwh:g} {unit}/kWh = {self.electricity:.3g} {unit}"
-            )
-        else:
-            electricity = "electricity not counted (no energy counter read at capacity)"
-        parts = [electricity]
-        if self.hardware is not None:
-            parts.append(
-                f"hardware {self.hardware_terms} = {self.hardware_per_hour:.4g} {unit}/h ÷ ({self.output_tps:.1f} tok/s × 3600) × 10^6 = {self.hardware:.3g} {unit}"
-            )
-        return f"{self.per_million:.3g} {unit} per million output tokens at capacity {self.capacity} (search {self.search_run}): {'; '.join(parts)}"
 
 
 def cost_of(cards: Sequence[ModelCard], cost: CostSection) -> Callable[[ModelCard], CostLine | str]:

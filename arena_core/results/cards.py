@@ -15,7 +15,6 @@ from typing import Any
 import attrs
 
 from arena_core import bounds
-from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.loadgen.goodput import NAMED_SLOS, Slo, goodput, parse_slo
@@ -379,13 +378,3 @@ def scores_for_all(cards: Sequence[ModelCard], hooks: ArenaHooks, custom_profile
             for run_id, score in scores.items():
                 found[run_id][profile if index == 0 else f"{profile} ({score.version})"] = score
     return found
-
-
-def card_json(card: ModelCard, scores: Mapping[str, Score], findings: list[str]) -> dict[str, Any]:
-
-    return {
-        "format": "arena-card/1",
-        "card": CONVERTER.unstructure(card),
-        "scores": {k: CONVERTER.unstructure(v) for k, v in scores.items()},
-        "findings": findings,
-    }

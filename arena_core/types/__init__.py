@@ -33,6 +33,7 @@ from arena_core.types.prediction import (
     WorkloadPrediction,
 )
 from arena_core.types.quality import MeasuredQuality, QualityRequest, QualitySuiteSpec
+from arena_core.types.renderers import CardView, CostLine, Progress, RendererSpec, SiteView
 from arena_core.types.results import RequestRecord, RunInfo, RunResult, Verdict, WorkloadResult
 from arena_core.types.runners import Endpoint, ReportReader, RunContext, Runner, RunnerSpec, RunOptions, ToolAvailability
 from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec
@@ -51,6 +52,11 @@ __all__ = [
     "Calibration",
     "CalibrationReport",
     "CardLayout",
+    "CardView",
+    "CostLine",
+    "Progress",
+    "RendererSpec",
+    "SiteView",
     "CardSlo",
     "CardWorkload",
     "ClosedLoopShape",

@@ -1,7 +1,7 @@
-"""``arena publish DIR``: a self-contained static site -- a leaderboard page per scoring preset
+"""The ``site`` renderer (``arena publish DIR``): a self-contained static site -- a leaderboard page per scoring preset
 (tabs, size buckets, colour bands, a quality × throughput chart with its Pareto frontier and a
 per-user × total throughput chart) and one page per model card in the seed card's order. Charts
-are SVG drawn by matplotlib at publish time (:mod:`arena_core.report.charts`); one small script
+are SVG drawn by matplotlib at publish time (:mod:`arena_site.charts`); one small script
 of the site's own (``site.js``) sorts and filters the leaderboard, and every page reads whole
 without it. No CDN: the site works from ``file://``.
 
@@ -19,36 +19,8 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
-from arena_core import __version__
-from arena_core.config import CostSection
-from arena_core.registry import Registry
-from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
-from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, TTFT_NOTE, prediction_rows
-from arena_core.report.charts import bar_chart, line_chart, scatter_chart
-from arena_core.report.cost import CostLine, cost_of
-from arena_core.report.formats import fmt_score, fmt_tps
-from arena_core.report.model_card import (
-    big_figures,
-    cost_rows,
-    decode_totals,
-    headline_label,
-    headline_tps,
-    memory_heading,
-    memory_rows,
-    model_rows,
-    platform_rows,
-    quality_heading,
-    quality_rows,
-    time_line,
-    ttft_cell,
-    workload_rows,
-)
-from arena_core.report.seed_figures import seed_rows, throughput_headline
-from arena_core.report.workload_blocks import summary_lines, workload_blocks
-from arena_core.results.findings import ttft_is_mean
-from arena_core.results.leaderboard import Row, rank, row_dict
-from arena_core.results.predictions import NO_PREDICTOR, ledger_summary, why_not_predicted
-from arena_core.types import LedgerLine, ModelCard, Score
+from arena_core import CardView, CostLine, ModelCard, Progress, Score, SiteView, __version__, card_kit
+from arena_site.charts import bar_chart, line_chart, scatter_chart
 
 #: The site's one script: sorting and filtering the leaderboard (every page reads whole without it).
 SITE_SCRIPT = Path(__file__).parent / "templates" / "site.js"
@@ -63,7 +35,7 @@ def links(text: object) -> Markup:
 
 def environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("arena_core", "report/templates"),
+        loader=PackageLoader("arena_site", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
@@ -77,7 +49,7 @@ def _integrity(run_id: str, verified: Mapping[str, str]) -> str:
 
 
 def _leaderboard_rows(
-    rows: Sequence[Row],
+    rows: Sequence[card_kit.Row],
     verified: Mapping[str, str],
     capacity_of: Callable[[ModelCard], str | None],
     slugs: Mapping[str, str],
@@ -86,7 +58,7 @@ def _leaderboard_rows(
     found = []
     for row in rows:
         card, score = row.card, row.score
-        data = row_dict(row)
+        data = card_kit.row_dict(row)
         headline = card.workload(card.layout.headline) if card.layout.headline else None
         data.update(
             href=f"cards/{slugs[card.run_id]}.html",
@@ -99,8 +71,8 @@ def _leaderboard_rows(
             shown_quality=(f"{score.quality:.1f}" + (" m" if score.quality_source == "measured" else "")) if score.quality is not None else "—",
             shown_performance=f"{score.performance:.1f}" if score.value is not None else "—",
             memory=f"{card.model_memory_gb:.1f}" + ("*" if card.model_memory_estimated else "") if card.model_memory_gb is not None else "—",
-            chat_tps=fmt_tps(headline.tokens_per_second) if headline else "—",
-            chat_ttft=ttft_cell(card, headline) if headline else "—",
+            chat_tps=card_kit.fmt_tps(headline.tokens_per_second) if headline else "—",
+            chat_ttft=card_kit.ttft_cell(card, headline) if headline else "—",
             why=", ".join(label for label in row.labels if label.startswith("not ranked")).removeprefix("not ranked: "),
         )
         found.append(data)
@@ -166,7 +138,7 @@ def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
     quality_points, user_points = [], []
     headline = next((card.layout.headline for card in cards if card.layout.headline), None)
     for card in cards:
-        throughput, _ = throughput_headline(card)
+        throughput, _ = card_kit.throughput_headline(card)
         quality, _ = card.quality_basis()
         if throughput is not None and quality:
             quality_points.append((card.model_title, throughput, sum(quality) / len(quality), card.model_memory_gb))
@@ -193,50 +165,34 @@ def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
     }
 
 
-def publish(
-    directory: Path,
-    cards: Sequence[ModelCard],
-    all_scores: Mapping[str, Mapping[str, Score]],
-    found: Mapping[str, list[str]],
-    *,
-    profile: str = "aggregate",
-    integrity: Mapping[str, str] | None = None,
-    predictions: Sequence[LedgerLine] | None = (),
-    registry: Registry | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-    cost: CostSection | None = None,
-) -> Path:
+def publish(view: SiteView, directory: Path, progress: Progress | None = None) -> Path:
     """Write the site into ``directory``: a leaderboard page per profile of the default scorer
-    (``profile``'s is index.html) and a page per card; ``all_scores[run_id][profile]``;
-    ``integrity[run_id]`` is what ``arena verify`` said of the run (absent: not checked);
-    ``predictions``: the default predictor's error ledger (:func:`arena_core.results.predictions.ledger_of`;
-    ``None``: no predictor, and the pages say so); ``registry``: to say why a card has no
-    prediction (a run the predictor does not cover); ``progress(done, total, page)`` after each
-    page written."""
-    verified = integrity or {}
+    (``view.profile``'s is index.html) and a page per card; ``progress(done, total, page)`` after
+    each page written. Returns index.html."""
+    cards = view.cards
     env = environment()
-    versions = sorted({score.version for scores in all_scores.values() for score in scores.values()})
-    profiles = [name for name in next(iter(all_scores.values())) if "(" not in name]
-    pages = _preset_pages(profiles, profile)
+    first = next(iter(view.views.values()))
+    versions = sorted({score.version for card_view in view.views.values() for score in card_view.scores.values()})
+    profiles = [name for name in first.scores if "(" not in name]
+    pages = _preset_pages(profiles, view.profile)
     common = {"version": __version__, "score_version": ", ".join(versions), "nav": pages, "current": ""}
     (directory / "cards").mkdir(parents=True, exist_ok=True)
     (directory / "site.js").write_text(SITE_SCRIPT.read_text(encoding="utf-8"), encoding="utf-8")
     step = progress or (lambda _done, _total, _what: None)
     total = len(pages) + len(cards)
     charts = _charts(cards)
-    capacity_of = capacity_column(cards)
-    costs = cost_of(cards, cost) if cost is not None and cost.given else None
+    capacity_of = card_kit.capacity_column(cards)
 
     def cost_cell(card: ModelCard) -> str:
-        line = costs(card) if costs else None
+        line = view.views[card.run_id].cost
         return line.cell() if isinstance(line, CostLine) else "—"
 
     slugs = card_slugs(cards)
     # credit where figures were published by others (the seed site's cohort is CC-BY-4.0)
     attribution = sorted({card.source for card in cards if card.source.startswith("published by")})
     for done, (name, href) in enumerate(pages, start=1):
-        scores = {c.run_id: all_scores[c.run_id][name] for c in cards}
-        rows = rank(cards, scores)
+        scores = {c.run_id: view.views[c.run_id].scores[name] for c in cards}
+        rows = card_kit.rank(cards, scores)
         (directory / href).write_text(
             env.get_template("leaderboard.html.j2").render(
                 **{**common, "current": href},
@@ -245,21 +201,17 @@ def publish(
                 profile=name,
                 formula=next((score.formula for score in scores.values() if score.formula), ""),
                 attribution=attribution,
-                ledger_rows=ledger_summary(predictions or []),
-                prediction_absent=NO_PREDICTOR if predictions is None else "",
-                **_board(rows, verified, capacity_of, slugs, cost_cell),
-                cost_terms=f"{cost.terms().capitalize()[:1]}{cost.terms()[1:]}; each card writes its sum out."
-                if costs is not None and cost is not None
-                else "",
+                ledger_rows=card_kit.ledger_summary(view.ledger or []),
+                prediction_absent=card_kit.NO_PREDICTOR if view.ledger is None else "",
+                **_board(rows, view.integrity, capacity_of, slugs, cost_cell),
+                cost_terms=f"{view.cost_terms}; each card writes its sum out." if view.cost_terms else "",
                 **charts,
             ),
             encoding="utf-8",
         )
         step(done, total, href)
     for done, card in enumerate(cards, start=len(pages) + 1):
-        mine = None if predictions is None else [line for line in predictions if line.run_id == card.run_id]
-        uncovered = why_not_predicted(card, registry) if mine == [] and registry is not None else ""
-        page = _card_page(env, common, card, all_scores[card.run_id], found, verified, mine, uncovered, costs(card) if costs else None)
+        page = _card_page(env, common, view.views[card.run_id], view.integrity)
         (directory / "cards" / f"{slugs[card.run_id]}.html").write_text(page, encoding="utf-8")
         step(done, total, f"cards/{slugs[card.run_id]}.html")
     return directory / "index.html"
@@ -276,7 +228,7 @@ CONSTANT_COLUMNS = (
 
 
 def _board(
-    rows: Sequence[Row],
+    rows: Sequence[card_kit.Row],
     verified: Mapping[str, str],
     capacity_of: Callable[[ModelCard], str | None],
     slugs: Mapping[str, str],
@@ -313,12 +265,12 @@ def _board(
 def _capacity(card: ModelCard) -> dict | None:
     """A capacity search's headline, its curve (share within the SLO per load) and the per-user
     against total throughput of its probes; None for a run that searched nothing."""
-    probes = capacity_probes(card)
+    probes = card_kit.capacity_probes(card)
     if not probes:
         return None
     unit = "requests/s offered" if probes[0].unit == "rate" else "concurrent users"
     return {
-        "headline": capacity_headline(card),
+        "headline": card_kit.capacity_headline(card),
         "curve": line_chart(
             "Share of requests within the SLO, per probe",
             [(p.load, (p.attainment or 0.0) * 100) for p in probes],
@@ -348,7 +300,7 @@ def _card_charts(card: ModelCard) -> dict[str, Markup]:
         "total_chart": bar_chart("Throughput in all, every workload (closed loop: decode at c=10; open loop: output and input)", totals, "tok/s in all"),
         "ttft_chart": bar_chart(
             "Time to first token, p50, per workload"
-            + (" (closed loop: the mean, as the source gave it)" if any(line and ttft_is_mean(card, line) for _, line in lines) else ""),
+            + (" (closed loop: the mean, as the source gave it)" if any(line and card_kit.ttft_is_mean(card, line) for _, line in lines) else ""),
             [(n, line.ttft_p50_s if line else None) for n, line in lines],
             "s",
             log=True,
@@ -357,50 +309,42 @@ def _card_charts(card: ModelCard) -> dict[str, Markup]:
     }
 
 
-def _card_page(
-    env: Environment,
-    common: dict,
-    card: ModelCard,
-    scores: Mapping[str, Score],
-    found: Mapping[str, list[str]],
-    verified: Mapping[str, str],
-    predictions: Sequence[LedgerLine] | None = (),
-    uncovered: str = "",
-    cost: CostLine | str | None = None,
-) -> str:
+def _card_page(env: Environment, common: dict, view: CardView, verified: Mapping[str, str]) -> str:
     """A card page in the seed card's order: the model and four big figures, a two-line summary,
     quality, decode throughput at c=10, a block per workload with its command, findings, charts,
     then the details."""
-    findings_of = found.get(card.run_id, [])
+    card, scores, predictions = view.card, view.scores, view.predictions
     return env.get_template("card.html.j2").render(
         **common,
         title=card.model_title,
         root="../",
         card=card,
-        facts=" · ".join(value for _, value in model_rows(card)[:4]),
-        figures=big_figures(card, scores),
-        time_line=time_line(card),
-        quality_heading=quality_heading(card),
-        memory_heading=memory_heading(card),
-        summary=summary_lines(card, findings_of),
-        scores=[(n, fmt_score(s)) for n, s in scores.items()],
-        headline=fmt_tps(headline_tps(card)),
-        headline_label=headline_label(card),
-        model_rows=model_rows(card),
-        quality_rows=quality_rows(card),
-        decode_totals=[(label, fmt_tps(total)) for label, total in decode_totals(card)],
-        blocks=workload_blocks(card),
-        workload_rows=workload_rows(card),
-        seed_rows=seed_rows(card),
-        findings=findings_of,
-        memory_rows=memory_rows(card) + cost_rows(cost),
-        platform_rows=platform_rows(card),
+        facts=" · ".join(value for _, value in card_kit.model_rows(card)[:4]),
+        figures=card_kit.big_figures(card, scores),
+        time_line=card_kit.time_line(card),
+        quality_heading=card_kit.quality_heading(card),
+        memory_heading=card_kit.memory_heading(card),
+        summary=card_kit.summary_lines(card, list(view.findings)),
+        scores=[(n, card_kit.fmt_score(s)) for n, s in scores.items()],
+        headline=card_kit.fmt_tps(card_kit.headline_tps(card)),
+        headline_label=card_kit.headline_label(card),
+        model_rows=card_kit.model_rows(card),
+        quality_rows=card_kit.quality_rows(card),
+        decode_totals=[(label, card_kit.fmt_tps(total)) for label, total in card_kit.decode_totals(card)],
+        blocks=card_kit.workload_blocks(card),
+        workload_rows=card_kit.workload_rows(card),
+        seed_rows=card_kit.seed_rows(card),
+        findings=list(view.findings),
+        memory_rows=card_kit.memory_rows(card) + card_kit.cost_rows(view.cost),
+        platform_rows=card_kit.platform_rows(card),
         explained=_explained(scores),
         integrity=_integrity(card.run_id, verified),
         capacity=_capacity(card),
-        prediction_rows=prediction_rows(predictions or []),
-        prediction_headers=PREDICTION_HEADERS,
-        prediction_note="; ".join([*([PREDICTION_NOTE] if any(line.open_loop for line in predictions or []) else []), TTFT_NOTE, G_NOTE]),
-        prediction_absent=NO_PREDICTOR if predictions is None else uncovered,
+        prediction_rows=card_kit.prediction_rows(predictions or []),
+        prediction_headers=card_kit.PREDICTION_HEADERS,
+        prediction_note="; ".join(
+            [*([card_kit.PREDICTION_NOTE] if any(line.open_loop for line in predictions or []) else []), card_kit.TTFT_NOTE, card_kit.G_NOTE]
+        ),
+        prediction_absent=card_kit.NO_PREDICTOR if predictions is None else view.not_predicted,
         **_card_charts(card),
     )
