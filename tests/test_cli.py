@@ -99,7 +99,10 @@ def test_show_model_marks_missing_quality_scores(pm):
     [
         (["show", "workload", "chatt"], "unknown workload 'chatt' (known: chat, rag-8k"),
         (["show", "hardware", "tpu"], "unknown hardware 'tpu' (known: cpu-host, gb10, h100-sxm"),
-        (["list", "gpus"], "unknown kind 'gpus' (known: workloads, runners, backends, hardware, models, scorers, predictors, quality-suites, renderers, commands)"),
+        (
+            ["list", "gpus"],
+            "unknown kind 'gpus' (known: workloads, runners, backends, hardware, models, scorers, predictors, quality-suites, renderers, commands)",
+        ),
         (["--config", "absent.toml", "list", "models"], "absent.toml"),
         (["plugins", "--colour"], "No such option '--colour'"),
     ],

@@ -14,7 +14,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from arena_site.site import publish
 from compare import flat
 
 from arena_core import BUILTIN_PLUGINS, ArenaHooks, ModelSpec, QualityScore, hookimpl, make_plugin_manager
@@ -25,6 +24,7 @@ from arena_core.results.imports import import_cards
 from arena_core.results.views import site_view
 from arena_core.testing import plugin_manager_with
 from arena_core.testing.fake_server import FakeServerProcess
+from arena_site.site import publish
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
