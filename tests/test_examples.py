@@ -1,8 +1,12 @@
-"""The example plugins install like any third-party package and show up; uninstalled, they go."""
+"""The example plugins install like any third-party package and show up; uninstalled, they go.
+
+Each is installed into a folder of its own test and put on the path of that test's child
+processes only, so no other test (nor one running beside it) sees it."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +22,19 @@ def pip(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *args], check=True, timeout=300)
 
 
-def arena_json(*args: str) -> list[dict[str, object]]:
-    result = subprocess.run([sys.executable, "-m", "arena_core", *args, "--json"], capture_output=True, text=True, check=True, timeout=60)
-    return json.loads(result.stdout)
+def installed(package: str, target: Path) -> dict[str, str]:
+    """``pip install`` the example ``package`` into ``target``: the environment of a child process
+    that has it installed."""
+    pip("install", "--no-build-isolation", "--no-deps", "--target", str(target), str(EXAMPLES / package))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH", "")]))}
+
+
+def arena(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def arena_json(*args: str, env: dict[str, str] | None = None) -> list[dict[str, object]]:
+    return json.loads(arena(*args, "--json", env=env).stdout)
 
 
 @pytest.mark.slow
@@ -28,16 +42,13 @@ def arena_json(*args: str) -> list[dict[str, object]]:
     ("package", "distribution", "kind", "name"),
     [("arena-strix-halo", "arena-strix-halo", "hardware", "strix-halo"), ("arena-gemma-it", "arena-gemma-it", "models", "gemma-3-270m-it")],
 )
-def test_example_plugin_appears_when_installed_and_goes_when_uninstalled(package, distribution, kind, name):
-    pip("install", "--no-build-isolation", "--no-deps", str(EXAMPLES / package))
-    try:
-        listed = {row["name"]: row["plugin"] for row in arena_json("list", kind)}
-        entry_point = next(info for info in arena_json("plugins") if info["name"] in listed.values())
-        assert listed.get(name) == entry_point["name"]
-        assert entry_point["version"] == "1.0.0" and not entry_point["builtin"]
-        assert distribution in entry_point["source"]
-    finally:
-        pip("uninstall", "-y", distribution)
+def test_example_plugin_appears_when_installed_and_goes_when_uninstalled(package, distribution, kind, name, tmp_path):
+    env = installed(package, tmp_path / "site-packages")
+    listed = {row["name"]: row["plugin"] for row in arena_json("list", kind, env=env)}
+    entry_point = next(info for info in arena_json("plugins", env=env) if info["name"] in listed.values())
+    assert listed.get(name) == entry_point["name"]
+    assert entry_point["version"] == "1.0.0" and not entry_point["builtin"]
+    assert distribution in entry_point["source"]
     assert name not in {row["name"] for row in arena_json("list", kind)}
     assert arena_json("plugins") == []
 
@@ -48,26 +59,18 @@ def test_a_third_party_runner_measures_with_the_public_kit_alone(tmp_path):
     from arena_core.testing.fake_server import FakeServerProcess
 
     tokenizer = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer" / "tokenizer.json"
-    pip("install", "--no-build-isolation", "--no-deps", str(EXAMPLES / "arena-tiny-runner"))
-    try:
-        assert {"name": "tiny-closed-loop", "plugin": "tiny-runner"}.items() <= next(
-            r for r in arena_json("list", "runners") if r["name"] == "tiny-closed-loop"
-        ).items()
-        with FakeServerProcess(["--tokenizer", str(tokenizer)]) as rig:
-            done = subprocess.run(
-                [sys.executable, "-m", "arena_core", "run", "--base-url", rig.url, "--workloads", "tiny-chat", "--output", str(tmp_path)],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-        assert done.returncode == 0, done.stderr
-        (result,) = tmp_path.glob("*/workloads/tiny-chat/result.json")
-        stored = json.loads(result.read_text())
-        assert stored["runner"] == "tiny-closed-loop" and stored["requests"] == 8 and stored["failed"] == 0 and stored["verdict"]["valid"]
-        assert stored["tokens_per_second"] > 0 and stored["ttft_p50_s"] > 0
-        assert len((result.parent / "records.jsonl").read_text().splitlines()) == 8
-    finally:
-        pip("uninstall", "-y", "arena-tiny-runner")
+    env = installed("arena-tiny-runner", tmp_path / "site-packages")
+    assert {"name": "tiny-closed-loop", "plugin": "tiny-runner"}.items() <= next(
+        r for r in arena_json("list", "runners", env=env) if r["name"] == "tiny-closed-loop"
+    ).items()
+    with FakeServerProcess(["--tokenizer", str(tokenizer)]) as rig:
+        done = arena("run", "--base-url", rig.url, "--workloads", "tiny-chat", "--output", str(tmp_path / "store"), env=env)
+    assert done.returncode == 0, done.stderr
+    (result,) = (tmp_path / "store").glob("*/workloads/tiny-chat/result.json")
+    stored = json.loads(result.read_text())
+    assert stored["runner"] == "tiny-closed-loop" and stored["requests"] == 8 and stored["failed"] == 0 and stored["verdict"]["valid"]
+    assert stored["tokens_per_second"] > 0 and stored["ttft_p50_s"] > 0
+    assert len((result.parent / "records.jsonl").read_text().splitlines()) == 8
 
 
 @pytest.mark.slow
@@ -75,21 +78,14 @@ def test_a_third_party_renderer_adds_a_format_to_card_and_publish(seed_store, tm
     """``examples/arena-csv-renderer``, installed as its own package (into a folder of its own,
     put on the child's path, so no other test sees it), adds ``csv`` to both commands."""
     import csv
-    import os
 
-    target = tmp_path / "site-packages"
-    pip("install", "--no-build-isolation", "--no-deps", "--target", str(target), str(EXAMPLES / "arena-csv-renderer"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH", "")]))}
-
-    def arena(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, env=env, timeout=300)
-
-    listed = {row["name"]: row["plugin"] for row in json.loads(arena("list", "renderers", "--json").stdout)}
+    env = installed("arena-csv-renderer", tmp_path / "site-packages")
+    listed = {row["name"]: row["plugin"] for row in json.loads(arena("list", "renderers", "--json", env=env).stdout)}
     assert listed["csv"] == "csv-renderer" and listed["site"] == "arena_site"
     run_id = next(p.name for p in sorted(seed_store.iterdir()) if (p / "manifest.json").exists())
-    shown = arena("card", run_id, "--format", "csv", "--output", str(seed_store))
+    shown = arena("card", run_id, "--format", "csv", "--output", str(seed_store), env=env)
     assert shown.returncode == 0, shown.stderr
-    stored = json.loads(arena("card", run_id, "--format", "json", "--output", str(seed_store)).stdout)["card"]
+    stored = json.loads(arena("card", run_id, "--format", "json", "--output", str(seed_store), env=env).stdout)["card"]
     rows = list(csv.DictReader(shown.stdout.splitlines()))
     assert [(r["run_id"], r["workload"], r["tokens_per_second"]) for r in rows] == [
         (run_id, w["name"], "" if w["tokens_per_second"] is None else str(w["tokens_per_second"])) for w in stored["workloads"]
