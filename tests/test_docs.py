@@ -18,7 +18,7 @@ def test_generated_reference_is_up_to_date(path, generate):
     assert committed == generate(), f"{path} is stale: run `python -m arena_core.docgen`"
 
 
-@pytest.mark.parametrize("name,function,options", docgen.hookspec_functions(), ids=lambda value: str(value)[:40])
+@pytest.mark.parametrize("name,function,options", docgen.hookspec_functions(), ids=[name for name, _, _ in docgen.hookspec_functions()])
 def test_every_hookspec_says_when_what_and_returns(name, function, options):
     doc = inspect.getdoc(function) or ""
     assert "Kind: " in doc, f"{name}: say which kind of hook it is"
