@@ -4,7 +4,6 @@ requests per second (a search, stored as an ordinary run with one result per pro
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from click.core import ParameterSource
 from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.cmd_run import stopped_like_ctrl_c
-from arena_core.cli.output import echo
+from arena_core.cli.output import echo, progress_printer
 from arena_core.cli.params import Within, server_options
 from arena_core.errors import Interrupted, UsageError
 from arena_core.loadgen.goodput import parse_slo
@@ -91,10 +90,7 @@ def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> No
         raise UsageError(f"--start {settings.start:g} / --limit {settings.limit:g}: {exc}") from None
     if settings.load == "rate" and plan.slots is None and not plan.backend.attaches:
         plan = attrs.evolve(plan, slots=RATE_SLOTS)
-    started = time.perf_counter()
-
-    def progress(line: str) -> None:
-        echo(f"[{time.perf_counter() - started:6.0f} s] {line}", err=True)
+    progress = progress_printer(app.started)
 
     reach = f"{load_text(settings.load, settings.start)} to {load_text(settings.load, settings.limit)}"
     progress(f"capacity search: {base.name} {settings.load} within {objective.describe()}, {reach}, within {settings.precision:.0%}")

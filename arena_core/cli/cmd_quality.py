@@ -11,7 +11,7 @@ import click
 
 from arena_core.cli.app import CliApp
 from arena_core.cli.cmd_run import stopped_like_ctrl_c
-from arena_core.cli.output import echo
+from arena_core.cli.output import echo, progress_printer
 from arena_core.cli.params import quality_options, server_options
 from arena_core.report.live import LiveLine
 from arena_core.report.quality import quality_and_score_lines
@@ -39,10 +39,7 @@ def quality_command(app: CliApp, quality: bool | None, **flags: Any) -> None:
     # on a terminal a live line counts the items answered; elsewhere the plain progress lines
     live = LiveLine() if sys.stderr.isatty() else None
 
-    def progress(line: str) -> None:
-        if live:
-            live.clear()
-        echo(f"[{time.monotonic() - started:6.0f} s] {line}", err=True)
+    progress = progress_printer(started, live)
 
     with stopped_like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
         _, run_dir, _ = execute(plan, app.hooks, progress, live=live.update if live else None, started=started)

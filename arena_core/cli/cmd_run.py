@@ -16,7 +16,7 @@ import click
 
 from arena_core import bounds
 from arena_core.cli.app import CliApp
-from arena_core.cli.output import echo
+from arena_core.cli.output import echo, progress_printer
 from arena_core.cli.params import Duration, Within, quality_options, regular_file, server_options
 from arena_core.config import ArenaConfig, structure_config, with_settings
 from arena_core.errors import ConfigError, InvalidResults, UnknownNameError, UsageError
@@ -130,10 +130,7 @@ def run_command(app: CliApp, resume: str | None, settings: tuple[str, ...], **fl
     # file, CI) only the plain progress lines are written.
     live = LiveLine() if sys.stderr.isatty() else None
 
-    def progress(line: str) -> None:
-        if live:
-            live.clear()
-        echo(f"[{time.monotonic() - started:6.0f} s] {line}", err=True)
+    progress = progress_printer(started, live)
 
     with stopped_like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
         run_id, run_dir, results = execute(plan, app.hooks, progress, resume=resume, live=live.update if live else None, started=started)

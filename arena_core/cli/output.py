@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 import sys
 import time
+from collections.abc import Callable
 
 import click
 
 from arena_core.redaction import redact
+from arena_core.report.live import LiveLine
 from arena_core.run.pulse import Pulse
 
 #: C0 controls but tab and newline, DEL, and the C1 controls (ESC-less CSI and OSC among them).
@@ -30,6 +32,19 @@ def terminal_safe(text: str) -> str:
 def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
     """``click.echo`` of ``message`` made terminal-safe, with every known secret redacted."""
     click.echo(terminal_safe(redact(str(message))), err=err, nl=nl)
+
+
+def progress_printer(started: float, live: LiveLine | None = None) -> Callable[[str], None]:
+    """``progress(line)`` of a long command: the line on standard error after the seconds since
+    ``started`` (``time.monotonic()``), one line each however long (a log is searched line by line);
+    a live line, where there is one, is cleared first."""
+
+    def progress(line: str) -> None:
+        if live:
+            live.clear()
+        echo(f"[{time.monotonic() - started:6.0f} s] {line}", err=True)
+
+    return progress
 
 
 class Steps:
