@@ -191,13 +191,16 @@ def console_errors(stderr: str) -> list[str]:
 
 
 #: Opens a page in a frame of a phone's width and writes, on the harness's body, how wide the
-#: page's layout is and every element wider than the frame that no scrolling box holds: element
-#: widths from the browser itself, not a picture.
+#: page's layout is and every element wider than the frame that no scrolling box holds; every
+#: text drawn under 11 px (an SVG text at its size times the scale the page draws its chart at);
+#: the rows of a scrolling table whose first cell is out of sight once the table is scrolled to
+#: its right end; and whether the leaderboard's table fits its box. Sizes come from the browser
+#: itself, not a picture.
 LAYOUT_HARNESS = """<!doctype html><html><body style="margin:0">
 <iframe id="page" src="PAGE" style="width:WIDTHpx;height:HEIGHTpx;border:0"></iframe>
 <script>
 document.getElementById("page").addEventListener("load", function () {
-  var doc = this.contentDocument, win = this.contentWindow, width = doc.documentElement.clientWidth, wide = [];
+  var doc = this.contentDocument, win = this.contentWindow, width = doc.documentElement.clientWidth, wide = [], small = [], lost = 0;
   Array.prototype.forEach.call(doc.querySelectorAll("body *"), function (element) {
     var svg = element.closest("svg");
     if (svg && svg !== element) { return; }
@@ -209,9 +212,26 @@ document.getElementById("page").addEventListener("load", function () {
     }
     if (box.right > width + 1 || box.left < -1) { wide.push(element.tagName.toLowerCase() + "." + element.getAttribute("class") + " right " + Math.round(box.right)); }
   });
+  Array.prototype.forEach.call(doc.querySelectorAll("body *"), function (element) {
+    var own = Array.prototype.some.call(element.childNodes, function (n) { return n.nodeType === 3 && n.textContent.trim(); });
+    if (!own || !element.getBoundingClientRect().width) { return; }
+    var size = parseFloat(win.getComputedStyle(element).fontSize);
+    if (element instanceof win.SVGElement) { var ctm = element.getScreenCTM(); size = size * Math.sqrt(ctm.a * ctm.a + ctm.b * ctm.b); }
+    if (size < 11) { small.push(element.tagName.toLowerCase() + " " + size.toFixed(1) + "px: " + element.textContent.trim().slice(0, 30)); }
+  });
+  Array.prototype.forEach.call(doc.querySelectorAll(".scroll"), function (box) {
+    if (box.scrollWidth <= box.clientWidth + 1) { return; }
+    box.scrollLeft = box.scrollWidth;
+    var left = box.getBoundingClientRect().left;
+    Array.prototype.forEach.call(box.querySelectorAll("tr"), function (row) {
+      if (row.cells.length && row.cells[0].getBoundingClientRect().left < left - 1) { lost += 1; }
+    });
+    box.scrollLeft = 0;
+  });
+  var board = doc.getElementById("leaderboard"), fits = board ? board.getBoundingClientRect().width <= board.parentElement.clientWidth + 1 : null;
   // a score scrolled out of sight is as lost as one cut off: each must lie within the screen
   var cut = Array.prototype.filter.call(doc.querySelectorAll("td.score"), function (cell) { return cell.getBoundingClientRect().right > width + 1; });
-  document.body.setAttribute("data-layout", JSON.stringify({viewport: width, page: doc.documentElement.scrollWidth, wide: wide.slice(0, 12), cut: cut.length}));
+  document.body.setAttribute("data-layout", JSON.stringify({viewport: width, page: doc.documentElement.scrollWidth, wide: wide.slice(0, 12), cut: cut.length, small: small.slice(0, 12), lost: lost, board_fits: fits}));
 });
 </script></body></html>"""
 
@@ -238,8 +258,10 @@ def layout(page: Path, width: int, tmp_path: Path, *, shot: Path | None = None) 
 
 def test_site_in_headless_chromium(store, tmp_path):
     """Every page in Chromium: the sorting script runs without an error, and each page fits a
-    phone (420 px) and a desktop: nothing wider than the screen but inside a scrolling box
-    (wide tables scroll, with the model column fixed). Screenshots of each land in test-artifacts/."""
+    phone (420 px) and a desktop (1400 px): nothing wider than the screen but inside a scrolling
+    box (wide tables scroll, their first column fixed), no text drawn under 11 px (the charts
+    scale to their box, their text with them), the leaderboard whole on the desktop. Screenshots
+    of each land in test-artifacts/."""
     _needs_chromium()
     site = store / "site"
     if not (site / "index.html").exists():
@@ -266,6 +288,8 @@ def test_site_in_headless_chromium(store, tmp_path):
         for width in (PHONE, DESKTOP):
             found = layout(page, width, tmp_path, shot=ARTIFACTS / f"site-{name}-{width}px.png")
             assert found["page"] <= found["viewport"] and found["wide"] == [] and found["cut"] == 0, (name, width, found)
+            assert found["small"] == [] and found["lost"] == 0, (name, width, found)  # no text under 11 px; a wide table keeps its first column
+            assert found["board_fits"] is not False or width == PHONE, (name, width, found)  # the leaderboard fits a desktop
     card_dom = _chromium("--dump-dom", pages["card"].resolve().as_uri(), user_data=tmp_path / "c")
     assert "Time to first token" in card_dom.stdout and "SLO: TTFT ≤ 2 s" in card_dom.stdout
 
@@ -274,7 +298,8 @@ def test_the_layout_check_sees_an_element_wider_than_a_phone(tmp_path):
     """The check above can fail: a page with one block wider than a phone, outside any
     scrolling box, is reported by name, and so is a page wider than its screen; a score pushed
     out of sight inside a scrolling box is counted too (a card's Scores table once hid them all
-    behind one long note)."""
+    behind one long note); so are text under 11 px, in HTML or in a chart drawn smaller than it
+    was made, a first column scrolled out of sight, and a leaderboard wider than its box."""
     _needs_chromium()
     wide = tmp_path / "wide.html"
     wide.write_text('<!doctype html><meta name="viewport" content="width=device-width"><p>fits</p><div class="too-wide" style="width:900px">x</div>')
@@ -286,7 +311,17 @@ def test_the_layout_check_sees_an_element_wider_than_a_phone(tmp_path):
         '<td class="score" style="white-space:nowrap">79.8 † (reasoning not measured: G from the other workloads, a note far too long for a phone)</td></tr></table></div>'
     )
     found = layout(scrolled, PHONE, tmp_path)
-    assert found["wide"] == [] and found["cut"] == 1
+    assert found["wide"] == [] and found["cut"] == 1 and found["lost"] == 0  # its first column is its only one, in sight
+    tiny = tmp_path / "tiny.html"  # small print, a chart drawn smaller than its text was set, a first column scrolled away
+    tiny.write_text(
+        '<!doctype html><meta name="viewport" content="width=device-width"><p style="font-size:9px">fine print</p>'
+        '<svg viewBox="0 0 1000 100" style="width:400px"><text x="0" y="50" style="font-size:20px">shrunk to 8 px</text></svg>'
+        '<div class="scroll" style="overflow-x:auto"><table id="leaderboard"><tr><td>first</td><td style="white-space:nowrap">'
+        + "wide " * 200
+        + "</td></tr></table></div>"
+    )
+    found = layout(tiny, PHONE, tmp_path)
+    assert [entry.split(":")[0] for entry in found["small"]] == ["p 9.0px", "text 8.0px"] and found["lost"] == 1 and found["board_fits"] is False
 
 
 class HostileModel:

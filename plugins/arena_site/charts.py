@@ -7,7 +7,11 @@ a published site works from ``file://`` with its own files alone (a Vega-Lite or
 page would carry a JavaScript bundle and draw only where scripts run). Text stays text
 (``svg.fonttype: none``) so it is searchable and takes the page's font; math parsing is off so a
 model named with ``$`` is shown as written; matplotlib escapes every text it writes into the SVG.
-The SVG keeps only its viewBox, so the page's CSS scales it to the screen (phones included).
+The SVG keeps only its viewBox, so the page's CSS scales it to its box (phones included); every
+text is drawn at :data:`FONT_PX` on a figure :data:`WIDTH_IN` wide, so that on a 420 px phone,
+where the chart is drawn about 0.9 times its size, no text is under 11 px
+(``tests/test_site.py::test_site_in_headless_chromium`` measures it). A scatter's points are
+numbered and named in a list under it, in the page's own text.
 """
 
 from __future__ import annotations
@@ -26,13 +30,17 @@ from matplotlib import pyplot as plt  # noqa: E402  (after the backend is chosen
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+#: Every text of a chart, in the SVG's units (the page scales them with the chart), and the
+#: figures' width in inches (72 units each): see the module's docstring.
+FONT_PX = 12.5
+WIDTH_IN = 5.6
 #: How the charts look: text as text, no math parsing, the ids in the SVG the same on every run.
 STYLE = {
     "svg.fonttype": "none",
     "text.parse_math": False,
     "svg.hashsalt": "arena",
     "font.family": "sans-serif",
-    "font.size": 11,
+    "font.size": FONT_PX,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -41,12 +49,6 @@ STYLE = {
     "axes.axisbelow": True,
 }
 BAR, POINT, LINE, SLO = "#3b6fd8", "#d8573b", "#1d2330", "#b00020"
-#: The longest label a chart shows whole (longer ones end in an ellipsis; the full name is in the point's tooltip).
-LABEL_CHARS = 34
-
-
-def _label(name: str) -> str:
-    return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
 
 def _svg(figure: Figure, title: str) -> Markup:
@@ -95,7 +97,7 @@ def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *
     if not values:
         return no_data(title)
     with plt.rc_context(STYLE):
-        figure, axes = _figure(6.5, 0.42 * len(rows) + 1.0)
+        figure, axes = _figure(WIDTH_IN, 0.42 * len(rows) + 1.0)
         names = [name for name, _ in rows][::-1]
         shown = [value or 0.0 for _, value in rows][::-1]
         axes.barh(names, shown, color=BAR, height=0.6)
@@ -112,13 +114,20 @@ def bar_chart(title: str, rows: Sequence[tuple[str, float | None]], unit: str, *
                 xytext=(4, 0),
                 textcoords="offset points",
                 va="center",
-                fontsize=9,
+                fontsize=FONT_PX,
                 color="#667" if not value else LINE,
             )
         if limit is not None:
             axes.axvline(limit[0], color=SLO, linestyle="--", linewidth=1.2)
             axes.annotate(
-                limit[1], (limit[0], len(rows) - 0.5), xytext=(3, 0), textcoords="offset points", color=SLO, fontsize=9, va="bottom", annotation_clip=False
+                limit[1],
+                (limit[0], len(rows) - 0.5),
+                xytext=(3, 0),
+                textcoords="offset points",
+                color=SLO,
+                fontsize=FONT_PX,
+                va="bottom",
+                annotation_clip=False,
             )
         axes.set_xlabel(f"{unit}, log scale" if log else unit)
         axes.grid(axis="y", visible=False)
@@ -158,14 +167,15 @@ def scatter_chart(
     title: str, points: Sequence[tuple[str, float, float, float | None]], x_label: str, y_label: str, *, frontier: bool = False, x_log: bool = False
 ) -> Markup:
     """Points (name, x, y, size) with ticked axes; a point's area grows with its size (model
-    memory; say so in ``title``) where one is given. Labels stand in a column to the right of
-    the plot, each joined to its point by a thin line and never on top of one another.
+    memory; say so in ``title``) where one is given. Each point's number stands in a column to
+    the right of the plot, joined to it by a thin line and never on top of another; the names
+    follow the chart as a numbered list (text at the page's size, whatever the screen).
     ``frontier``: the Pareto frontier (more is better on both axes) drawn as a step line."""
     points = [p for p in points if _positive(p[1]) is not None and p[2] is not None and 0 <= p[2] < math.inf]
     if not points:
         return no_data(title)
     with plt.rc_context(STYLE):
-        figure, axes = _figure(6.5, max(3.6, 0.26 * len(points) + 1.2))
+        figure, axes = _figure(WIDTH_IN, max(3.6, 0.26 * len(points) + 1.2))
         sizes = [p[3] for p in points if p[3]]
         biggest = max(sizes, default=1.0)
         areas = [30 + 400 * (p[3] / biggest) if p[3] else 36 for p in points]
@@ -180,23 +190,24 @@ def scatter_chart(
         if frontier and len(points) > 1:
             front = [points[i] for i in pareto_front([(p[1], p[2]) for p in points])]
             axes.step([p[1] for p in front], [p[2] for p in front], where="post", color=LINE, linewidth=1.0, linestyle=":", label="Pareto frontier", zorder=2)
-            axes.legend(loc="lower right", fontsize=8, frameon=False)
+            axes.legend(loc="lower right", fontsize=FONT_PX, frameon=False)
         axes.set_xlabel(x_label)
         axes.set_ylabel(y_label)
         low, high = axes.get_ylim()
         span = (high - low) or 1.0
         heights = spread_labels([(p[2] - low) / span for p in points], 1.0 / max(14, len(points) + 2))
-        for (name, x, y, _), height in zip(points, heights):
+        for number, ((_, x, y, _), height) in enumerate(zip(points, heights), start=1):
             axes.annotate(
-                _label(name),
+                str(number),
                 (x, y),
                 xytext=(1.04, height),
                 textcoords="axes fraction",
-                fontsize=8.5,
+                fontsize=FONT_PX,
                 va="center",
                 arrowprops={"arrowstyle": "-", "color": "#c9ccd6", "linewidth": 0.7, "shrinkA": 0, "shrinkB": 3},
             )
-        return _svg(figure, title)
+        key = "".join(f"<li>{escape(name)}</li>" for name, *_ in points)
+        return Markup(f'{_svg(figure, title)}<ol class="chart-key" aria-label="{escape(title)}: the points by number">{key}</ol>')
 
 
 def line_chart(title: str, points: Sequence[tuple[float, float]], x_label: str, y_label: str, *, target: tuple[float, str] | None = None) -> Markup:
@@ -205,11 +216,11 @@ def line_chart(title: str, points: Sequence[tuple[float, float]], x_label: str, 
     if not points:
         return no_data(title)
     with plt.rc_context(STYLE):
-        figure, axes = _figure(6.5, 3.4)
+        figure, axes = _figure(WIDTH_IN, 3.4)
         axes.plot([x for x, _ in points], [y for _, y in points], color=BAR, marker="o", linewidth=1.6)
         if target is not None:
             axes.axhline(target[0], color=SLO, linestyle="--", linewidth=1.2)
-            axes.annotate(target[1], (points[0][0], target[0]), xytext=(0, 4), textcoords="offset points", color=SLO, fontsize=9)
+            axes.annotate(target[1], (points[0][0], target[0]), xytext=(0, 4), textcoords="offset points", color=SLO, fontsize=FONT_PX)
         axes.set_xlabel(x_label)
         axes.set_ylabel(y_label)
         axes.set_ylim(bottom=0)
