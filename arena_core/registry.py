@@ -15,7 +15,18 @@ import attrs
 from attrs import frozen
 
 from arena_core.errors import UnknownNameError
-from arena_core.types import BackendSpec, HardwareProfile, ModelSpec, PredictorSpec, QualitySuiteSpec, RendererSpec, RunnerSpec, ScorerSpec, WorkloadSpec
+from arena_core.types import (
+    BackendSpec,
+    HardwareProfile,
+    MetricsDialect,
+    ModelSpec,
+    PredictorSpec,
+    QualitySuiteSpec,
+    RendererSpec,
+    RunnerSpec,
+    ScorerSpec,
+    WorkloadSpec,
+)
 
 T = TypeVar("T")
 
@@ -121,6 +132,11 @@ class Registry:
         if engine is None or engine.item.scheduling is None:
             return backend
         return attrs.evolve(backend, scheduling=engine.item.scheduling)
+
+    def metrics_dialects(self) -> tuple[MetricsDialect, ...]:
+        """What every registered backend's server calls its ``/metrics`` figures: telemetry reads
+        them all on any server, since an attached one may be any engine."""
+        return tuple(r.item.metrics for r in self.backends.values() if r.item.metrics is not None)
 
     def with_role(self, role: str) -> str | None:
         """The first workload registered with ``role`` (:data:`~arena_core.types.ROLES`), or None."""

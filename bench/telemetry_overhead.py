@@ -26,8 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from client_overhead import _arena, percentile  # noqa: E402
 from measure import SERVER_CORE, run_measured  # noqa: E402
 
+from arena_core import ArenaHooks, make_plugin_manager  # noqa: E402
 from arena_core.testing.fake_server import FakeServerProcess  # noqa: E402
 from arena_core.testing.text import english_like_text, write_test_tokenizer  # noqa: E402
+
+#: What every registered backend's server calls its /metrics figures (the rig speaks vLLM's).
+DIALECTS = ArenaHooks(make_plugin_manager(autoload=False)).registry.metrics_dialects()
 
 CONCURRENCY, TOKENS, RIG_TTFT_MS, ROUNDS = 10, 1500, 50.0, 2
 
@@ -36,10 +40,10 @@ def child(url: str, hertz: float, workdir: Path) -> None:
     from arena_core.loadgen.loop import run
     from arena_core.run.telemetry import TelemetrySampler, read_metrics
 
-    read_metrics(f"{url}/metrics")  # every case pays the same imports and first connection
+    read_metrics(f"{url}/metrics", DIALECTS)  # every case pays the same imports and first connection
     sampler = None
     if hertz:
-        sampler = TelemetrySampler(workdir / f"telemetry-{hertz}.jsonl", metrics_url=f"{url}/metrics", interval_s=1 / hertz).start()
+        sampler = TelemetrySampler(workdir / f"telemetry-{hertz}.jsonl", metrics_url=f"{url}/metrics", dialects=DIALECTS, interval_s=1 / hertz).start()
     result = run(_arena(url, CONCURRENCY, TOKENS, workdir))
     if sampler is not None:
         samples = sampler.stop()

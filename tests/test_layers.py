@@ -155,6 +155,27 @@ def test_the_core_names_no_registered_backend_workload_runner_or_hardware(path, 
     assert names_in(path.read_text(encoding="utf-8"), registered_names(registry)) == []
 
 
+def prefixed_by_a_backend(source: str, backends: list[str]) -> list[str]:
+    """Each string of ``source`` that starts with a backend's name and a separator (``vllm:``,
+    ``llama-cpp/``): an engine's own vocabulary, which its backend declares (its dialect)."""
+    separators = (":", "/", ".", "_")
+    return [
+        f"line {node.lineno}: {node.value[:40]!r}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(node.value.startswith(name + sep) for name in backends for sep in separators)
+    ]
+
+
+@pytest.mark.parametrize("path", core_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_core_speaks_no_engines_dialect(path, registry):
+    assert prefixed_by_a_backend(path.read_text(encoding="utf-8"), registry.names("backends")) == []
+
+
+def test_the_dialect_check_catches_an_engines_metric_name():
+    source = 'GAUGE = "vllm:num_requests_running"\nx = f"llama-cpp/{build}"\nok = "vllm serves it"\n'
+    assert prefixed_by_a_backend(source, ["vllm", "llama-cpp"]) == ["line 1: 'vllm:num_requests_running'", "line 2: 'llama-cpp/'"]
+
+
 def test_the_name_check_catches_a_workload_named_in_the_core(registry):
     assert names_in('HEADLINE = "chat"\nx = card.workload("chat")\n', registered_names(registry)) == [
         "line 1: 'chat' (workloads)",

@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from arena_backends.llama_cpp import LLAMA_CPP_METRICS as LLAMA_CPP_DIALECT
+from arena_backends.vllm_dialect import VLLM_METRICS
 from arena_core.report.model_card import energy_rows
 from arena_core.run.manifest import MEASURED_BY_ARENA
 from arena_core.run.probes import RaplProbe, descendants, probes_for, server_rss_probe, throttle_reason_names
 from arena_core.run.telemetry import server_gauges, summarise
 from arena_core.types import CardWorkload, ModelCard
+
+#: What the built-in backends' servers call their /metrics figures.
+DIALECTS = (VLLM_METRICS, LLAMA_CPP_DIALECT)
 
 
 class NVMLError(Exception):
@@ -100,7 +105,7 @@ def test_server_rss_sums_the_process_tree(tmp_path):
         (tmp_path / str(pid) / "status").write_text(f"Name:\tllama-server\nVmRSS:\t  {kb} kB\n")
     assert server_rss_probe(lambda: 10, tmp_path)() == {"server_rss_bytes": 1500 * 1024}
     assert server_rss_probe(lambda: None, tmp_path)() == {}
-    summary = summarise([{"t_ns": 0, "server_rss_bytes": 2 * 10**9}, {"t_ns": 1, "server_rss_bytes": 3 * 10**9}], unified=True)
+    summary = summarise([{"t_ns": 0, "server_rss_bytes": 2 * 10**9}, {"t_ns": 1, "server_rss_bytes": 3 * 10**9}], unified=True, dialects=DIALECTS)
     assert summary["server_rss_peak_gb"] == 3.0
 
 
@@ -112,18 +117,18 @@ def _samples(energy, power, memory, t_s=(0, 1, 2)):
 
 
 def test_summary_on_a_discrete_gpu_uses_device_memory_and_the_energy_counter():
-    summary = summarise(_samples((100.0, 400.0, 700.0), (300, 310, 290), (40e9, 42e9, 41e9)), unified=False, output_tokens=2000)
+    summary = summarise(_samples((100.0, 400.0, 700.0), (300, 310, 290), (40e9, 42e9, 41e9)), unified=False, output_tokens=2000, dialects=DIALECTS)
     assert summary["peak_memory_gb"] == 42.0
     assert summary["energy_j"] == 600.0 and summary["mean_power_w"] == 300.0
     assert summary["energy_per_1k_output_tokens_j"] == 300.0  # no server counters: the measured output tokens
     assert summary["throttled_fraction"] == pytest.approx(1 / 3)  # "gpu_idle" alone is not throttling
-    unified = summarise(_samples((100.0, 400.0, 700.0), (300, 310, 290), (40e9, 42e9, 41e9)), unified=True)
+    unified = summarise(_samples((100.0, 400.0, 700.0), (300, 310, 290), (40e9, 42e9, 41e9)), unified=True, dialects=DIALECTS)
     assert unified["peak_memory_gb"] == 5.0  # unified memory: the system figure
 
 
 def test_energy_from_power_when_there_is_no_counter():
     samples = [{"t_ns": 0, "gpu0_power_w": 100.0}, {"t_ns": 2 * 10**9, "gpu0_power_w": 200.0}]
-    assert summarise(samples, unified=True, output_tokens=100)["energy_j"] == 300.0  # trapezoid
+    assert summarise(samples, unified=True, output_tokens=100, dialects=DIALECTS)["energy_j"] == 300.0  # trapezoid
 
 
 VLLM_PAGES = [
@@ -141,12 +146,12 @@ LLAMA_CPP_PAGES = [
 
 
 def test_server_gauges_have_one_name_whatever_the_engine():
-    vllm = server_gauges(VLLM_PAGES)
+    vllm = server_gauges(VLLM_PAGES, DIALECTS)
     assert vllm["kv_cache_usage_peak"] == 0.7 and vllm["requests_waiting_peak"] == 12
     assert vllm["prefix_cache_hit_rate"] == pytest.approx(300 / 1000)
-    old = server_gauges(OLD_VLLM_PAGES)
+    old = server_gauges(OLD_VLLM_PAGES, DIALECTS)
     assert old["kv_cache_usage_peak"] == 0.5 and old["prefix_cache_hit_rate"] == 0.25
-    llama = server_gauges(LLAMA_CPP_PAGES)
+    llama = server_gauges(LLAMA_CPP_PAGES, DIALECTS)
     assert llama["requests_running_peak"] == 4 and llama["requests_waiting_peak"] == 2
     assert llama["prefix_cache_hit_rate"] == pytest.approx(100 / 1000)  # cached / (cached + processed)
     assert "kv_cache_usage_peak" not in llama  # this llama.cpp does not publish it: absent, not 0
@@ -181,7 +186,7 @@ def test_without_readable_rapl_the_note_says_so_and_nothing_is_guessed(tmp_path)
     hidden = powercap(tmp_path / "hidden", {"intel-rapl:0": (1, 10)}, readable=False)
     probes, notes = probes_for(("rapl",), powercap=hidden)
     assert "not readable here" in notes[0] and not any(isinstance(p, RaplProbe) for p in probes)
-    summary = summarise([{"t_ns": 0, "memory_used_bytes": 1}, {"t_ns": 10**9, "memory_used_bytes": 1}], unified=True, output_tokens=100)
+    summary = summarise([{"t_ns": 0, "memory_used_bytes": 1}, {"t_ns": 10**9, "memory_used_bytes": 1}], unified=True, output_tokens=100, dialects=DIALECTS)
     assert not any(key.startswith("energy") or key.startswith("cpu_energy") for key in summary)
 
 
@@ -201,7 +206,7 @@ def test_energy_per_token_counts_tokens_over_the_same_window_as_the_energy(tmp_p
             "metrics": {"llamacpp:tokens_predicted_total": 400, "llamacpp:prompt_tokens_total": 950, "llamacpp:prompt_tokens_cached_total": 300},
         },
     ]
-    summary = summarise(samples, unified=True, output_tokens=250)  # the measured runs: fewer than the window saw
+    summary = summarise(samples, unified=True, output_tokens=250, dialects=DIALECTS)  # the measured runs: fewer than the window saw
     assert summary["cpu_energy_j"] == 120.0 and summary["energy_j"] == 30.0 and summary["energy_total_j"] == 150.0
     assert summary["mean_power_w"] == 37.5
     assert summary["energy_per_output_token_j"] == 0.5  # 150 J over the 300 tokens the server generated in the window
@@ -239,6 +244,6 @@ def test_a_servers_token_counter_is_believed_only_when_it_can_be_true(predicted)
         {"t_ns": 0, "cpu_energy_j": 0.0, "metrics": {"llamacpp:tokens_predicted_total": 0.0, "llamacpp:prompt_tokens_total": 0.0}},
         {"t_ns": 10**9, "cpu_energy_j": 50.0, "metrics": {"llamacpp:tokens_predicted_total": predicted, "llamacpp:prompt_tokens_total": -100.0}},
     ]
-    summary = summarise(samples, unified=True, output_tokens=250)
+    summary = summarise(samples, unified=True, output_tokens=250, dialects=DIALECTS)
     assert summary["energy_per_output_token_j"] == 0.2  # 50 J over the workload's own 250 tokens
     assert "energy_per_token_j" not in summary

@@ -7,10 +7,15 @@ import time
 
 import pytest
 
+from arena_backends.llama_cpp import LLAMA_CPP_METRICS as LLAMA_CPP_DIALECT
+from arena_backends.vllm_dialect import VLLM_METRICS
 from arena_core.run.probes import meminfo_probe
 from arena_core.run.telemetry import TelemetrySampler, parse_metrics, summarise
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
+
+#: What the built-in backends' servers call their /metrics figures.
+DIALECTS = (VLLM_METRICS, LLAMA_CPP_DIALECT)
 
 # Recorded from a DGX Spark (GB10) while vLLM served a model: NVML says "Not Supported" there,
 # so used memory is MemTotal - MemAvailable (hardware.md 2.1).
@@ -42,7 +47,7 @@ def test_unified_memory_is_memtotal_minus_memavailable(tmp_path):
 
 
 def test_metrics_page_keeps_server_samples_summed_over_labels():
-    assert parse_metrics(LLAMA_CPP_METRICS) == {
+    assert parse_metrics(LLAMA_CPP_METRICS, DIALECTS) == {
         "llamacpp:prompt_tokens_total": 9680.0,
         "llamacpp:tokens_predicted_total": 1555.0,
         "llamacpp:requests_processing": 10.0,
@@ -55,14 +60,14 @@ def test_sampler_writes_samples_and_summarises(tmp_path):
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(GB10_MEMINFO)
     with FakeServerProcess(["--decode-gap-ms", "1"]) as rig:
-        sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{rig.url}/metrics", interval_s=0.05, meminfo=meminfo).start()
+        sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{rig.url}/metrics", dialects=DIALECTS, interval_s=0.05, meminfo=meminfo).start()
         absent = TelemetrySampler(tmp_path / "absent.jsonl", metrics_url=f"{rig.url}/no-such-page", interval_s=0.05, meminfo=meminfo).start()
         time.sleep(0.3)
         samples = sampler.stop()
         absent.stop()
     lines = [json.loads(line) for line in (tmp_path / "telemetry.jsonl").read_text().splitlines()]
     assert len(samples) == len(lines) >= 4
-    summary = summarise(samples, unified=True)
+    summary = summarise(samples, unified=True, dialects=DIALECTS)
     assert summary["peak_memory_gb"] == (127605464 - 88017764) * 1024 / 1e9
     assert all(line["metrics"]["vllm:num_requests_running"] == 0 for line in lines)  # the rig's vLLM-named page
     assert summary["requests_running_peak"] == 0 and sampler.cpu_ns > 0
@@ -134,7 +139,7 @@ def test_a_metrics_page_that_trickles_is_given_up_on_in_time():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         started = time.monotonic()
-        assert telemetry.read_metrics(f"http://127.0.0.1:{server.server_port}/metrics") is None
+        assert telemetry.read_metrics(f"http://127.0.0.1:{server.server_port}/metrics", DIALECTS) is None
         assert time.monotonic() - started < telemetry.METRICS_DEADLINE_S + 5  # not for ever: by its deadline (and one read)
     finally:
         stop.set()

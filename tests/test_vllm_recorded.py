@@ -8,13 +8,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from arena_backends.vllm_dialect import CPU_SAID, GPU_SAID, log_facts
+from arena_backends.llama_cpp import LLAMA_CPP_METRICS as LLAMA_CPP_DIALECT
+from arena_backends.vllm_dialect import CPU_SAID, GPU_SAID, VLLM_METRICS, log_facts
 from arena_core.loadgen.cache_state import cache_block_tokens
 from arena_core.loadgen.codec import _token_list
 from arena_core.loadgen.stream import ChatStreamSink
 from arena_core.run.attach import what_the_server_says
 from arena_core.run.identity import served_facts
 from arena_core.run.telemetry import model_memory, parse_metrics, server_gauges
+
+#: What the built-in backends' servers call their /metrics figures.
+DIALECTS = (VLLM_METRICS, LLAMA_CPP_DIALECT)
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "vllm_real"
 
@@ -48,11 +52,11 @@ def test_a_gpu_build_s_lines_are_read_as_the_weights():
 
 
 def test_metrics_give_queue_kv_cache_and_prefix_cache_under_arena_s_names():
-    page = parse_metrics((REAL / "metrics.txt").read_text())
+    page = parse_metrics((REAL / "metrics.txt").read_text(), DIALECTS)
     assert page["vllm:prefix_cache_queries_total"] == 62.0 and page["vllm:prefix_cache_hits_total"] == 0.0
     assert "vllm:kv_cache_usage_perc" in page and "vllm:prompt_tokens_cached_total" in page
     later = {**page, "vllm:prefix_cache_queries_total": 162.0, "vllm:prefix_cache_hits_total": 64.0, "vllm:kv_cache_usage_perc": 0.25}
-    gauges = server_gauges([page, later])
+    gauges = server_gauges([page, later], DIALECTS)
     assert gauges["prefix_cache_hit_rate"] == 0.64 and gauges["kv_cache_usage_peak"] == 0.25
     assert gauges["requests_running_peak"] == 0.0 and gauges["requests_waiting_peak"] == 0.0
     assert gauges["server_vllm_prefix_cache_queries_total"] == 100.0
@@ -63,7 +67,7 @@ def test_the_cache_block_and_the_machine_are_read_from_cache_config_info():
     assert cache_block_tokens(text) == 128  # the CPU build's block: a prefix is found 128 tokens at a time
     assert cache_block_tokens("") == 1 and cache_block_tokens('vllm:cache_config_info{block_size="999999999"} 1.0') == 1
     # 0.32 no longer says its device, and counts a CPU's blocks as num_gpu_blocks: never "on a GPU"
-    said = what_the_server_says(None, text)
+    said = what_the_server_says(None, text, DIALECTS)
     assert not said.startswith("vLLM on a") and "657,333 tokens" in said and "does not say whether on a GPU or a CPU" in said
 
 

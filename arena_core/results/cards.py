@@ -223,18 +223,23 @@ def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
     }
 
 
-#: vLLM's speculative-decoding counters, as a workload's telemetry keeps their growth: the drafts
-#: it proposed, and the draft tokens in them (``vllm:spec_decode_num_drafts``, ``..._draft_tokens``).
-SPEC_DECODE_COUNTERS = ("server_vllm_spec_decode_num_drafts_total", "server_vllm_spec_decode_num_draft_tokens_total")
-
-
-def _draft_tokens(lines: Sequence[CardWorkload]) -> int | None:
+def _draft_tokens(lines: Sequence[CardWorkload], registry: Registry) -> int | None:
     """The draft tokens a step of speculative decoding, from the server's own counters over the
     run's workloads (draft tokens over drafts: vLLM's MTP and draft-model proposers propose that
     many each time; an n-gram proposer that finds no match proposes fewer, so this is the least
     it ran); None where it proposed none, or where a page's figures are no count Arena can
     believe (each workload's pair both present and in :data:`~arena_core.bounds.DRAFTED`: no NaN, no infinity)."""
-    pairs = [tuple(line.metrics.get(name) for name in SPEC_DECODE_COUNTERS) for line in lines]
+    counters = next(
+        (
+            (d.grown(d.spec_decode_drafts), d.grown(d.spec_decode_draft_tokens))
+            for d in registry.metrics_dialects()
+            if d.spec_decode_drafts and any(d.grown(d.spec_decode_drafts) in line.metrics for line in lines)
+        ),
+        None,
+    )
+    if counters is None:  # no registered engine's speculative-decoding counters in its telemetry
+        return None
+    pairs = [tuple(line.metrics.get(name) for name in counters) for line in lines]
     counted = [pair for pair in pairs if not any(bounds.DRAFTED.problem(v) for v in pair)]
     drafts, tokens = sum(pair[0] for pair in counted), sum(pair[1] for pair in counted)
     if not (drafts >= 1 and tokens >= drafts):
@@ -266,7 +271,7 @@ def _server_settings(manifest: Manifest, registry: Registry, lines: Sequence[Car
         fact = "slots"
     if "slots" not in counts and fact and not SERVER_COUNTS["slots"].problem(ran := manifest.backend_facts.get(fact)):
         counts["slots"] = ran
-    if "speculative_tokens" not in counts and (drafted := _draft_tokens(lines)):
+    if "speculative_tokens" not in counts and (drafted := _draft_tokens(lines, registry)):
         counts["speculative_tokens"] = drafted
     return ServerSettings(
         kv_cache_dtype=kv if isinstance(kv, str) and kv in KV_CACHE_BYTES else "",  # a type Arena knows, or none

@@ -10,11 +10,12 @@ memory watchdog, which guards the machine Arena runs on, has nothing of the serv
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from arena_core.loadgen import ChatClient, run_measurement
 from arena_core.run.telemetry import read_metrics_page
-from arena_core.types import Endpoint, HardwareProfile
+from arena_core.types import Endpoint, HardwareProfile, MetricsDialect
 
 UNNAMED_SERVER = HardwareProfile(
     name="unnamed",
@@ -29,7 +30,7 @@ UNNAMED_SERVER = HardwareProfile(
 CLUE_CHARS = 60
 
 
-def what_the_server_says(props: Any, metrics_page: str | None) -> str:
+def what_the_server_says(props: Any, metrics_page: str | None, dialects: Sequence[MetricsDialect] = ()) -> str:
     """What a server says of the machine it runs on, in one line ("" when it says nothing).
 
     vLLM's ``vllm:cache_config_info`` named where its KV cache lives up to 0.2x:
@@ -37,11 +38,12 @@ def what_the_server_says(props: Any, metrics_page: str | None) -> str:
     is gone and a CPU's blocks are ``num_gpu_blocks`` too (tests/fixtures/vllm_real/metrics.txt):
     the device is then not said, only the KV cache (``kv_cache_size_tokens``, where stated). llama.cpp's ``/props`` names its build
     but not its device (its log does; its HTTP API does not)."""
-    labels = _cache_config_labels(metrics_page or "")
+    info = next((d.cache_config_info for d in dialects if d.cache_config_info and f"{d.cache_config_info}{{" in (metrics_page or "")), "")
+    labels = _cache_config_labels(metrics_page or "", info)
     if labels:
         cpu_space = labels.get("cpu_kvcache_space_bytes")
         if cpu_space not in (None, "", "None", "0"):
-            return f"vLLM on a CPU (vllm:cache_config_info: cpu_kvcache_space_bytes={_clip(cpu_space)})"
+            return f"vLLM on a CPU ({info}: cpu_kvcache_space_bytes={_clip(cpu_space)})"
         tokens = _positive_int(labels.get("kv_cache_size_tokens"))
         blocks, size = _positive_int(labels.get("num_gpu_blocks")), _positive_int(labels.get("block_size"))
         utilisation = labels.get("gpu_memory_utilization")
@@ -50,9 +52,9 @@ def what_the_server_says(props: Any, metrics_page: str | None) -> str:
             f"a KV cache of {tokens:,} tokens" if tokens else (f"a KV cache of {blocks * size:,} tokens" if blocks and size else f"{blocks:,} KV-cache blocks")
         )
         if cpu_space is None and (blocks or tokens):  # 0.3x states it no more, and counts a CPU's blocks as num_gpu_blocks
-            return f"vLLM ({cache}{share}, from vllm:cache_config_info, which does not say whether on a GPU or a CPU)"
+            return f"vLLM ({cache}{share}, from {info}, which does not say whether on a GPU or a CPU)"
         if blocks or tokens:
-            return f"vLLM on a GPU ({cache} in GPU memory{share}, from vllm:cache_config_info)"
+            return f"vLLM on a GPU ({cache} in GPU memory{share}, from {info})"
     if isinstance(props, dict) and "total_slots" in props:
         build = props.get("build_info")
         slots = _positive_int(props.get("total_slots"))
@@ -60,9 +62,10 @@ def what_the_server_says(props: Any, metrics_page: str | None) -> str:
     return ""
 
 
-def _cache_config_labels(page: str) -> dict[str, str]:
+def _cache_config_labels(page: str, info: str) -> dict[str, str]:
+    """The labels of the info metric ``info`` on a Prometheus page (none where it is not there)."""
     for line in page.splitlines():
-        if line.startswith("vllm:cache_config_info{"):
+        if info and line.startswith(info + "{"):
             return dict(re.findall(r'(\w+)="([^"]*)"', line.partition("{")[2].partition("}")[0]))
     return {}
 
@@ -79,7 +82,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= CLUE_CHARS else text[:CLUE_CHARS] + "…"
 
 
-def ask_about_its_machine(endpoint: Endpoint, profiles: list[str]) -> str:
+def ask_about_its_machine(endpoint: Endpoint, profiles: list[str], dialects: Sequence[MetricsDialect] = ()) -> str:
     """The line a run prints when its server's machine is not named: what the server says of it
     (``/props``, ``/metrics``; each read with a deadline, either may be absent) and how to name it
     (``profiles``: those that can name another machine)."""
@@ -92,7 +95,7 @@ def ask_about_its_machine(endpoint: Endpoint, profiles: list[str]) -> str:
         finally:
             await client.close()
 
-    said = what_the_server_says(run_measurement(props()), read_metrics_page(f"{endpoint.base_url}/metrics"))
+    said = what_the_server_says(run_measurement(props()), read_metrics_page(f"{endpoint.base_url}/metrics"), dialects)
     told = f"the server says: {said}" if said else "the server says nothing of its device"
     known = ", ".join(profiles)
     return f"hardware: not named, so judged without a physical ceiling ({told}); name its machine with --hardware ({known})"

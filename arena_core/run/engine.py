@@ -566,7 +566,7 @@ class RunSession:
         check that the server answers a question with text (:mod:`arena_core.run.sanity`), and ask
         each runner whether its workloads can run here."""
         if self.plan.hardware.name == UNNAMED_SERVER.name:
-            self.progress(ask_about_its_machine(endpoint, self.hooks.registry.hardware_elsewhere()))
+            self.progress(ask_about_its_machine(endpoint, self.hooks.registry.hardware_elsewhere(), self.hooks.registry.metrics_dialects()))
         check_the_server_answers(endpoint, min(DEADLINE_S, self.plan.options.request_timeout_s))
         context = RunContext(endpoint=endpoint, output_dir=self.run_dir, options=self.plan.options, progress=self.progress)
         for workload in self.plan.workloads:
@@ -614,6 +614,7 @@ class RunSession:
         self.sampler = TelemetrySampler(
             folder / "telemetry.jsonl",
             metrics_url=f"{endpoint.base_url}/metrics",
+            dialects=self.hooks.registry.metrics_dialects(),
             probes=self.probes,
             # the watchdog guards this machine (on unified memory running out freezes it): it reads
             # only this machine's memory, so a server on another machine never trips it
@@ -635,7 +636,9 @@ class RunSession:
         )  # the server's own, where its backend says
         scale = self.scales.get(workload.name, plan.scale)  # a workload the budget shrank has its own
         result = apply_ceiling(result.scaled(scale).customised(workload.custom), plan.model, plan.hardware, workload, kv_bytes)
-        telemetry = summarise(samples, unified=plan.hardware.unified_memory, output_tokens=result.metrics.get("output_tokens"))
+        telemetry = summarise(
+            samples, unified=plan.hardware.unified_memory, output_tokens=result.metrics.get("output_tokens"), dialects=self.hooks.registry.metrics_dialects()
+        )
         # the workload's time on the wall: what a later run's time estimate learns from (run.budget)
         result = attrs.evolve(result, metrics={**result.metrics, **telemetry, "wall_s": round(time.perf_counter() - started, 1)})
         store_result(self.run_dir, result)

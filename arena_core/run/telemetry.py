@@ -3,9 +3,10 @@ server's own Prometheus counters about once a second while a workload runs (meas
 
 Which probes run is the hardware profile's choice (:mod:`arena_core.run.probes`): memory in use is
 ``MemTotal - MemAvailable`` on unified memory and a CPU host, NVML's device memory on a discrete
-GPU; NVML adds power, energy, clocks and throttle reasons. The server's ``/metrics`` samples of
-llama.cpp (``llamacpp:``) and vLLM (``vllm:``) are kept as they are, summed over label sets; the
-summary maps the engines' different names onto one vocabulary (:data:`SERVER_GAUGES`). Each
+GPU; NVML adds power, energy, clocks and throttle reasons. The server's ``/metrics`` samples
+whose names start with a registered backend's prefix are kept as they are, summed over label
+sets; the summary maps each engine's names onto one vocabulary through the dialect its backend
+declares (:class:`~arena_core.types.MetricsDialect`). Each
 sample is a JSON line in ``telemetry.jsonl``. The sampler's own CPU cost is shown by
 ``bench/telemetry_overhead.py``.
 """
@@ -28,27 +29,7 @@ from arena_core.loadgen.bounded import read_bounded
 from arena_core.loadgen.cache_state import METRICS_DEADLINE_S, METRICS_MAX_BYTES
 from arena_core.run.manifest import ModelMemory
 from arena_core.run.probes import Probe, meminfo_probe, throttle_reason_names
-
-PREFIXES = ("llamacpp:", "vllm:")
-
-#: One name per server gauge, and the names each engine (and version) gives it.
-SERVER_GAUGES = {
-    "kv_cache_usage": (
-        "vllm:kv_cache_usage_perc",  # vLLM >= 0.10 (V1 engine), a fraction 0..1 despite the name
-        "vllm:gpu_cache_usage_perc",  # vLLM < 0.10
-        "llamacpp:kv_cache_usage_ratio",  # llama.cpp before the metric was dropped (2025)
-    ),
-    "requests_running": ("vllm:num_requests_running", "llamacpp:requests_processing"),
-    "requests_waiting": ("vllm:num_requests_waiting", "llamacpp:requests_deferred"),
-}
-
-#: Prefix-cache counters per engine: (tokens found in the cache, tokens looked up). llama.cpp
-#: counts cached and processed prompt tokens apart, so its look-ups are the sum of both.
-PREFIX_CACHE_COUNTERS = (
-    ("vllm:prefix_cache_hits_total", ("vllm:prefix_cache_queries_total",)),
-    ("llamacpp:prompt_tokens_cached_total", ("llamacpp:prompt_tokens_cached_total", "llamacpp:prompt_tokens_total")),
-)
-
+from arena_core.types import MetricsDialect
 
 #: Stop a run when less memory than this stays available: on unified memory (GB10) running out
 #: freezes the whole machine instead of failing one process (hardware.md 2.1).
@@ -67,12 +48,14 @@ def watchdog_margin_bytes() -> int:
         raise UsageError(f"{MARGIN_ENV}={value!r}: expected a number of GB") from None
 
 
-def parse_metrics(text: str) -> dict[str, float]:
-    """The ``llamacpp:`` / ``vllm:`` samples of a Prometheus text page, each name summed over
-    its label sets (vLLM labels every sample with the model; histogram buckets are left out)."""
+def parse_metrics(text: str, dialects: Sequence[MetricsDialect]) -> dict[str, float]:
+    """The samples of a Prometheus text page under the ``dialects``' prefixes, each name summed
+    over its label sets (an engine may label every sample with the model; histogram buckets are
+    left out)."""
+    prefixes = tuple(dialect.prefix for dialect in dialects)
     found: dict[str, float] = {}
     for line in text.splitlines():
-        if not line.startswith(PREFIXES):
+        if not prefixes or not line.startswith(prefixes):
             continue
         name, labels, rest = line.partition("{")
         if labels:
@@ -89,9 +72,9 @@ def parse_metrics(text: str) -> dict[str, float]:
     return found
 
 
-def read_metrics(url: str) -> dict[str, float] | None:
+def read_metrics(url: str, dialects: Sequence[MetricsDialect]) -> dict[str, float] | None:
     page = read_metrics_page(url)
-    return None if page is None else parse_metrics(page)
+    return None if page is None else parse_metrics(page, dialects)
 
 
 def read_metrics_page(url: str) -> str | None:
@@ -158,7 +141,9 @@ def _gpu_sum(sample: dict[str, Any], suffix: str) -> float | None:
     return sum(values) if values else None
 
 
-def summarise(samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens: float | None = None) -> dict[str, float | None]:
+def summarise(
+    samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens: float | None = None, dialects: Sequence[MetricsDialect] = ()
+) -> dict[str, float | None]:
     """Per-workload figures from telemetry samples: peaks, energy, throttling, server gauges."""
     summary: dict[str, float | None] = {"telemetry_samples": float(len(samples))}
     memory = [m for s in samples if (m := memory_in_use(s, unified)) is not None]
@@ -187,20 +172,14 @@ def summarise(samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens
     if clocks:
         summary["sm_clock_min_mhz"] = min(clocks)
     pages = [s["metrics"] for s in samples if s.get("metrics")]
-    summary.update(server_gauges(pages))
-    summary.update(energy_per_token(summary, samples, output_tokens))
+    summary.update(server_gauges(pages, dialects))
+    summary.update(energy_per_token(summary, samples, output_tokens, dialects))
     return summary
 
 
-#: The server's own token counters (their growth over the sampled window), per engine:
-#: (output tokens, prompt tokens computed, prompt tokens found in the cache).
-TOKEN_COUNTERS = (
-    ("server_llamacpp_tokens_predicted_total", "server_llamacpp_prompt_tokens_total", "server_llamacpp_prompt_tokens_cached_total"),
-    ("server_vllm_generation_tokens_total", "server_vllm_prompt_tokens_total", None),
-)
-
-
-def energy_per_token(summary: dict[str, float | None], samples: Sequence[dict[str, Any]], output_tokens: float | None) -> dict[str, float | None]:
+def energy_per_token(
+    summary: dict[str, float | None], samples: Sequence[dict[str, Any]], output_tokens: float | None, dialects: Sequence[MetricsDialect] = ()
+) -> dict[str, float | None]:
     """Joules per output token and per token (prompt and output) of every energy source read
     (GPUs by NVML, CPU packages by RAPL), over the same window as the tokens: the server's own
     counters, which see the warmup and the session's probes as the energy does. A counter is
@@ -214,7 +193,10 @@ def energy_per_token(summary: dict[str, float | None], samples: Sequence[dict[st
     span = (samples[-1]["t_ns"] - samples[0]["t_ns"]) / 1e9
     found["mean_power_w"] = energy / span if span > 0 else None
     least = output_tokens or 0.0
-    for output, prompt, cached in TOKEN_COUNTERS:
+    # the server's own counters of output tokens, prompt tokens computed and found in the cache
+    for output, prompt, cached in (
+        (d.grown(d.generated_tokens), d.grown(d.prompt_tokens), d.grown(d.cached_prompt_tokens)) for d in dialects if d.generated_tokens
+    ):
         produced = summary.get(output)
         if produced is None or not (math.isfinite(produced) and produced > 0 and produced >= least):
             continue
@@ -242,12 +224,12 @@ def _energy_joules(samples: Sequence[dict[str, Any]]) -> float | None:
     return None
 
 
-def server_gauges(pages: Sequence[dict[str, float]]) -> dict[str, float]:
-    """KV-cache peak, queue peaks and prefix-cache hit rate under one name whatever the engine,
-    plus how much each ``_total`` counter grew (``server_<name>``)."""
+def server_gauges(pages: Sequence[dict[str, float]], dialects: Sequence[MetricsDialect]) -> dict[str, float]:
+    """KV-cache peak, queue peaks and prefix-cache hit rate under one name whatever the engine
+    (each read through the ``dialects``), plus how much each ``_total`` counter grew (``server_<name>``)."""
     found: dict[str, float] = {}
-    for gauge, names in SERVER_GAUGES.items():
-        values = [page[name] for page in pages for name in names if name in page]
+    for gauge in ("kv_cache_usage", "requests_running", "requests_waiting"):
+        values = [page[name] for page in pages for dialect in dialects for name in getattr(dialect, gauge) if name in page]
         if values:
             found[f"{gauge}_peak"] = max(values)
     if len(pages) >= 2:
@@ -255,13 +237,15 @@ def server_gauges(pages: Sequence[dict[str, float]]) -> dict[str, float]:
         for name in last:
             if name.endswith("_total") and name in first:
                 found["server_" + name.replace(":", "_")] = last[name] - first[name]
-        for hits, lookups in PREFIX_CACHE_COUNTERS:
-            if hits in last and all(n in last and n in first for n in lookups) and hits in first:
+        for dialect in dialects:
+            hits, lookups = dialect.prefix_cache_hits, dialect.prefix_cache_lookups
+            if hits in last and hits in first and lookups and all(n in last and n in first for n in lookups):
                 looked = sum(last[n] - first[n] for n in lookups)
                 if looked > 0:
                     found["prefix_cache_hit_rate"] = (last[hits] - first[hits]) / looked
-        if "prefix_cache_hit_rate" not in found and "vllm:gpu_prefix_cache_hit_rate" in last:
-            found["prefix_cache_hit_rate"] = last["vllm:gpu_prefix_cache_hit_rate"]  # vLLM < 0.10
+        gauge = next((d.prefix_cache_hit_rate for d in dialects if d.prefix_cache_hit_rate in last), None)
+        if "prefix_cache_hit_rate" not in found and gauge:
+            found["prefix_cache_hit_rate"] = last[gauge]
     return found
 
 
@@ -277,6 +261,7 @@ class TelemetrySampler:
         path: Path,
         *,
         metrics_url: str | None,
+        dialects: Sequence[MetricsDialect] = (),
         interval_s: float = 1.0,
         probes: Sequence[Probe] | None = None,
         meminfo: Path = Path("/proc/meminfo"),
@@ -285,6 +270,7 @@ class TelemetrySampler:
     ) -> None:
         self.path = path
         self.metrics_url = metrics_url
+        self.dialects = tuple(dialects)
         self.interval_s = interval_s
         self.probes = list(probes) if probes is not None else [meminfo_probe(meminfo)]
         self.on_low_memory = on_low_memory
@@ -308,7 +294,7 @@ class TelemetrySampler:
         for probe in self.probes:
             sample.update(probe())
         if self.metrics_url:
-            sample["metrics"] = read_metrics(self.metrics_url)
+            sample["metrics"] = read_metrics(self.metrics_url, self.dialects)
         self.samples.append(sample)
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(sample) + "\n")

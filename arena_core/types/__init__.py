@@ -5,7 +5,17 @@ Config files and stored JSON are turned into them by the one converter in :mod:`
 One module per hook kind; every name is importable from here.
 """
 
-from arena_core.types.backends import Backend, BackendRequest, BackendSpec, EmbeddedRun, EndpointSettings, PrecisionPath, Scheduling, version_numbers
+from arena_core.types.backends import (
+    Backend,
+    BackendRequest,
+    BackendSpec,
+    EmbeddedRun,
+    EndpointSettings,
+    MetricsDialect,
+    PrecisionPath,
+    Scheduling,
+    version_numbers,
+)
 from arena_core.types.cards import (
     SERVER_COUNTS,
     CardLayout,
@@ -72,6 +82,7 @@ __all__ = [
     "LatencyMode",
     "LedgerLine",
     "LoopKind",
+    "MetricsDialect",
     "ModelArchitecture",
     "ModelCard",
     "ModelFacts",

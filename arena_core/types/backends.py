@@ -164,6 +164,41 @@ class Scheduling:
 
 
 @frozen(kw_only=True)
+class MetricsDialect:
+    """What an engine's Prometheus page (``/metrics``) calls the figures Arena reads, by meaning.
+
+    Telemetry keeps every sample whose name starts with ``prefix`` (summed over its label sets)
+    and reads each meaning from the first of its names the page has (engines rename them across
+    versions: newest first). A counter's growth over a workload is stored as
+    ``server_<name with ':' as '_'>``; an empty name or tuple: the engine does not say it."""
+
+    prefix: str
+    #: the share of the KV cache in use, a fraction 0..1
+    kv_cache_usage: tuple[str, ...] = ()
+    requests_running: tuple[str, ...] = ()
+    requests_waiting: tuple[str, ...] = ()
+    #: prompt tokens found in the prefix cache, and the counters whose sum is the tokens looked up
+    prefix_cache_hits: str = ""
+    prefix_cache_lookups: tuple[str, ...] = ()
+    #: a hit-rate gauge, read where the counters are missing (older versions)
+    prefix_cache_hit_rate: str = ""
+    #: counters of output tokens, of prompt tokens computed, and of prompt tokens found in the cache
+    generated_tokens: str = ""
+    prompt_tokens: str = ""
+    cached_prompt_tokens: str = ""
+    #: counters of speculative decoding's drafts, and of the draft tokens in them
+    spec_decode_drafts: str = ""
+    spec_decode_draft_tokens: str = ""
+    #: an info metric whose labels describe the KV cache (block size, blocks, where it lives)
+    cache_config_info: str = ""
+
+    def grown(self, name: str) -> str:
+        """The key a counter's growth is stored under (``vllm:prompt_tokens_total`` ->
+        ``server_vllm_prompt_tokens_total``); "" for no counter."""
+        return "server_" + name.replace(":", "_") if name else ""
+
+
+@frozen(kw_only=True)
 class BackendSpec:
     """An inference-server lifecycle; ``create(request)`` returns a :class:`Backend`.
 
@@ -184,6 +219,10 @@ class BackendSpec:
     card_facts: tuple[str, ...] = ()
     #: The fact that says how many requests the server it started serves at once.
     slots_fact: str = ""
+    #: What its server's ``/metrics`` calls the figures telemetry reads (KV cache, queue, prefix
+    #: cache, token counters): telemetry reads every registered backend's dialect on any server,
+    #: an attached one included. ``None``: its server has no Prometheus page Arena reads.
+    metrics: MetricsDialect | None = None
     #: What starting its server and seeing it answer takes on a small machine, in seconds (a run's
     #: expected time counts it; an attached server's is 0 to Arena, which only checks it answers).
     start_s: float = field(default=20.0, validator=bounds.DURATION_S)

