@@ -52,7 +52,7 @@ def _leaderboard_rows(
     rows: Sequence[card_kit.Row],
     verified: Mapping[str, str],
     capacity_of: Callable[[ModelCard], str | None],
-    slugs: Mapping[str, str],
+    pages_of: Mapping[str, str],
     cost_cell: Callable[[ModelCard], str],
 ) -> list[dict]:
     found = []
@@ -61,7 +61,7 @@ def _leaderboard_rows(
         data = card_kit.row_dict(row)
         headline = card.workload(card.layout.headline) if card.layout.headline else None
         data.update(
-            href=f"cards/{slugs[card.run_id]}.html",
+            href=f"cards/{pages_of[card.run_id]}.html",
             capacity=capacity_of(card) or "—",
             **{"cost per million output tokens": cost_cell(card)},
             integrity=_integrity(card.run_id, verified),
@@ -118,20 +118,23 @@ def _preset_pages(profiles: Sequence[str], first: str) -> list[tuple[str, str]]:
     return [(name, "index.html" if name == first else f"leaderboard-{name}.html") for name in profiles]
 
 
-def slug(text: str) -> str:
-    """A name for a URL: lower case letters, digits and single dashes."""
+def url_part(text: str) -> str:
+    """``text`` as a part of a page's file name: lower case letters, digits and single dashes (no
+    dot, unlike a registered name's form, ``identity.slug``)."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80] or "run"
 
 
-def card_slugs(cards: Sequence[ModelCard]) -> dict[str, str]:
+def card_pages(cards: Sequence[ModelCard]) -> dict[str, str]:
     """Each card's page name, made from what it is (model, hardware, backend) so that it stays
     the same when the site is published again; the date and then the run id only where two
     runs would share one."""
-    first = {card.run_id: slug(f"{card.model_title} {card.hardware} {card.backend}") for card in cards}
+    first = {card.run_id: url_part(f"{card.model_title} {card.hardware} {card.backend}") for card in cards}
     taken = Counter(first.values())
-    dated = {run_id: name if taken[name] == 1 else f"{name}-{slug(card.measured_at)}" for card in cards for run_id, name in [(card.run_id, first[card.run_id])]}
+    dated = {
+        run_id: name if taken[name] == 1 else f"{name}-{url_part(card.measured_at)}" for card in cards for run_id, name in [(card.run_id, first[card.run_id])]
+    }
     taken = Counter(dated.values())
-    return {run_id: name if taken[name] == 1 else f"{name}-{slug(run_id)}" for run_id, name in dated.items()}
+    return {run_id: name if taken[name] == 1 else f"{name}-{url_part(run_id)}" for run_id, name in dated.items()}
 
 
 def _charts(cards: Sequence[ModelCard]) -> dict[str, Markup]:
@@ -187,7 +190,7 @@ def publish(view: SiteView, directory: Path, progress: Progress | None = None) -
         line = view.views[card.run_id].cost
         return line.cell() if isinstance(line, CostLine) else "—"
 
-    slugs = card_slugs(cards)
+    pages_of = card_pages(cards)
     # credit where figures were published by others (the seed site's cohort is CC-BY-4.0)
     attribution = sorted({card.source for card in cards if card.source.startswith("published by")})
     for done, (name, href) in enumerate(pages, start=1):
@@ -203,7 +206,7 @@ def publish(view: SiteView, directory: Path, progress: Progress | None = None) -
                 attribution=attribution,
                 ledger_rows=card_kit.ledger_summary(view.ledger or []),
                 prediction_absent=card_kit.NO_PREDICTOR if view.ledger is None else "",
-                **_board(rows, view.integrity, capacity_of, slugs, cost_cell),
+                **_board(rows, view.integrity, capacity_of, pages_of, cost_cell),
                 cost_terms=f"{view.cost_terms}; each card writes its sum out." if view.cost_terms else "",
                 **charts,
             ),
@@ -212,8 +215,8 @@ def publish(view: SiteView, directory: Path, progress: Progress | None = None) -
         step(done, total, href)
     for done, card in enumerate(cards, start=len(pages) + 1):
         page = _card_page(env, common, view.views[card.run_id], view.integrity)
-        (directory / "cards" / f"{slugs[card.run_id]}.html").write_text(page, encoding="utf-8")
-        step(done, total, f"cards/{slugs[card.run_id]}.html")
+        (directory / "cards" / f"{pages_of[card.run_id]}.html").write_text(page, encoding="utf-8")
+        step(done, total, f"cards/{pages_of[card.run_id]}.html")
     return directory / "index.html"
 
 
@@ -231,12 +234,12 @@ def _board(
     rows: Sequence[card_kit.Row],
     verified: Mapping[str, str],
     capacity_of: Callable[[ModelCard], str | None],
-    slugs: Mapping[str, str],
+    pages_of: Mapping[str, str],
     cost_cell: Callable[[ModelCard], str],
 ) -> dict:
     """The ranked rows (with size bucket and colour band), the unranked ones with their reason,
     the same ranked rows grouped by size, and the columns every row says alike."""
-    data = _leaderboard_rows(rows, verified, capacity_of, slugs, cost_cell)
+    data = _leaderboard_rows(rows, verified, capacity_of, pages_of, cost_cell)
     values = [row.score.value for row in rows if row.rank and row.score.value is not None]
     low, high = min(values, default=0.0), max(values, default=0.0)
     for row, shown in zip(rows, data):
