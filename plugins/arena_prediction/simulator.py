@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-from attrs import field, frozen
+from attrs import define, field, frozen
 from attrs.validators import ge, le
 
 from arena_core import BYTES_PER_PARAM, GGUF_TYPES, HardwareProfile, ModelArchitecture, ModelSpec, bounds, bytes_per_param
@@ -625,18 +625,117 @@ class _Steps:
         )
 
 
-def _prefill_chunks(running: Sequence[list[Any]], budget: int, breaks: Sequence[int]) -> list[tuple[list[Any], int]]:
+@define(kw_only=True, eq=False)
+class _Running:
+    """A request the engine has taken: how far its prompt and its answer have come."""
+
+    request: Request
+    sent_s: float
+    admitted_s: float
+    #: the step count when it was admitted (its first step is the next)
+    admitted_step: int
+    prompt_done: int = 0
+    #: tokens generated: a mean, fractional with speculative decoding
+    generated: float = 0
+    #: the step that ended its prompt and sampled its first token; None while it prefills
+    first_step: int | None = None
+
+    def served(self, first_token_s: float, end_s: float, last_step: int) -> Served:
+        assert self.first_step is not None
+        return Served(
+            request=self.request,
+            sent_s=self.sent_s,
+            admitted_s=self.admitted_s,
+            first_token_s=first_token_s,
+            end_s=end_s,
+            first_step=self.first_step,
+            last_step=last_step,
+            admitted_step=self.admitted_step,
+        )
+
+
+def _prefill_chunks(running: Sequence[_Running], budget: int, breaks: Sequence[int]) -> list[tuple[_Running, int]]:
     """(entry, tokens) each waiting prompt prefills this step, in admission order, from what is
     left of the budget; a prompt's share stops at the largest break it has not passed."""
     chunks = []
     for entry in running:
-        if entry[3] is None and budget > 0:
-            left = entry[0].prompt - entry[1]
+        if entry.first_step is None and budget > 0:
+            left = entry.request.prompt - entry.prompt_done
             stop = next((offset for offset in breaks if left > offset), 0)
             take = min(left - stop, budget)
             chunks.append((entry, take))
             budget -= take
     return chunks
+
+
+class _Client:
+    """The requests not yet taken by the engine: those not yet due, and those sent (each with
+    when it was sent and when the engine can take it), the client holding ``limit`` in flight
+    at most (None: no limit)."""
+
+    def __init__(self, requests: Sequence[Request], limit: int | None, efficiency: Efficiency) -> None:
+        self.waiting = sorted(requests, key=lambda r: r.arrival_s)
+        self.index = 0
+        self.permits = [0.0] * limit if limit else None  # when each of the client's permits is free
+        self.sent: list[tuple[Request, float, float]] = []  # (request, sent at, ready for the engine at), in order
+        self.efficiency = efficiency
+
+    def pending(self) -> bool:
+        return self.index < len(self.waiting) or bool(self.sent)
+
+    def send_due(self, clock: float) -> None:
+        while self.index < len(self.waiting) and self.waiting[self.index].arrival_s <= clock and (self.permits is None or self.permits):
+            request = self.waiting[self.index]
+            at = max(request.arrival_s, heapq.heappop(self.permits)) if self.permits is not None else request.arrival_s
+            self.sent.append((request, at, at + self.efficiency.request_seconds(request)))
+            self.index += 1
+
+    def next_event(self, clock: float) -> float:
+        """When something happens next with nothing running: a request due, or one ready."""
+        due = self.waiting[self.index].arrival_s if self.index < len(self.waiting) and (self.permits is None or self.permits) else float("inf")
+        return max(clock, min(due, self.sent[0][2] if self.sent else float("inf")))
+
+    def ended(self, clock: float) -> None:
+        if self.permits is not None:
+            heapq.heappush(self.permits, clock)
+
+
+def _engine_step(
+    running: list[_Running],
+    steps: _Steps,
+    clock: float,
+    physics_: ModelPhysics,
+    machine: Machine,
+    efficiency: Efficiency,
+    token_budget: int,
+    breaks: Sequence[int],
+    draft_tokens: int,
+) -> tuple[float, int]:
+    """One step of the engine over ``running``: its cost, its prompts' chunks and its decoded
+    tokens; the clock at its end and its index."""
+    decoding = [entry for entry in running if entry.first_step is not None]
+    # a decoding sequence's drafts count against the budget too (vLLM schedules 1 + k tokens for it)
+    chunks = _prefill_chunks(running, max(0, token_budget - len(decoding) * (1 + draft_tokens)), breaks)
+    read, flops, scan, attention = step_cost(
+        physics_,
+        decode_contexts=[e.request.cached + e.request.prompt + round(e.generated) for e in decoding],
+        prefill=[(take, e.request.cached + e.prompt_done) for e, take in chunks],
+        draft_tokens=draft_tokens,
+    )
+    ramp = physics_.flops_per_token if chunks else 0.0
+    # every decoding sequence samples (each draft verified, and each drafted), and a prompt whose last chunk this is
+    sampled = physics_.vocab * (len(decoding) * (1 + 2 * draft_tokens) + sum(1 for e, take in chunks if e.prompt_done + take >= e.request.prompt))
+    seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, ramp, scan, attention, sampled)  # floats: no arrays of one
+    clock += float(seconds)
+    step = steps.add(clock, read, flops, bool(memory), ramp, scan, attention, sampled)
+    gained = tokens_per_step(draft_tokens)  # a decoding sequence's tokens a step
+    for entry in decoding:
+        entry.generated += gained
+    for entry, take in chunks:
+        entry.prompt_done += take
+        if entry.prompt_done >= entry.request.prompt:
+            entry.generated, entry.first_step = 1, step  # the step that ends the prompt samples the first token
+    return clock, step
 
 
 def simulate(
@@ -662,67 +761,25 @@ def simulate(
     budget, except that a prompt's share of a step stops ``prompt_breaks`` tokens before its end
     (largest first): llama.cpp stops there to checkpoint a memory it cannot roll back, and the
     step goes on with the next prompt."""
-    waiting = sorted(requests, key=lambda r: r.arrival_s)
-    permits = [0.0] * client_limit if client_limit else None  # when each of the client's permits is free
-    sent: list[tuple[Request, float, float]] = []  # (request, sent at, ready for the engine at), in order
-    # [request, prompt tokens done, tokens generated (a mean: fractional with speculative decoding), first token step, admitted at, sent at, admitted before step]
-    running: list[list[Any]] = []
+    client = _Client(requests, client_limit, efficiency)
+    running: list[_Running] = []
     served: list[Served] = []
     steps = _Steps()
     breaks = sorted(prompt_breaks, reverse=True)
-    gained = tokens_per_step(draft_tokens)  # a decoding sequence's tokens a step
-    clock, index = 0.0, 0
-    while index < len(waiting) or sent or running:
-        while index < len(waiting) and waiting[index].arrival_s <= clock and (permits is None or permits):
-            request = waiting[index]
-            at = max(request.arrival_s, heapq.heappop(permits)) if permits is not None else request.arrival_s
-            sent.append((request, at, at + efficiency.request_seconds(request)))
-            index += 1
-        while sent and len(running) < slots and sent[0][2] <= clock:
-            request, at, _ = sent.pop(0)
-            running.append([request, 0, 0, None, clock, at, len(steps.ends)])
+    clock = 0.0
+    while client.pending() or running:
+        client.send_due(clock)
+        while client.sent and len(running) < slots and client.sent[0][2] <= clock:
+            request, at, _ = client.sent.pop(0)
+            running.append(_Running(request=request, sent_s=at, admitted_s=clock, admitted_step=len(steps.ends)))
         if not running:
-            due = waiting[index].arrival_s if index < len(waiting) and (permits is None or permits) else float("inf")
-            clock = max(clock, min(due, sent[0][2] if sent else float("inf")))
+            clock = client.next_event(clock)
             continue
-        decoding = [entry for entry in running if entry[3] is not None]
-        # a decoding sequence's drafts count against the budget too (vLLM schedules 1 + k tokens for it)
-        chunks = _prefill_chunks(running, max(0, token_budget - len(decoding) * (1 + draft_tokens)), breaks)
-        read, flops, scan, attention = step_cost(
-            physics_,
-            decode_contexts=[e[0].cached + e[0].prompt + round(e[2]) for e in decoding],
-            prefill=[(take, e[0].cached + e[1]) for e, take in chunks],
-            draft_tokens=draft_tokens,
-        )
-        ramp = physics_.flops_per_token if chunks else 0.0
-        # every decoding sequence samples (each draft verified, and each drafted), and a prompt whose last chunk this is
-        sampled = physics_.vocab * (len(decoding) * (1 + 2 * draft_tokens) + sum(1 for e, take in chunks if e[1] + take >= e[0].prompt))
-        seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, ramp, scan, attention, sampled)  # floats: no arrays of one
-        clock += float(seconds)
-        step = steps.add(clock, read, flops, bool(memory), ramp, scan, attention, sampled)
-        for entry in decoding:
-            entry[2] += gained
-        for entry, take in chunks:
-            entry[1] += take
-            if entry[1] >= entry[0].prompt:
-                entry[2], entry[3] = 1, step  # the step that ends the prompt samples the first token
-        for entry in [e for e in running if e[3] is not None and e[2] >= e[0].output]:
-            request, first = entry[0], entry[3]
-            served.append(
-                Served(
-                    request=request,
-                    sent_s=entry[5],
-                    admitted_s=entry[4],
-                    first_token_s=steps.ends[first],
-                    end_s=clock,
-                    first_step=first,
-                    last_step=step,
-                    admitted_step=entry[6],
-                )
-            )
+        clock, step = _engine_step(running, steps, clock, physics_, machine, efficiency, token_budget, breaks, draft_tokens)
+        for entry in [e for e in running if e.first_step is not None and e.generated >= e.request.output]:
+            served.append(entry.served(steps.ends[entry.first_step], clock, step))  # type: ignore[index]
             running.remove(entry)
-            if permits is not None:
-                heapq.heappush(permits, clock)
+            client.ended(clock)
         if len(steps.ends) > MAX_STEPS:
             raise ValueError(f"the simulation ran past {MAX_STEPS:,} steps")
     return steps.simulation(served, physics_.layers)
