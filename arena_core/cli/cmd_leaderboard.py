@@ -83,6 +83,27 @@ def leaderboard_command(
         if problems:
             raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
         return
+    _print_board(rows, cards, cohort, spec, profile, capacity_of, costs, wide=wide, cost_terms=app.config.cost.terms() if costs is not None else "")
+    if prediction_error:
+        _print_ledger(ledger_rows, absent=ledger_lines is None)
+    if problems:  # the table above is whole for what could be read; say plainly what could not
+        raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
+
+
+def _print_board(
+    rows: Sequence[Row],
+    cards: Sequence[ModelCard],
+    cohort: Sequence[ModelCard],
+    spec: ScorerSpec,
+    profile: str,
+    capacity_of: Callable[[ModelCard], str | None],
+    costs: Callable[[ModelCard], CostLine | str] | None,
+    *,
+    wide: bool,
+    cost_terms: str,
+) -> None:
+    """The ranked table, the runs not ranked and why, and one paragraph saying what the columns
+    and marks mean."""
     short = short_ids([card.run_id for card in cards])
     ranked = [row for row in rows if row.rank]
     echo(
@@ -102,13 +123,9 @@ def leaderboard_command(
     about += f" (the cohort: the {len(cohort)} runs shown)." if spec.relative else "."
     about += "".join(f" {mark}: {meaning}." for mark, meaning in marks)
     if costs is not None and wide:
-        about += f" cost/Mtok: {app.config.cost.terms()}; arena card RUN writes each sum out."
+        about += f" cost/Mtok: {cost_terms}; arena card RUN writes each sum out."
     about += " arena card RUN shows a run (its id, or a unique start or end of it)." + ("" if wide else " --wide: more columns.")
     echo("\n" + wrap_text(about))
-    if prediction_error:
-        _print_ledger(ledger_rows, absent=ledger_lines is None)
-    if problems:  # the table above is whole for what could be read; say plainly what could not
-        raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
 
 
 #: The marks of a ranked row's cells, explained once under the table.

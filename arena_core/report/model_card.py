@@ -328,6 +328,42 @@ def _block_lines(card: ModelCard, *, markdown: bool, wrap: Callable[..., str]) -
     return out
 
 
+def _details(
+    card: ModelCard,
+    scores: Mapping[str, Score],
+    *,
+    markdown: bool,
+    wrap: Callable[..., str],
+    table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str],
+    predictions: Sequence[LedgerLine] | None,
+    uncovered: str,
+    cost: CostLine | str | None,
+) -> list[str]:
+    """The card's second half: each workload's block and command, SLO, capacity, prediction, the
+    seed's figures, hardware, memory and cost, the score's arithmetic."""
+    h2 = "## " if markdown else ""
+    return [
+        f"{h2}Each workload: what it is, how it ran, the exact command",
+        *_block_lines(card, markdown=markdown, wrap=wrap),
+        *slo_section(card, h2, table_of),
+        *sweep_section(card, h2, table_of),
+        *capacity_section(card, h2, table_of),
+        *(wrap(line) for line in prediction_section(predictions, h2, table_of, uncovered)),
+        f"{h2}As the seed site counts it",
+        table_of([row[:5] for row in seed_rows(card)] or [("—", "", "", "", "")], ["workload", "tok/s", "TTFT", "G", "request rate served"]),
+        *(wrap(f"tok/s and TTFT, {kind}: {how}") for kind, how in seed_meanings(card)),
+        "",
+        f"{h2}Hardware and backend",
+        table_of(platform_rows(card), ["", ""]),
+        "",
+        f"{h2}{memory_heading(card)}",
+        table_of(memory_rows(card) + cost_rows(cost), ["", ""]),
+        "",
+        f"{h2}Score explained",
+        *(wrap(line, hanging="  ") for line in score_lines(scores)),
+    ]
+
+
 def render_model_card(
     card: ModelCard,
     scores: Mapping[str, Score],
@@ -384,23 +420,6 @@ def render_model_card(
         f"{h2}Findings",
         *(wrap(f"- {finding}", hanging="  ") for finding in findings or ["(none)"]),
         "",
-        f"{h2}Each workload: what it is, how it ran, the exact command",
-        *_block_lines(card, markdown=markdown, wrap=wrap),
-        *slo_section(card, h2, table_of),
-        *sweep_section(card, h2, table_of),
-        *capacity_section(card, h2, table_of),
-        *(wrap(line) for line in prediction_section(predictions, h2, table_of, uncovered)),
-        f"{h2}As the seed site counts it",
-        table_of([row[:5] for row in seed_rows(card)] or [("—", "", "", "", "")], ["workload", "tok/s", "TTFT", "G", "request rate served"]),
-        *(wrap(f"tok/s and TTFT, {kind}: {how}") for kind, how in seed_meanings(card)),
-        "",
-        f"{h2}Hardware and backend",
-        table_of(platform_rows(card), ["", ""]),
-        "",
-        f"{h2}{memory_heading(card)}",
-        table_of(memory_rows(card) + cost_rows(cost), ["", ""]),
-        "",
-        f"{h2}Score explained",
-        *(wrap(line, hanging="  ") for line in score_lines(scores)),
+        *_details(card, scores, markdown=markdown, wrap=wrap, table_of=table_of, predictions=predictions, uncovered=uncovered, cost=cost),
     ]
     return "\n".join(out) + "\n"
