@@ -33,6 +33,7 @@ from arena_core.types import (
     Calibration,
     ClosedLoopShape,
     Figures,
+    HardwareProfile,
     ModelSpec,
     PredictionSetup,
     Predictor,
@@ -172,26 +173,52 @@ def predict_command(
         capacity = _capacities(chosen_predictor, setup, registry, objective) if with_capacity else []
     except ValueError as exc:
         raise UsageError(f"cannot predict {model} on {hardware}: {exc}") from None
-    tier = chosen_predictor.basis(setup)
-    backend = served_by.name
+    shown = Predicted(
+        spec=spec,
+        hardware=profile,
+        backend=served_by.name,
+        tier=chosen_predictor.basis(setup),
+        workloads=found,
+        assumptions=tuple(assumptions),
+        capacity=capacity,
+    )
     if as_json:
-        echo(
-            render_json(
-                {
-                    "model": model,
-                    "title": spec.title,
-                    "hardware": hardware,
-                    "backend": backend,
-                    "tier": tier,
-                    "assumptions": list(assumptions),
-                    "workloads": [_as_dict(p) for p in found],
-                    "capacity": [found.as_dict() for found in capacity] if with_capacity else None,
-                }
-            )
-        )
-        return
-    echo(wrap_text(f"Predicted: {spec.title} on {profile.title} ({backend}); {tier}; not measured", hanging="  "))
-    rows = [(p.workload, *(_range(p, key, shown, one_line=wide) for key, shown in FIGURES), *([p.central.bound] if wide else [])) for p in found]
+        echo(render_json(shown.as_dict(with_capacity=with_capacity)))
+    else:
+        _print_predicted(shown, wide=wide)
+
+
+@attrs.frozen(kw_only=True)
+class Predicted:
+    """What ``arena predict`` answers, before it is laid out: as JSON or as text."""
+
+    spec: ModelSpec
+    hardware: HardwareProfile
+    backend: str
+    tier: str
+    workloads: Sequence[WorkloadPrediction]
+    assumptions: tuple[str, ...]
+    capacity: Sequence[PredictedCapacity]
+
+    def as_dict(self, *, with_capacity: bool) -> dict[str, Any]:
+        return {
+            "model": self.spec.name,
+            "title": self.spec.title,
+            "hardware": self.hardware.name,
+            "backend": self.backend,
+            "tier": self.tier,
+            "assumptions": list(self.assumptions),
+            "workloads": [_as_dict(p) for p in self.workloads],
+            "capacity": [found.as_dict() for found in self.capacity] if with_capacity else None,
+        }
+
+
+def _print_predicted(shown: Predicted, *, wide: bool) -> None:
+    """The prediction as text: a line of what was predicted and on what basis, the table, what
+    its figures are, the assumptions, the notes and the capacity."""
+    found = shown.workloads
+    echo(wrap_text(f"Predicted: {shown.spec.title} on {shown.hardware.title} ({shown.backend}); {shown.tier}; not measured", hanging="  "))
+    rows = [(p.workload, *(_range(p, key, shown_as, one_line=wide) for key, shown_as in FIGURES), *([p.central.bound] if wide else [])) for p in found]
     headers = ["workload", "tok/s per user", "tok/s total", "TTFT", "seed's G", *(["bound by"] if wide else [])]
     echo(render_table(headers, rows, width=WIDEST if wide else None))
     about = (
@@ -200,11 +227,11 @@ def predict_command(
         "of a round, answers of full length assumed; open loop: total tok/s ÷ peak concurrent requests)."
     )
     echo(wrap_text(about + ("" if wide else " --wide: one line per workload, with what bounds it.")))
-    for assumed in assumptions:
+    for assumed in shown.assumptions:
         echo(wrap_text(f"assumed: {assumed}", hanging="  "))
     for note in sorted({note for p in found for note in p.notes}):
         echo(wrap_text(f"note: {note}", hanging="  "))
-    for found_capacity in capacity:
+    for found_capacity in shown.capacity:
         echo(wrap_text(f"Predicted capacity: {found_capacity.describe()}", hanging="  "))
 
 
