@@ -165,14 +165,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     run = config.run
     endpoint = _endpoint_settings(request, config.endpoint, config.source)
     backend, embedded = _choose_backend(request, config, registry, attach=bool(endpoint.base_url))
-    model_name = request.model or run.model or (backend.embedded.model if backend.embedded and not backend.attaches else None)
-    if model_name is None:
-        title = request.served_model or "the served model"
-        model = ModelSpec(name=UNCATALOGUED_MODEL, title=title, description="not in the catalog", hf_id="", precision="unknown")
-    elif model_name not in registry.by_kind["models"] and names_weights(model_name):
-        model = model_from_weights(model_name)  # a folder or a cached Hugging Face id, for a backend that serves one
-    else:
-        model = registry.get("models", model_name)
+    model = _model_of(request, run.model, backend, registry)
     here = server_is_here(endpoint.base_url)
     hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks, here=here)
     chosen_scale = request.scale or (run.scale if run.scale != 1.0 else None)
@@ -191,15 +184,9 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         timing, untimed = None, str(exc)
     if budget and timing is None and request.budget_s:
         # a budget asked for that nothing can honour is refused, never ignored while the card says it was kept
-        if model.name == UNCATALOGUED_MODEL:
-            why = "the served model is none Arena's catalog describes: its size is unknown"
-        elif model.params_total_b is None:
-            why = f"{model.name!r} has no parameter count Arena knows"
-        elif backend.attaches:
-            why = "the engine of a server Arena attaches to is known only once the run asks it"
-        else:
-            why = untimed or f"the predictor does not cover backend {backend.name!r}"
-        raise UsageError(f"--budget {minutes(budget)}: Arena cannot estimate how long this run takes ({why}); give --scale instead")
+        raise UsageError(
+            f"--budget {minutes(budget)}: Arena cannot estimate how long this run takes ({_why_untimed(model, backend, untimed)}); give --scale instead"
+        )
     if budget and timing is not None:
         scale = scale_for(budget - FINISH_S, scale, lambda s: timing.expected(_scaled(unscaled, s)))
     elif timing is None:
@@ -231,6 +218,29 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         timing=timing,
         unscaled=tuple(unscaled),
     )
+
+
+def _model_of(request: RunRequest, configured: str | None, backend: BackendSpec, registry: Registry) -> ModelSpec:
+    """The model a run measures: the one named (a catalog entry, or weights in a folder or the
+    Hugging Face cache), else the backend's embedded one, else the served model, uncatalogued."""
+    name = request.model or configured or (backend.embedded.model if backend.embedded and not backend.attaches else None)
+    if name is None:
+        title = request.served_model or "the served model"
+        return ModelSpec(name=UNCATALOGUED_MODEL, title=title, description="not in the catalog", hf_id="", precision="unknown")
+    if name not in registry.by_kind["models"] and names_weights(name):
+        return model_from_weights(name)  # a folder or a cached Hugging Face id, for a backend that serves one
+    return registry.get("models", name)
+
+
+def _why_untimed(model: ModelSpec, backend: BackendSpec, untimed: str) -> str:
+    """Why a run's time cannot be estimated (its budget then cannot be kept)."""
+    if model.name == UNCATALOGUED_MODEL:
+        return "the served model is none Arena's catalog describes: its size is unknown"
+    if model.params_total_b is None:
+        return f"{model.name!r} has no parameter count Arena knows"
+    if backend.attaches:
+        return "the engine of a server Arena attaches to is known only once the run asks it"
+    return untimed or f"the predictor does not cover backend {backend.name!r}"
 
 
 def _scaled(workloads: Sequence[WorkloadSpec], scale: float) -> list[WorkloadSpec]:

@@ -125,19 +125,9 @@ def _layer_kinds(config: Mapping[str, Any], layers: int) -> list[str]:
     return ["full"] * layers
 
 
-def describe(
-    config: Mapping[str, Any],
-    *,
-    name: str,
-    precision: str | None = None,
-    params_b: float | None = None,
-    active_params_b: float | None = None,
-    source: str = "config.json",
-) -> DescribedModel:
-    """The model a config describes; ``precision``, ``params_b`` and ``active_params_b`` given
-    by the user override what the config says or what is computed from it."""
-    text = _text_config(config)
-    assumed: list[str] = []
+def _architecture(text: Mapping[str, Any], source: str, assumed: list[str]) -> tuple[ModelArchitecture, list[str]]:
+    """The architecture a config's text part states, and the kind of each layer; what had to
+    be assumed is added to ``assumed``."""
     layers = _number(text, "num_hidden_layers", "n_layer", limit=LIMITS["layers"])
     hidden = _number(text, "hidden_size", "d_model", "n_embd", limit=LIMITS["width"])
     heads = _number(text, "num_attention_heads", "n_head", limit=LIMITS["heads"])
@@ -156,21 +146,41 @@ def describe(
     per_token = _number(text, "num_experts_per_tok", "moe_topk", limit=LIMITS["experts"], default=0) or 0
     if experts and not per_token:
         raise UsageError(f"--model-config: {source} has {experts} experts but no num_experts_per_tok: say --active-params, never simulated as dense")
-    arch = ModelArchitecture(
-        layers=layers,
-        full_attention_layers=kinds.count("full"),
-        sliding_window_layers=kinds.count("window"),
-        sliding_window=window or 0,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        vocab=vocab,
-        hidden=hidden,
-        query_heads=heads,
-        experts=experts,
-        experts_per_token=per_token,
-        source=f"{source} ({text.get('model_type', 'unknown type')!s:.40})",
-        **_state_layers(text, kinds, assumed),
+    return (
+        ModelArchitecture(
+            layers=layers,
+            full_attention_layers=kinds.count("full"),
+            sliding_window_layers=kinds.count("window"),
+            sliding_window=window or 0,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            vocab=vocab,
+            hidden=hidden,
+            query_heads=heads,
+            experts=experts,
+            experts_per_token=per_token,
+            source=f"{source} ({text.get('model_type', 'unknown type')!s:.40})",
+            **_state_layers(text, kinds, assumed),
+        ),
+        kinds,
     )
+
+
+def describe(
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    precision: str | None = None,
+    params_b: float | None = None,
+    active_params_b: float | None = None,
+    source: str = "config.json",
+) -> DescribedModel:
+    """The model a config describes; ``precision``, ``params_b`` and ``active_params_b`` given
+    by the user override what the config says or what is computed from it."""
+    text = _text_config(config)
+    assumed: list[str] = []
+    arch, kinds = _architecture(text, source, assumed)
+    experts = arch.experts
     total, active = _parameters(text, arch, kinds, assumed)
     chosen_precision = precision or _precision(text, assumed)
     quant = text.get("quantization_config")
