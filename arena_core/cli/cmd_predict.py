@@ -43,6 +43,36 @@ from arena_core.types import (
 )
 
 
+@attrs.frozen(kw_only=True)
+class PredictQuery:
+    """What ``arena predict`` was asked, as its options give it: the model (a catalog name, or a
+    config.json and the sizes that override it), the machine, the server's settings, the
+    workloads, the capacity's SLO and how to show the answer."""
+
+    model: str | None
+    config_path: str | None
+    params_b: float | None
+    active_params_b: float | None
+    precision: str | None
+    template_tokens: int | None
+    hardware: str
+    kv_cache: str | None
+    engine_version: str | None
+    slots: int | None
+    token_budget: int | None
+    draft_tokens: int | None
+    prefix_caching: bool | None
+    sixteen_bit_compute: bool
+    calibration_given: str | None
+    backend: str | None
+    workloads: str | None
+    with_capacity: bool
+    slo: str
+    as_json: bool
+    wide: bool
+    output: Path | None
+
+
 @click.command("predict")
 @click.argument("model", required=False)
 @click.option(
@@ -110,69 +140,46 @@ from arena_core.types import (
 @click.option("--wide", is_flag=True, help="One line per workload, with what bounds it (wider than 80 columns).")
 @OUTPUT
 @click.pass_obj
-def predict_command(
-    app: CliApp,
-    model: str | None,
-    config_path: str | None,
-    params_b: float | None,
-    active_params_b: float | None,
-    precision: str | None,
-    template_tokens: int | None,
-    hardware: str,
-    kv_cache: str | None,
-    engine_version: str | None,
-    slots: int | None,
-    token_budget: int | None,
-    draft_tokens: int | None,
-    prefix_caching: bool | None,
-    sixteen_bit_compute: bool,
-    calibration_given: str | None,
-    backend: str | None,
-    workloads: str | None,
-    with_capacity: bool,
-    slo: str,
-    as_json: bool,
-    wide: bool,
-    output: Path | None,
-) -> None:
+def predict_command(app: CliApp, **given: Any) -> None:
     """Predict MODEL's figures on every workload (tokens/s per user and in total, TTFT p50, the
     seed site's G), each with an interval, and what bounds each: tier 1 with the efficiencies
     ``arena calibrate`` stored for HARDWARE and the backend, else tier 0 (the specs and the
     engine's priors)."""
+    query = PredictQuery(**given)
     registry = app.hooks.registry
     chosen_predictor = require_predictor(registry).predictor
-    spec, assumptions = _described(registry, model, config_path, params_b, active_params_b, precision)
-    if template_tokens is not None:
-        spec = attrs.evolve(spec, template_tokens=template_tokens)
+    spec, assumptions = _described(registry, query.model, query.config_path, query.params_b, query.active_params_b, query.precision)
+    if query.template_tokens is not None:
+        spec = attrs.evolve(spec, template_tokens=query.template_tokens)
     model = spec.name
-    profile = registry.get("hardware", hardware)
+    profile = registry.get("hardware", query.hardware)
     if profile.measure is not None:
         profile = profile.measured()  # a CPU host's bandwidth is measured here, not known ahead
-    served_by = predicting_backend(registry, backend)
-    objective = parse_slo(slo, "--slo")
-    names = [n.strip() for n in workloads.split(",") if n.strip()] if workloads else list(app.config.run.workloads or default_workloads(registry))
+    served_by = predicting_backend(registry, query.backend)
+    objective = parse_slo(query.slo, "--slo")
+    names = [n.strip() for n in query.workloads.split(",") if n.strip()] if query.workloads else list(app.config.run.workloads or default_workloads(registry))
     chosen, shaped = _configured(registry, app.config, names)
     conversations = any(isinstance(w.shape, ClosedLoopShape) and w.shape.turns > 1 for w in chosen)
-    served_by, settings = _served_as(served_by, slots, token_budget, draft_tokens, prefix_caching, conversations=conversations)
-    calibration = _calibration(calibration_given, results_dir(app, output), hardware, served_by)
-    kv_bytes = KV_CACHE_BYTES[kv_cache] if kv_cache else 2.0
-    assumptions = (*assumptions, *settings, *shaped, *([] if kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
+    served_by, settings = _served_as(served_by, query.slots, query.token_budget, query.draft_tokens, query.prefix_caching, conversations=conversations)
+    calibration = _calibration(query.calibration_given, results_dir(app, query.output), query.hardware, served_by)
+    kv_bytes = KV_CACHE_BYTES[query.kv_cache] if query.kv_cache else 2.0
+    assumptions = (*assumptions, *settings, *shaped, *([] if query.kv_cache else ["a 16-bit KV cache (--kv-cache fp8 for an FP8 one)"]))
     setup = PredictionSetup(
         model=spec,
         hardware=profile,
         backend=served_by,
         calibration=calibration,
         kv_bytes_per_element=kv_bytes,
-        engine_version=engine_version or "",
-        sixteen_bit_compute=sixteen_bit_compute,
+        engine_version=query.engine_version or "",
+        sixteen_bit_compute=query.sixteen_bit_compute,
     )
     if (why := chosen_predictor.coverage(setup)) is not None:
-        raise UsageError(f"cannot predict {model} on {hardware} with --backend {served_by.name}: {why}")
+        raise UsageError(f"cannot predict {model} on {query.hardware} with --backend {served_by.name}: {why}")
     try:
         found = [chosen_predictor.predict(workload, setup) for workload in chosen]
-        capacity = _capacities(chosen_predictor, setup, registry, objective) if with_capacity else []
+        capacity = _capacities(chosen_predictor, setup, registry, objective) if query.with_capacity else []
     except ValueError as exc:
-        raise UsageError(f"cannot predict {model} on {hardware}: {exc}") from None
+        raise UsageError(f"cannot predict {model} on {query.hardware}: {exc}") from None
     shown = Predicted(
         spec=spec,
         hardware=profile,
@@ -182,10 +189,10 @@ def predict_command(
         assumptions=tuple(assumptions),
         capacity=capacity,
     )
-    if as_json:
-        echo(render_json(shown.as_dict(with_capacity=with_capacity)))
+    if query.as_json:
+        echo(render_json(shown.as_dict(with_capacity=query.with_capacity)))
     else:
-        _print_predicted(shown, wide=wide)
+        _print_predicted(shown, wide=query.wide)
 
 
 @attrs.frozen(kw_only=True)
