@@ -182,3 +182,25 @@ def test_the_name_check_catches_a_workload_named_in_the_core(registry):
         "line 2: 'chat' (workloads)",
     ]
     assert names_in('delta.get("reasoning")', registered_names(registry)) == []
+
+
+#: The longest function the house keeps (lines from its ``def`` to its last, docstring included).
+LONGEST_FUNCTION = 60
+
+
+def long_functions(source: str) -> list[str]:
+    return [
+        f"line {node.lineno}: {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION
+    ]
+
+
+@pytest.mark.parametrize("path", [*core_files(test_kit=True), *sorted((ROOT / "plugins").rglob("*.py"))], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_function_is_longer_than_a_screen(path):
+    assert long_functions(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_length_check_counts_a_long_function():
+    assert long_functions("def f():\n" + "    x = 1\n" * 60) == ["line 1: f (61 lines)"]
+    assert long_functions("def f():\n" + "    x = 1\n" * 59) == []
