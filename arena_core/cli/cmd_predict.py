@@ -17,13 +17,13 @@ from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, Within, results_dir
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.errors import UsageError
-from arena_core.loadgen.goodput import Slo, parse_slo
+from arena_core.loadgen.goodput import SEED_TTFT_P95_LIMITS_S, Slo, parse_slo
 from arena_core.loadgen.plausible import TEMPLATE_TOKENS
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.report.text import WIDEST, wrap_text
-from arena_core.results.predicted_capacity import RATE_LIMITS_S, PredictedCapacity, rate_capacity, users_capacity
+from arena_core.results.predicted_capacity import PredictedCapacity, rate_capacity, users_capacity
 from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
 from arena_core.run.engine import default_workloads
 from arena_core.run.model_config import describe, find_config, known_precision, read_config
@@ -429,5 +429,5 @@ def _capacities(predictor: Predictor, setup: PredictionSetup, registry: Registry
     request rate within each of the seed's TTFT p95 limits (the rate-capacity workload's shape)."""
     found = [users_capacity(predictor, setup, _headline(registry), objective)]
     if name := registry.with_role("rate-capacity"):
-        found += [rate_capacity(predictor, setup, registry.get("workloads", name), limit) for limit in RATE_LIMITS_S]
+        found += [rate_capacity(predictor, setup, registry.get("workloads", name), limit) for limit in SEED_TTFT_P95_LIMITS_S]
     return found

@@ -113,6 +113,21 @@ def error_adjusted_percentile(values: Sequence[float], failures: int, q: float) 
     return ordered[lower] + ((ordered[upper] - ordered[lower]) * fraction if fraction > 0 else 0.0)
 
 
+#: The seed site's rate-sweep limits on TTFT p95 (seconds): each a capacity of its own, measured
+#: (a sweep's card) or predicted (``arena predict --capacity``).
+SEED_TTFT_P95_LIMITS_S = (2.0, 5.0, 10.0)
+#: A server kept up with an offered request rate when it served at least this share of it: the
+#: one rule of a capacity probe (:func:`served_share`) and of a rate sweep's step (achieved over
+#: configured rate).
+KEPT_UP_SHARE = 0.95
+
+
+def kept_up(share: float | None) -> bool:
+    """Whether a server that served ``share`` of an offered rate kept up with it (None: the
+    records cannot tell, which is not held against it)."""
+    return share is None or share >= KEPT_UP_SHARE
+
+
 def served_share(records: Sequence[RequestRecord]) -> float | None:
     """How much of an open-loop schedule the server kept up with: 1 when the requests due last
     waited no longer than those due first; below 1 as a backlog grows. Above its service rate μ a

@@ -16,12 +16,10 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
+from arena_core.loadgen.goodput import SEED_TTFT_P95_LIMITS_S, kept_up
 from arena_core.types import ModelCard
 
 SWEEP_PREFIX = "rate-sweep-"
-THRESHOLDS_S = (2.0, 5.0, 10.0)
-#: A step is served when the achieved request rate is at least this share of the configured one.
-SERVED_SHARE = 0.95
 
 
 @frozen(kw_only=True)
@@ -38,7 +36,7 @@ class SweepStep:
 
     @property
     def served(self) -> bool:
-        return self.achieved is not None and self.achieved >= SERVED_SHARE * self.rate
+        return self.achieved is not None and self.rate > 0 and kept_up(self.achieved / self.rate)
 
     def under(self, threshold_s: float) -> bool:
         return self.ttft_p95_s is not None and self.ttft_p95_s < threshold_s
@@ -85,4 +83,4 @@ def capacity_rows(steps: Sequence[SweepStep]) -> list[tuple[str, str, str]]:
     def shown(rate: float | None) -> str:
         return "none" if rate is None else f"{rate:g} req/s"
 
-    return [(f"TTFT p95 under {limit:g} s", shown(seed_capacity(steps, limit)), shown(arena_capacity(steps, limit))) for limit in THRESHOLDS_S]
+    return [(f"TTFT p95 under {limit:g} s", shown(seed_capacity(steps, limit)), shown(arena_capacity(steps, limit))) for limit in SEED_TTFT_P95_LIMITS_S]

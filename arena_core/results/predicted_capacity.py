@@ -16,8 +16,6 @@ from arena_core.loadgen.goodput import Slo, goodput, served_share
 from arena_core.run.capacity import Probe, passes, search
 from arena_core.types import ClosedLoopShape, OpenLoopShape, PredictionSetup, Predictor, WorkloadSpec
 
-#: The TTFT p95 limits of the seed's rate sweep (seconds), each its own capacity.
-RATE_LIMITS_S = (2.0, 5.0, 10.0)
 #: Requests in one predicted rate probe (the same as ``arena capacity``'s default).
 RATE_PROBE_REQUESTS = 100
 #: The least request rate a search probes (req/s).

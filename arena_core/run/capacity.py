@@ -24,7 +24,7 @@ import attrs
 from attrs import field, frozen
 from attrs.validators import in_
 
-from arena_core.loadgen.goodput import Slo, goodput
+from arena_core.loadgen.goodput import Slo, goodput, kept_up
 from arena_core.loadgen.records_io import read_records
 from arena_core.run.store import workload_dir
 from arena_core.types import ClosedLoopShape, OpenLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 PROBE_LABEL = "capacity probe"
 #: A probe with a stated duration still has at least this many requests (a p95 needs some).
 MIN_PROBE_REQUESTS = 20
-#: A rate probe is served when the server kept up with at least this share of what was sent.
-SERVED_SHARE = 0.95
 
 Load = Literal["users", "rate"]
 #: A probe's workload name: the base workload, the load's kind, the load.
@@ -48,8 +46,7 @@ def passes(attainment: float | None, failed: float, target: float, served: float
     """A probe passes with at least ``target`` of its requests within the SLO, none failed and,
     for a rate, a server that kept up (``served``: its share of the offered rate, see
     :func:`~arena_core.loadgen.goodput.served_share`)."""
-    kept_up = served is None or served >= SERVED_SHARE
-    return attainment is not None and attainment >= target and not failed and kept_up
+    return attainment is not None and attainment >= target and not failed and kept_up(served)
 
 
 def load_text(load: Load, value: float) -> str:
