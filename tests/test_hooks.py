@@ -204,6 +204,18 @@ def test_hook_arena_register_renderers(seed_store, tmp_path):
     unknown = run_cli(manager, ["card", run_id, "--output", str(seed_store), "--format", "pdf"])
     assert unknown.exit_code == 2 and "renderers of cards: text, markdown, json, tsv" in unknown.stderr
 
+    class Broken:
+        @hookimpl
+        def arena_register_renderers(self, register):
+            register(RendererSpec(name="broken", description="raises", card=lambda view: view.card.no_such_field))
+
+    broken = run_cli(
+        make_plugin_manager(autoload=False, extra_plugins=[("broken-renderer", Broken())]), ["card", run_id, "--output", str(seed_store), "--format", "broken"]
+    )
+    said = broken.stderr.strip().splitlines()  # a plugin's fault: exit 3, one line naming it
+    assert broken.exit_code == 3 and len(said) == 1, broken.stderr
+    assert "plugin 'broken-renderer': renderer 'broken' failed: AttributeError: 'ModelCard' object has no attribute 'no_such_field'" in said[0]
+
 
 def test_hook_arena_register_quality_suites(tmp_path):
     """A third party's quality suite runs in ``arena quality`` beside the built-in ones, and its

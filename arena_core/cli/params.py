@@ -9,7 +9,7 @@ import click
 
 from arena_core.bounds import TIMEOUT_S, Bound
 from arena_core.cli.app import CliApp
-from arena_core.errors import UnknownNameError, UsageError
+from arena_core.errors import ArenaError, PluginError, UnknownNameError, UsageError
 from arena_core.plugins import ENV_DISABLED
 from arena_core.registry import KINDS, Kind, find_kind
 
@@ -51,7 +51,17 @@ def renderer_named(app: CliApp, name: str, use: str, flag: str) -> Any:
     registry = app.hooks.registry
     found = registry.by_kind["renderers"].get(name)
     if found is not None and getattr(found.item, use) is not None:
-        return getattr(found.item, use)
+        render, plugin = getattr(found.item, use), found.plugin
+
+        def guarded(*args: Any) -> Any:
+            try:
+                return render(*args)
+            except (ArenaError, OSError):  # its own clear error, or a folder it could not write: said as they are
+                raise
+            except Exception as exc:  # a renderer's bug is its plugin's, said in one line by name
+                raise PluginError(f"plugin {plugin!r}: renderer {name!r} failed: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+        return guarded
     offering = [r.item.name for r in registry.registrations("renderers") if getattr(r.item, use) is not None]
     what = "cards" if use == "card" else "sites"
     left_out = f" ({ENV_DISABLED} leaves out {', '.join(sorted(app.pm.disabled))})" if app.pm.disabled else ""
