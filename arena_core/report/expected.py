@@ -8,12 +8,10 @@ import math
 from collections.abc import Sequence
 
 from arena_core.report.text import minutes
-from arena_core.types import ClosedLoopShape, OpenLoopShape, WorkloadSpec
+from arena_core.types import SHAREGPT_TYPICAL_TOKENS, ClosedLoopShape, OpenLoopShape, WorkloadSpec
 
 #: The per-user decode speed the closed-loop estimate assumes, said with it.
 ASSUMED_TPS_PER_USER = 50.0
-#: Output tokens assumed for a ShareGPT request (its answers are a few hundred tokens).
-SHAREGPT_OUTPUT_TOKENS = 300
 
 
 def expected_work(workloads: Sequence[WorkloadSpec], *, closed_loop_guess: bool = True) -> str:
@@ -31,7 +29,7 @@ def expected_work(workloads: Sequence[WorkloadSpec], *, closed_loop_guess: bool 
             closed_s += (shape.runs + 1) * shape.turns * shape.generated_tokens / ASSUMED_TPS_PER_USER
         elif isinstance(shape, OpenLoopShape):
             requests += shape.num_prompts
-            tokens += shape.num_prompts * (shape.output_tokens or SHAREGPT_OUTPUT_TOKENS)
+            tokens += shape.num_prompts * (shape.output_tokens or SHAREGPT_TYPICAL_TOKENS[1])
             schedule_s += shape.num_prompts / shape.request_rate if math.isfinite(shape.request_rate) else 0.0
     parts = [f"{requests:,} requests, about {tokens:,} output tokens"]
     if schedule_s:

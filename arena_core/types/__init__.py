@@ -47,7 +47,7 @@ from arena_core.types.renderers import CardView, CostLine, Progress, RendererSpe
 from arena_core.types.results import RequestRecord, RunInfo, RunResult, Verdict, WorkloadResult
 from arena_core.types.runners import Endpoint, ReportReader, RunContext, Runner, RunnerSpec, RunOptions, ToolAvailability
 from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec
-from arena_core.types.workloads import MIN_SCALED_TOKENS, ROLES, ClosedLoopShape, OpenLoopShape, WorkloadShape, WorkloadSpec
+from arena_core.types.workloads import MIN_SCALED_TOKENS, ROLES, SHAREGPT_TYPICAL_TOKENS, ClosedLoopShape, OpenLoopShape, WorkloadShape, WorkloadSpec
 
 __all__ = [
     "MeasuredQuality",
@@ -107,6 +107,7 @@ __all__ = [
     "Scorer",
     "ScorerSpec",
     "SERVER_COUNTS",
+    "SHAREGPT_TYPICAL_TOKENS",
     "ServerSettings",
     "ToolAvailability",
     "Verdict",

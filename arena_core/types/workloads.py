@@ -18,6 +18,10 @@ MAX_SCHEDULE_S = 7 * 86_400
 #: The most tokens a chat template puts around one turn (a user message and its answer: role
 #: markers, turn ends, a BOS); room the KV cache needs beyond the text itself.
 TEMPLATE_TOKENS_PER_TURN = 32
+#: ShareGPT's typical (prompt, answer) tokens: the first two turns of ShareGPT V3 as vLLM samples
+#: them. What a ShareGPT request is taken to ask where its own lengths are not known yet: a run's
+#: expected work, a predictor's workload.
+SHAREGPT_TYPICAL_TOKENS = (230, 200)
 
 
 def _tokens(value: int, factor: float) -> int:

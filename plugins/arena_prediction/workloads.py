@@ -19,6 +19,7 @@ import attrs
 import numpy as np
 
 from arena_core import (
+    SHAREGPT_TYPICAL_TOKENS,
     ClosedLoopShape,
     Figures,
     HardwareProfile,
@@ -42,8 +43,6 @@ def prompt_breaks(scheduling: Scheduling, costs: ModelPhysics) -> tuple[int, ...
     return scheduling.checkpoints if costs.window or costs.state_bytes else ()
 
 
-#: ShareGPT's typical lengths (first two turns of ShareGPT V3, as vLLM samples them).
-SHAREGPT_TOKENS = (230, 200)
 #: The efficiencies' range around the central ones that makes a prediction's 80 % interval: its
 #: width set so that 80 % of the seed cohort's closed-loop results, each predicted without its
 #: own run (the error ledger), fall inside -- 80 % of tokens/s, 82 % of TTFT, of 85 results
@@ -103,7 +102,7 @@ def open_requests(shape: OpenLoopShape, seed: int) -> tuple[list[Request], list[
             rng, count=shape.num_prompts, input_len=shape.input_tokens, output_len=shape.output_tokens, range_ratio=shape.range_ratio
         )
         return [Request(arrival_s=at, prompt=int(i), output=int(o)) for at, i, o in zip(offsets, inputs, outputs)], []
-    prompt, output = SHAREGPT_TOKENS
+    prompt, output = SHAREGPT_TYPICAL_TOKENS
     return [Request(arrival_s=at, prompt=prompt, output=output) for at in offsets], [f"ShareGPT lengths taken at their typical {prompt} in / {output} out"]
 
 
