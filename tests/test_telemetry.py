@@ -61,7 +61,7 @@ def test_sampler_writes_samples_and_summarises(tmp_path):
     meminfo.write_text(GB10_MEMINFO)
     with FakeServerProcess(["--decode-gap-ms", "1"]) as rig:
         sampler = TelemetrySampler(tmp_path / "telemetry.jsonl", metrics_url=f"{rig.url}/metrics", dialects=DIALECTS, interval_s=0.05, meminfo=meminfo).start()
-        absent = TelemetrySampler(tmp_path / "absent.jsonl", metrics_url=f"{rig.url}/no-such-page", interval_s=0.05, meminfo=meminfo).start()
+        absent = TelemetrySampler(tmp_path / "absent.jsonl", metrics_url=f"{rig.url}/no-such-page", dialects=DIALECTS, interval_s=0.05, meminfo=meminfo).start()
         time.sleep(0.3)
         samples = sampler.stop()
         absent.stop()
@@ -79,13 +79,13 @@ def test_watchdog_fires_once_when_available_memory_runs_low(tmp_path):
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       127605464 kB\nMemAvailable:    1000000 kB\n")  # 1 GB left
     fired: list[int] = []
-    sampler = TelemetrySampler(tmp_path / "t.jsonl", metrics_url=None, interval_s=0.02, meminfo=meminfo, on_low_memory=fired.append).start()
+    sampler = TelemetrySampler(tmp_path / "t.jsonl", metrics_url=None, dialects=(), interval_s=0.02, meminfo=meminfo, on_low_memory=fired.append).start()
     time.sleep(0.15)
     sampler.stop()
     assert fired == [1000000 * 1024] and sampler.tripped
     meminfo.write_text(GB10_MEMINFO)  # 88 GB available: quiet
     quiet: list[int] = []
-    TelemetrySampler(tmp_path / "q.jsonl", metrics_url=None, interval_s=0.02, meminfo=meminfo, on_low_memory=quiet.append).start().stop()
+    TelemetrySampler(tmp_path / "q.jsonl", metrics_url=None, dialects=(), interval_s=0.02, meminfo=meminfo, on_low_memory=quiet.append).start().stop()
     assert quiet == []
 
 

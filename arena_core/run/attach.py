@@ -30,7 +30,7 @@ UNNAMED_SERVER = HardwareProfile(
 CLUE_CHARS = 60
 
 
-def what_the_server_says(props: Any, metrics_page: str | None, dialects: Sequence[MetricsDialect] = ()) -> str:
+def what_the_server_says(props: Any, metrics_page: str | None, dialects: Sequence[MetricsDialect]) -> str:
     """What a server says of the machine it runs on, in one line ("" when it says nothing).
 
     vLLM's ``vllm:cache_config_info`` named where its KV cache lives up to 0.2x:
@@ -82,7 +82,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= CLUE_CHARS else text[:CLUE_CHARS] + "…"
 
 
-def ask_about_its_machine(endpoint: Endpoint, profiles: list[str], dialects: Sequence[MetricsDialect] = ()) -> str:
+def ask_about_its_machine(endpoint: Endpoint, profiles: list[str], dialects: Sequence[MetricsDialect]) -> str:
     """The line a run prints when its server's machine is not named: what the server says of it
     (``/props``, ``/metrics``; each read with a deadline, either may be absent) and how to name it
     (``profiles``: those that can name another machine)."""

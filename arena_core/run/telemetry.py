@@ -142,7 +142,7 @@ def _gpu_sum(sample: dict[str, Any], suffix: str) -> float | None:
 
 
 def summarise(
-    samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens: float | None = None, dialects: Sequence[MetricsDialect] = ()
+    samples: Sequence[dict[str, Any]], *, unified: bool, output_tokens: float | None = None, dialects: Sequence[MetricsDialect]
 ) -> dict[str, float | None]:
     """Per-workload figures from telemetry samples: peaks, energy, throttling, server gauges."""
     summary: dict[str, float | None] = {"telemetry_samples": float(len(samples))}
@@ -178,7 +178,7 @@ def summarise(
 
 
 def energy_per_token(
-    summary: dict[str, float | None], samples: Sequence[dict[str, Any]], output_tokens: float | None, dialects: Sequence[MetricsDialect] = ()
+    summary: dict[str, float | None], samples: Sequence[dict[str, Any]], output_tokens: float | None, dialects: Sequence[MetricsDialect]
 ) -> dict[str, float | None]:
     """Joules per output token and per token (prompt and output) of every energy source read
     (GPUs by NVML, CPU packages by RAPL), over the same window as the tokens: the server's own
@@ -261,7 +261,7 @@ class TelemetrySampler:
         path: Path,
         *,
         metrics_url: str | None,
-        dialects: Sequence[MetricsDialect] = (),
+        dialects: Sequence[MetricsDialect],
         interval_s: float = 1.0,
         probes: Sequence[Probe] | None = None,
         meminfo: Path = Path("/proc/meminfo"),
