@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import arena_prediction.ledger as ledger_module
 from arena_core import ArenaHooks, make_plugin_manager
+from arena_core.loadgen.stats import nearest_rank
 from arena_core.results.cards import load_cards
 from arena_core.results.predictions import interval_coverage, ledger_of, ledger_summary
 from arena_core.types import LedgerLine, ModelCard
@@ -69,9 +69,7 @@ def medians(lines: Sequence[LedgerLine], tier: int = 1) -> dict[str, float]:
         errors = [e for line in lines if line.open_loop == loop and line.tier == tier and (e := line.error(metric)) is not None]
         if errors:
             found[name] = round(statistics.median(errors), 1)
-            # the nearest rank, as scripts/prediction_error.py and the ledger's summary take it: of
-            # 85 results the 77th smallest (so at most 8 may lie above a p90 goal)
-            found[f"{name}_p90"] = round(sorted(errors)[max(0, math.ceil(0.9 * len(errors)) - 1)], 1)
+            found[f"{name}_p90"] = round(nearest_rank(errors, 90), 1)
     return found
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 import attrs
 
 from arena_core import ArenaHooks, make_plugin_manager
+from arena_core.loadgen.stats import nearest_rank
 from arena_core.results.cards import load_cards
 from arena_core.results.predictions import ledger_of, ledger_summary
 from arena_prediction.ledger import ledger
@@ -76,8 +76,9 @@ def main() -> None:
             for metric in ("tps", "ttft", "site_tps"):
                 errors = sorted(e for line in lines if line.open_loop == open_loop and (e := line.error(metric)) is not None)
                 if errors:
-                    p90 = errors[math.ceil(0.9 * len(errors)) - 1]
-                    print(f"{kind}, {tier} {metric}: median {statistics.median(errors):.1f} %, p90 {p90:.1f} % over {len(errors)} predictions")
+                    print(
+                        f"{kind}, {tier} {metric}: median {statistics.median(errors):.1f} %, p90 {nearest_rank(errors, 90):.1f} % over {len(errors)} predictions"
+                    )
 
 
 if __name__ == "__main__":

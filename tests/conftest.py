@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,36 @@ LONGEST_FILES = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: place for place, name in enumerate(LONGEST_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
+#: argv of the child processes started while the current test runs (set up, call and tear down)
+_STARTED: list[object] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    original = subprocess.Popen.__init__
+
+    def recording(self, args, *rest, **options):  # type: ignore[no-untyped-def]
+        _STARTED.append(args)
+        original(self, args, *rest, **options)
+
+    subprocess.Popen.__init__ = recording  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _STARTED.clear()  # before any fixture of this test: a module's or session's started for it counts
+
+
+@pytest.fixture(autouse=True)
+def _slow_when_it_starts_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts a child process (a server, Ray, pip, a browser, a command's own
+    interpreter) or reads the seed template (fitted once per session: minutes) is marked
+    ``slow``, so that ``pytest -m "not slow"`` stays an inner loop of a few minutes: this fails
+    one that is not."""
+    yield
+    if request.node.get_closest_marker("slow") is None:
+        if _STARTED:
+            pytest.fail(f"not marked slow, but it started {len(_STARTED)} child processes (the first: {str(_STARTED[0])[:200]})")
+        if "seed_store_template" in request.fixturenames:
+            pytest.fail("not marked slow, but it reads the seed template (fitted once per session: minutes)")

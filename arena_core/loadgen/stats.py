@@ -28,6 +28,14 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[lower] + (ordered[upper] - ordered[lower]) * fraction
 
 
+def nearest_rank(values: Sequence[float], q: float) -> float:
+    """The q-th percentile by nearest rank: the ⌈q/100 · n⌉-th smallest value (of 85 errors the
+    77th for p90, so at most 8 lie above a p90 goal). The prediction error's p90 is taken so."""
+    if not values:
+        raise ValueError("nearest rank of no values")
+    return sorted(values)[max(0, math.ceil(q / 100 * len(values)) - 1)]
+
+
 def median(values: Sequence[float]) -> float:
     return percentile(values, 50)
 

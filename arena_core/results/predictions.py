@@ -4,7 +4,6 @@ store keeps for it: each hardware and engine's calibration, and the fits of the 
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from cattrs.errors import BaseValidationError
 from arena_core.converter import CONVERTER
 from arena_core.errors import UsageError
 from arena_core.files import read_json_file, write_json_atomic
+from arena_core.loadgen.stats import nearest_rank
 from arena_core.registry import Registry
 from arena_core.types import BackendSpec, Calibration, HardwareProfile, LedgerLine, ModelCard, ModelSpec, PredictionSetup, Predictor, PredictorSpec
 
@@ -205,7 +205,7 @@ def ledger_summary(lines: Sequence[LedgerLine]) -> list[tuple[str, str, int, flo
             errors = sorted(e for line in mine if (e := line.error(metric)) is not None)
             if errors:
                 label = "output_tps" if metric == "tps" and all(line.open_loop for line in mine) else metric
-                rows.append((workload, label, len(errors), statistics.median(errors), errors[max(0, math.ceil(0.9 * len(errors)) - 1)]))
+                rows.append((workload, label, len(errors), statistics.median(errors), nearest_rank(errors, 90)))
     return rows
 
 

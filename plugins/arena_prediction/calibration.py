@@ -415,6 +415,27 @@ def _prefill_descent(samples: Sequence[Sample], start: Efficiency, prior: Effici
     return found
 
 
+def _decode_grid(samples: Sequence[Sample], found: Efficiency, engine: str) -> Efficiency:
+    """``found`` at the point of :data:`GRID` (with the engine's decode attention speeds and
+    costs per logit, :data:`DECODE_ATTENTION` and :data:`LOGIT_OVERHEAD`) whose decode speeds
+    have the least squared log error over ``samples`` (the first such point, in the grid's
+    order). A sample is re-timed once for all the grid's step overheads
+    (:meth:`RetimedRounds.per_user_tps`); a prediction or a measurement of none counts nothing."""
+    speeds = DECODE_ATTENTION.get(engine, (found.decode_attention_speed,))
+    per_logit = LOGIT_OVERHEAD.get(engine, (found.logit_overhead_s,))
+    bandwidths, overheads = GRID["bandwidth"], np.array(GRID["overhead_s"])
+    losses = np.zeros((len(bandwidths), len(overheads), len(speeds), len(per_logit)))
+    for (b, bandwidth), (a, speed), (q, logit) in itertools.product(enumerate(bandwidths), enumerate(speeds), enumerate(per_logit)):
+        efficiency = attrs.evolve(found, bandwidth=bandwidth, decode_attention_speed=speed, logit_overhead_s=logit)
+        for sample in samples:
+            if sample.tps:
+                tps = sample.retimed.per_user_tps(sample.machine, efficiency, overheads)
+                known = np.isfinite(tps) & (tps > 0)
+                losses[b, :, a, q] += np.where(known, np.log(np.where(known, tps, 1.0) / sample.tps) ** 2, 0.0)
+    b, o, a, q = np.unravel_index(int(np.argmin(losses)), losses.shape)
+    return attrs.evolve(found, bandwidth=bandwidths[b], overhead_s=float(overheads[o]), decode_attention_speed=speeds[a], logit_overhead_s=per_logit[q])
+
+
 def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine: str = "", open_samples: Sequence[OpenSample] = ()) -> Efficiency:
     """The efficiencies that best predict ``samples`` (closed loop) and ``open_samples`` served
     by ``engine``; ``prior`` when there are no closed-loop samples.
@@ -434,14 +455,7 @@ def fit(samples: Sequence[Sample], prior: Efficiency, rounds: int = 3, *, engine
         return prior
     found = prior
     for _ in range(rounds):
-        speeds = DECODE_ATTENTION.get(engine, (found.decode_attention_speed,))
-        per_logit = LOGIT_OVERHEAD.get(engine, (found.logit_overhead_s,))
-        grid = itertools.product(GRID["bandwidth"], GRID["overhead_s"], speeds, per_logit)
-        decode = min(
-            (attrs.evolve(found, bandwidth=b, overhead_s=o, decode_attention_speed=a, logit_overhead_s=q) for b, o, a, q in grid),
-            key=lambda e: _loss(samples, e, (0,)),
-        )
-        both = _prefill_descent(samples, decode, prior)
+        both = _prefill_descent(samples, _decode_grid(samples, found, engine), prior)
         both = fit_request_cost(open_samples, both) if open_samples else both
         if both == found:
             break

@@ -13,6 +13,7 @@ typical sizes (said in the notes).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import attrs
@@ -159,6 +160,16 @@ def closed_figures(rounds: Sequence[Simulation], machine: Machine | None = None,
     return laid.figures_at(np.array([s.first_token_s for s in served]), np.array([s.end_s for s in served]))
 
 
+def mean_decode_speed(lengths: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """llama-benchy's per-user decode speed: over the requests that decoded (more than one
+    token, in a span longer than 0), the mean of their tokens after the first over that span;
+    NaN where none did. ``spans`` holds the requests' spans, or rows of them (one per timing)."""
+    decoding = (lengths > 1) & (spans > 0)
+    speeds = np.where(decoding, (lengths - 1) / np.where(decoding, spans, 1.0), 0.0)
+    count = decoding.sum(axis=-1)
+    return np.where(count > 0, speeds.sum(axis=-1) / np.maximum(count, 1), np.nan)
+
+
 class RetimedRounds:
     """A closed-loop workload's rounds laid side by side (one row of steps each, zero-padded),
     so that re-timing them at another efficiency is a few array operations instead of a loop
@@ -200,18 +211,30 @@ class RetimedRounds:
         delay = efficiency.own_cost_s(self.prompts)
         return self.figures_at(ends[self.round_of, self.first_step] + delay, ends[self.round_of, self.last_step] + delay)
 
+    def per_user_tps(self, machine: Machine, efficiency: Efficiency, overheads: np.ndarray) -> np.ndarray:
+        """:attr:`Figures.per_user_tps` at ``efficiency`` with each of ``overheads`` for its
+        ``overhead_s``, from one re-timing (NaN where no request decoded): a step's overhead
+        adds the same to every step, so a request's decode span grows by it once a step after
+        its first token. The calibration's grid tries ten overheads at each bandwidth."""
+        seconds, _ = step_seconds(
+            self.read, self.flops, machine, attrs.evolve(efficiency, overhead_s=0.0), self.layers,
+            self.ramp_flops, self.scan_flops, self.decode_attention_flops, self.sampled_logits,
+        )  # fmt: skip
+        ends = np.cumsum(seconds, axis=1)
+        spans = ends[self.round_of, self.last_step] - ends[self.round_of, self.first_step]
+        return mean_decode_speed(self.lengths, spans + np.multiply.outer(overheads, self.last_step - self.first_step))
+
     def figures_at(self, first: np.ndarray, end: np.ndarray) -> Figures:
         """The figures of requests (all rounds', in served order) that got their first tokens at
         ``first`` and ended at ``end``, each round timed from its own start."""
-        decoding = (self.lengths > 1) & (end > first)
-        speeds = (self.lengths[decoding] - 1) / (end[decoding] - first[decoding])
+        speed = float(mean_decode_speed(self.lengths, end - first))
         last = np.maximum.reduceat(end, self.starts)
         spans = float(last.sum())  # each round's length, one after another
         decode_spans = last - np.minimum.reduceat(first, self.starts)
         # llama-benchy's batch tg of each round: tokens after each first over first first token to last token
         batch_tg = [decoded / span for decoded, span in zip(self.decoded, decode_spans.tolist()) if span > 0]
         return Figures(  # means as sum over count: numpy's mean() costs more than its sum here, thousands of times a fit
-            per_user_tps=float(speeds.sum()) / len(speeds) if len(speeds) else None,
+            per_user_tps=speed if not math.isnan(speed) else None,
             total_tps=int(self.lengths.sum()) / spans if spans > 0 else None,
             ttft_p50_s=float(first.sum()) / len(first),  # llama-benchy's "ttfr" is a mean
             bound=self.bound,
