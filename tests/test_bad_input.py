@@ -7,18 +7,19 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from arena_core.testing import arena as run_arena
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 
 
 def arena(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, cwd=cwd, env=env)
 
 
 def error_line(done: subprocess.CompletedProcess) -> str:

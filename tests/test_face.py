@@ -13,12 +13,14 @@ import pytest
 
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.results.cards import load_cards, scores_for_all
+from arena_core.testing import arena as run_arena
 
 ARENA = [sys.executable, "-m", "arena_core"]
 
 
 def arena(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*ARENA, *args], capture_output=True, text=True, timeout=300)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args)
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,15 @@ from arena_core import CardSlo, CardWorkload, ModelCard, ModelFacts
 from arena_core.report.capacity_card import capacity_column
 from arena_core.run.gguf import gguf_metadata
 from arena_core.run.identity import UNNAMED, identify, served_facts, slug, unique_name
+from arena_core.testing import arena as run_arena
 from arena_core.testing.fake_server import FakeServerProcess
 
 ARENA = [sys.executable, "-m", "arena_core"]
 
 
 def arena(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*ARENA, *args], capture_output=True, text=True, timeout=timeout)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, timeout=timeout)
 
 
 def _gguf(path: Path, pairs: list[tuple[str, int, bytes]], *, keys: int | None = None) -> Path:

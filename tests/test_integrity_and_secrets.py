@@ -7,9 +7,9 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+from arena_core.testing import arena as run_arena
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
@@ -18,7 +18,8 @@ KEY = "sk-arena-SECRET-7f3a9c2e41"
 
 
 def arena(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, cwd=cwd, env=env)
 
 
 def test_verify_names_changed_missing_and_added_files(tmp_path):

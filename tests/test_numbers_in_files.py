@@ -1,23 +1,25 @@
 """Numbers that cannot be true, from files and flags: every one is refused with one line naming
 where it stands (exit 2), an import stores all of a file or nothing, and one bad stored run never
-breaks a command for the others. Each case runs the real console script."""
+breaks a command for the others. Each case runs the console script's entry point."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from arena_core.testing import arena as run_arena
 
 MODEL = ["--workload", "monday-peak", "--model", "qwen3.6-35b-a3b", "--hardware", "gb10"]
 VLLM_RESULT = {"completed": 290, "failed": 10, "output_throughput": 59.1, "total_token_throughput": 500.0, "median_ttft_ms": 1350.0, "request_rate": 1.5}
 
 
 def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, cwd=cwd)
 
 
 def error_line(done: subprocess.CompletedProcess) -> str:

@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 from compare import flat
 
 from arena_core import make_plugin_manager
 from arena_core.results.predictions import NO_PREDICTOR, StoredFits
+from arena_core.testing import arena as run_arena
 from arena_core.testing import run_cli
 
 
 def arena(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=600)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args)
 
 
 def test_without_the_prediction_plugin_run_card_leaderboard_and_publish_work_and_say_so(rig_run, monkeypatch, tmp_path):

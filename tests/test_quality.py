@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from arena_core.testing import arena as run_arena
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_quality import canary
 from arena_quality.humaneval import FULL_SIZE, SUBSET_SIZE, code_of, problems, program_of
@@ -24,7 +25,8 @@ ARENA = [sys.executable, "-m", "arena_core"]
 
 
 def arena(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*ARENA, *args], capture_output=True, text=True, timeout=timeout)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, timeout=timeout)
 
 
 # --- the arithmetic ----------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import attrs
@@ -18,6 +17,7 @@ from arena_core import ArenaHooks, WorkloadSpec, hookimpl
 from arena_core.plugins import BUILTIN_PLUGINS
 from arena_core.results.cards import load_cards
 from arena_core.results.imports import import_file, seed_cards_path
+from arena_core.testing import arena as run_arena
 from arena_core.testing import plugin_manager_with, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_scoring import ArenaScorer, SiteScorer
@@ -26,7 +26,8 @@ TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 
 
 def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, cwd=cwd)
 
 
 def test_reasoning_is_what_the_seed_site_ran(registry):

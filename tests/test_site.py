@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from arena_core.results.cards import load_cards, scores_for
 from arena_core.results.findings import findings
 from arena_core.results.imports import import_cards
 from arena_core.results.views import site_view
+from arena_core.testing import arena as run_arena
 from arena_core.testing import plugin_manager_with
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_site.site import publish
@@ -48,7 +48,8 @@ HOSTILE = "<script>alert(1)</script>"
 
 
 def arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,14 @@ import pytest
 from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.report.quality import quality_and_score_lines
 from arena_core.report.text import render_table
+from arena_core.testing import arena as run_arena
 
 ARENA = [sys.executable, "-m", "arena_core"]
 
 
 def arena(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": str(columns)}
-    return subprocess.run([*ARENA, *args], capture_output=True, text=True, timeout=300, env=env)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, env={**os.environ, "COLUMNS": str(columns)})
 
 
 @pytest.fixture(scope="module")

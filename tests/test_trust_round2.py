@@ -9,19 +9,20 @@ import math
 import os
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from arena_core import OpenLoopShape, arrival_offsets
+from arena_core.testing import arena as run_arena
 from arena_core.testing import arena_argv, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
 
 def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout)
+    """``arena ARGS``: in this process, or as a child for a command that measures (arena_core.testing.arena)."""
+    return run_arena(*args, timeout=timeout)
 
 
 HOSTILE_MODEL = "evil; touch pwned $(id) `id` 'quoted'"

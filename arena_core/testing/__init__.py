@@ -6,13 +6,15 @@ points, no environment switches), and ``run_cli(pm, [...])`` runs the CLI agains
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from click.testing import CliRunner, Result
 
-from arena_core.cli import make_cli
+from arena_core.cli import GLOBAL_OPTIONS, main, make_cli
 from arena_core.plugins import ArenaPluginManager, make_plugin_manager
 
 
@@ -35,6 +37,36 @@ def plugin_manager_with(*plugins: object, builtins: Sequence[str] = (), strict: 
 def run_cli(pm: ArenaPluginManager, args: Sequence[str]) -> Result:
     """Invoke the ``arena`` CLI built for ``pm``; the result has ``exit_code``, ``stdout``, ``stderr``."""
     return CliRunner().invoke(make_cli(pm), list(args), catch_exceptions=False)
+
+
+#: The commands that measure: they start servers, install signal handlers and event loops of
+#: their own, so :func:`arena` runs them as a child process, as a user's shell does.
+MEASURING_COMMANDS = frozenset({"run", "capacity", "quality", "matrix", "calibrate"})
+
+
+def arena(*args: str, cwd: Path | str | None = None, env: Mapping[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``arena ARGS`` as the console script runs it (its global options anywhere, one-line errors,
+    exit codes), with ``cwd`` as the working folder and ``env`` for the environment (None: this
+    one's). A command that reads, checks or renders runs in this process, a second or so sooner
+    than a child interpreter; one of :data:`MEASURING_COMMANDS` runs as a child with ``timeout``.
+    Returns what :func:`subprocess.run` returns either way."""
+    given = [arg for index, arg in enumerate(args) if not (index and args[index - 1] in GLOBAL_OPTIONS)]  # --config's value is no command
+    command = next((arg for arg in given if not arg.startswith("-")), "")
+    if command in MEASURING_COMMANDS:
+        return subprocess.run(arena_argv(*args), capture_output=True, text=True, cwd=cwd, env=dict(env) if env is not None else None, timeout=timeout)
+    here = os.getcwd()
+    replaced = {name: None for name in os.environ if env is not None and name not in env}
+    with CliRunner().isolation(env={**replaced, **(env or {})}) as (stdout, stderr, _):
+        code = 0
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            os.chdir(here)
+        return subprocess.CompletedProcess(list(args), code, stdout.getvalue().decode(), stderr.getvalue().decode())
 
 
 def arena_argv(*args: str) -> list[str]:
