@@ -46,7 +46,7 @@ from arena_core.types.quality import MeasuredQuality, QualityRequest, QualitySui
 from arena_core.types.renderers import CardView, CostLine, Progress, RendererSpec, SiteView
 from arena_core.types.results import RequestRecord, RunInfo, RunResult, Verdict, WorkloadResult
 from arena_core.types.runners import Endpoint, ReportReader, RunContext, Runner, RunnerSpec, RunOptions, ToolAvailability
-from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec
+from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec, publishable
 from arena_core.types.workloads import MIN_SCALED_TOKENS, ROLES, SHAREGPT_TYPICAL_TOKENS, ClosedLoopShape, OpenLoopShape, WorkloadShape, WorkloadSpec
 
 __all__ = [
@@ -106,6 +106,7 @@ __all__ = [
     "Score",
     "Scorer",
     "ScorerSpec",
+    "publishable",
     "SERVER_COUNTS",
     "SHAREGPT_TYPICAL_TOKENS",
     "ServerSettings",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from attrs import field, frozen
@@ -48,6 +48,14 @@ class ScorerSpec:
     #: Whether a score depends on the other runs ranked with it (the scorer object then has
     #: ``score_cohort(cards) -> {run_id: Score}``, and ``score(card)`` is a cohort of one).
     relative: bool = False
+
+
+def publishable(card: ModelCard, value: float | None, scored: Collection[str]) -> bool:
+    """Whether a score ``value`` of ``card`` may stand beside others: computed, from the standard
+    shapes (no custom workloads), and each of the workloads it ``scored`` that the card has
+    valid and at full size. The one rule of every scorer's :attr:`Score.publishable`."""
+    lines = [line for line in card.workloads if line.name in scored]
+    return value is not None and not card.custom and all(line.valid and line.scale == 1.0 for line in lines)
 
 
 @frozen(kw_only=True)

@@ -20,10 +20,11 @@ from typing import Any
 
 from attrs import frozen
 
-from arena_core import CardWorkload, ModelCard, Score, UnknownNameError
+from arena_core import CardWorkload, ModelCard, Score, UnknownNameError, publishable
 
 VERSION = "arena-score/1"
-#: The nine workloads it scores (scoring.md: "a scorer declares the workloads it scores").
+#: The nine workloads it scores (scoring.md: "a scorer declares the workloads it scores"), the
+#: seed site's: the closed-loop ones, then the open-loop ones. The site's score reads them too.
 SUITE = ("chat", "rag-8k", "long-output", "long-context-25k", "multi-turn", "office-baseline", "sharegpt", "monday-peak", "reasoning")
 SPEED_FLOOR, SPEED_TOP = 1.0, 100.0  # tokens/s scoring 0 and 1
 TTFT_WORST, TTFT_BEST = 60.0, 0.2  # seconds scoring 0 and 1
@@ -148,7 +149,6 @@ class ArenaScorer:
             wq = self.profile.quality_weight
             value, low, high = (round(wq * quality + (1 - wq) * p, 1) for p in (p_mid, p_low, p_high))
             arithmetic = f"{wq:g} × Q {quality:.2f} + {1 - wq:g} × P {p_mid:.2f} = {wq * quality + (1 - wq) * p_mid:.2f} → {value:.1f}, where P is the weighted mean of the workloads' p_w (their weights sum to {total_weight:g})"
-        invalid = any(n.endswith("scored as not completed") for n in notes)
         return Score(
             version=VERSION,
             profile=self.profile_name,
@@ -159,7 +159,7 @@ class ArenaScorer:
             performance=p_mid,
             per_workload=per_workload,
             missing=missing,
-            publishable=bool(value is not None and not scaled and not card.custom and not invalid),
+            publishable=publishable(card, value, SUITE),
             notes=tuple(notes),
             quality_source=source or "published",
             arithmetic=arithmetic,

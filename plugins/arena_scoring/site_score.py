@@ -18,13 +18,10 @@ from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from arena_core import ModelCard, Score, UnknownNameError
+from arena_core import ModelCard, Score, UnknownNameError, publishable
+from arena_scoring.arena_score import SUITE
 
 VERSION = "arena-site/1"
-#: The nine workloads the seed site scores, by how they load the server.
-CLOSED_LOOP = ("chat", "rag-8k", "long-output", "long-context-25k", "multi-turn")
-OPEN_LOOP = ("office-baseline", "sharegpt", "monday-peak", "reasoning")
-SUITE = CLOSED_LOOP + OPEN_LOOP
 
 
 @frozen(kw_only=True)
@@ -144,7 +141,6 @@ class SiteScorer:
         scaled = sorted({line.scale for line in card.workloads if line.scale != 1.0})
         if scaled:
             notes.append("scaled run (x" + ", x".join(f"{s:g}" for s in scaled) + "): not comparable with full-size runs")
-        invalid = any(not line.valid for line in card.workloads)
         _, source = card.quality_basis()
         if source == "measured":
             notes.append("Q measured on the served model (no published quality)")
@@ -158,7 +154,7 @@ class SiteScorer:
             performance=relative["G"] or 0.0,
             per_workload={line.name: round(g, 2) for line in card.workloads if line.name in SUITE and (g := line.site_tps) is not None},
             missing=missing,
-            publishable=bool(value is not None and not scaled and not card.custom and not invalid),
+            publishable=publishable(card, value, SUITE),
             notes=tuple(notes),
             quality_source=source or "published",
             arithmetic=arithmetic,
