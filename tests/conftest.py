@@ -138,13 +138,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 #: argv of the child processes started while the current test runs (set up, call and tear down)
 _STARTED: list[object] = []
+#: Programs a test may start without being slow: the system's probes that answer at once
+#: (``platform.processor()`` runs ``uname -p`` once per process; hardware detection asks
+#: ``nvidia-smi`` where there is one).
+QUICK_PROBES = frozenset({"uname", "nvidia-smi"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
     original = subprocess.Popen.__init__
 
     def recording(self, args, *rest, **options):  # type: ignore[no-untyped-def]
-        _STARTED.append(args)
+        program = args if isinstance(args, (str, bytes, os.PathLike)) else next(iter(args), "")
+        if Path(os.fsdecode(program).split()[0] if program else "").name not in QUICK_PROBES:
+            _STARTED.append(args)
         original(self, args, *rest, **options)
 
     subprocess.Popen.__init__ = recording  # type: ignore[method-assign]

@@ -52,6 +52,7 @@ def run_remote(tmp_path: Path, *extra: str, env: dict | None = None) -> tuple[su
     return done, manifest, results
 
 
+@pytest.mark.slow
 def test_a_remote_server_is_judged_on_its_own_machine_not_the_clients(tmp_path):
     """Unnamed, the server's machine is not this one: no ceiling from the client's bandwidth, no
     memory figure read from the client, and the output says how to name it."""
@@ -90,6 +91,7 @@ def test_what_a_server_says_of_its_machine(props, page, said):
     assert what_the_server_says(props, page, DIALECTS) == said
 
 
+@pytest.mark.slow
 def test_a_named_remote_machine_is_the_one_judged(tmp_path):
     done, manifest, results = run_remote(tmp_path, "--hardware", "gb10")
     assert manifest["hardware"] == "gb10" and manifest["hardware_profile"]["memory_bandwidth_gbs"] == 273
@@ -98,6 +100,7 @@ def test_a_named_remote_machine_is_the_one_judged(tmp_path):
     assert "model memory: not measured (the server was already running" in " ".join(done.stdout.split())
 
 
+@pytest.mark.slow
 def test_the_watchdog_never_stops_a_remote_run_for_this_machines_memory(tmp_path):
     """A margin larger than any machine's memory stops a run whose server runs here at once
     (test_telemetry.py); a server on another machine is not affected by this one's memory."""
@@ -120,6 +123,7 @@ def without_tokenizer(argv: list[str]) -> list[str]:
     return argv[:at] + argv[at + 2 :]
 
 
+@pytest.mark.slow
 def test_what_a_suite_needs_is_asked_before_its_first_request(tmp_path):
     """A vLLM-like server reports no vocabulary and its model's tokenizer is nowhere on this
     machine, so the random-dataset workload needs one given: the run says so, naming the model,
@@ -147,6 +151,7 @@ def hub_cache_with(tmp_path: Path, hub_id: str) -> Path:
 
 
 @pytest.mark.parametrize("tokenizer_info", [False, True], ids=["named-in-v1-models", "named-in-tokenizer-info"])
+@pytest.mark.slow
 def test_the_tokenizer_of_the_model_a_server_names_is_found_on_this_machine(tmp_path, tokenizer_info):
     """vLLM names its model (``/v1/models`` root, the opt-in ``/tokenizer_info``'s name_or_path)
     but not its vocabulary size: a copy of that model's tokenizer in the local Hugging Face cache
@@ -172,6 +177,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_resumed_run_takes_files_given_again_and_refuses_what_would_change_it(tmp_path):
     """The server dies in the second workload; the run is resumed against it (restarted on the same
     port) with another --tokenizer, which the rest of the run uses, and with the --set of its start;
@@ -204,6 +210,7 @@ def test_a_resumed_run_takes_files_given_again_and_refuses_what_would_change_it(
     assert json.loads((run_dir / "workloads" / "monday-peak" / "result.json").read_text())["custom"] == "seed=7"
 
 
+@pytest.mark.slow
 def test_a_changed_shape_is_labelled_custom_and_kept_off_the_standard_leaderboard(tmp_path):
     """``--set`` (and a config file's ``[workloads.chat]``) changes chat's shape: the result says how,
     the card's headline gives the concurrency measured, and the standard leaderboard leaves it out."""
@@ -227,6 +234,7 @@ def test_a_changed_shape_is_labelled_custom_and_kept_off_the_standard_leaderboar
 
 
 @pytest.mark.parametrize("metrics", [True, False], ids=["with-metrics", "without-metrics"])
+@pytest.mark.slow
 def test_the_whole_suite_against_a_remote_vllm_like_server(metrics, tmp_path):
     """Nine workloads, as a user with a laptop and a vLLM box would run them: no vocabulary from
     the server (the tokenizer is given up front), the hardware not named, memory from the server's

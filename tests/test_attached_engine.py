@@ -108,6 +108,7 @@ def test_the_serving_backend_of_an_attached_run(registry):
     assert registry.serving_backend("no-such-backend", {}) is None
 
 
+@pytest.mark.slow
 def test_a_run_attached_to_a_vllm_server_is_predicted_as_vllm(registry, seed_store):
     """A seed run, as if Arena had attached to its server: with the engine it named, its card
     has predictions fitted to the other runs of that engine; without, it says why it has none."""

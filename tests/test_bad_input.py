@@ -43,6 +43,7 @@ CONFIG_CASES = {
 
 
 @pytest.mark.parametrize("case", list(CONFIG_CASES))
+@pytest.mark.slow
 def test_bad_config_files(case, tmp_path):
     text, needle = CONFIG_CASES[case]
     (tmp_path / "arena.toml").write_text(text)
@@ -70,6 +71,7 @@ FLAG_CASES = {
 
 
 @pytest.mark.parametrize("case", list(FLAG_CASES))
+@pytest.mark.slow
 def test_bad_flags(case, tmp_path):
     args, needle = FLAG_CASES[case]
     (tmp_path / "results.json").write_text(json.dumps({"benchmarks": []}))
@@ -83,6 +85,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_base_url_that_does_not_answer(tmp_path):
     done = arena("run", "--base-url", f"http://127.0.0.1:{free_port()}", "--workloads", "chat", cwd=tmp_path)
     assert done.returncode == 2 and "127.0.0.1" in error_line(done)
@@ -91,6 +94,7 @@ def test_a_base_url_that_does_not_answer(tmp_path):
     assert json.loads(arena("runs", "--json", cwd=tmp_path).stdout) == []
 
 
+@pytest.mark.slow
 def test_a_401_from_the_server(tmp_path):
     with FakeServerProcess(["--api-key", "right-key"]) as rig:
         env = {**os.environ, "WRONG_KEY": "wrong-key"}
@@ -107,6 +111,7 @@ def test_a_401_from_the_server(tmp_path):
     ],
     ids=["empty", "truncated", "not-sharegpt"],
 )
+@pytest.mark.slow
 def test_bad_dataset_files(content, needle, tmp_path):
     dataset = tmp_path / "sharegpt.json"
     dataset.write_text(content)
@@ -118,6 +123,7 @@ def test_bad_dataset_files(content, needle, tmp_path):
     assert done.returncode == 2 and needle in line and "sharegpt.json" in line
 
 
+@pytest.mark.slow
 def test_a_corrupt_results_directory(tmp_path):
     assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
     runs = sorted(p for p in (tmp_path / "store").iterdir() if p.is_dir())
@@ -151,6 +157,7 @@ def test_a_corrupt_results_directory(tmp_path):
         (["run", "--base-url", "http://127.0.0.1:9", "--api-key-file", "{fifo}"], "--api-key-file: {fifo} is not a regular file"),
     ],
 )
+@pytest.mark.slow
 def test_a_fifo_or_a_device_is_refused_not_read_for_ever(tmp_path, args, needle):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
@@ -170,6 +177,7 @@ SMALLER_CASES = {
 
 
 @pytest.mark.parametrize("case", list(SMALLER_CASES))
+@pytest.mark.slow
 def test_smaller_mistakes_are_named_not_guessed(tmp_path, case):
     args, needle = SMALLER_CASES[case]
     (tmp_path / "afile").write_text("not a folder")

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_core.testing.text import english_like_text
 
@@ -22,6 +24,7 @@ def child(script: str, *args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_the_closed_loop_bench_client_streams_what_it_asked(tmp_path):
     (tmp_path / "corpus.txt").write_text(english_like_text(3000, seed=5))
     with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "0"]) as rig:
@@ -29,6 +32,7 @@ def test_the_closed_loop_bench_client_streams_what_it_asked(tmp_path):
     assert out["tokens"] == 4 * 50 and len(out["ttft_ms"]) == 4
 
 
+@pytest.mark.slow
 def test_the_open_loop_bench_client_keeps_its_schedule_and_records(tmp_path):
     with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]) as rig:
         out = child("open_loop_overhead.py", rig.url, "50", "20", "16", "8", "0", str(tmp_path / "run"))
@@ -36,6 +40,7 @@ def test_the_open_loop_bench_client_keeps_its_schedule_and_records(tmp_path):
     assert 0 <= out["send_lateness_p50_ms"] <= out["send_lateness_p99_ms"]
 
 
+@pytest.mark.slow
 def test_the_capacity_bench_finds_the_rigs_slots_both_ways():
     done = subprocess.run(
         [sys.executable, str(BENCH / "capacity_search.py"), "--load", "users", "--slots", "2", "--limit", "4", "--json"],
@@ -49,6 +54,7 @@ def test_the_capacity_bench_finds_the_rigs_slots_both_ways():
     assert out["grid_probes"] == 4 and out["search_probes"] <= out["grid_probes"]
 
 
+@pytest.mark.slow
 def test_the_decode_step_bench_reads_each_answers_time_per_token():
     """bench/decode_step.py against a stand-in llama-server that times request i's tokens at
     10 + 5i ms: the rows it prints are the answers' own figures, per number sent at once, and

@@ -78,6 +78,7 @@ def probes_seen(stderr: str) -> list[tuple[str, str]]:
     return re.findall(r"probe ([0-9.]+) (?:users?|req/s): .*: (pass|fail)", stderr)
 
 
+@pytest.mark.slow
 def test_arena_capacity_finds_the_rigs_throughput_bound(tmp_path):
     """The rig decodes 60 tokens/s in all, shared by the streams decoding at once: c users get
     60/c tokens/s each. Under an SLO of at least 17.3 tokens/s per user (between 60/3 = 20 and
@@ -93,6 +94,7 @@ def test_arena_capacity_finds_the_rigs_throughput_bound(tmp_path):
     assert measured and 20 <= int(measured[0]) < 100
 
 
+@pytest.mark.slow
 def test_arena_capacity_over_request_rate_finds_the_rate_the_rig_keeps_up_with(tmp_path):
     """Two slots, each answer 10 ms + 19 × 19.3 ms = 0.377 s: the rig serves at most 2/0.377 =
     5.3 requests/s. Arrivals nearly regular and every answer as long (burstiness 100 and range
@@ -115,6 +117,7 @@ def test_arena_capacity_over_request_rate_finds_the_rate_the_rig_keeps_up_with(t
     assert "Capacity: 5 req/s" in card.stdout and re.search(r"req/s +within the SLO +kept up", card.stdout), card.stdout
 
 
+@pytest.mark.slow
 def test_an_interrupted_search_carries_on_where_it_stopped(tmp_path):
     """Ctrl-C after the second probe keeps two probes; --resume runs neither again and finds
     what an uninterrupted search finds. A flag that would change the search is refused."""
@@ -147,6 +150,7 @@ def test_an_interrupted_search_carries_on_where_it_stopped(tmp_path):
     assert f"results: {store / run_id}" in resumed.stdout or run_id in resumed.stdout
 
 
+@pytest.mark.slow
 def test_slots_are_for_a_server_arena_starts(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "arena_core", "capacity", "--base-url", "http://127.0.0.1:9", "--slots", "4", "--output", str(tmp_path)],
@@ -158,6 +162,7 @@ def test_slots_are_for_a_server_arena_starts(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     """The rig serves 4 requests at once and queues the rest; one answer takes about 20 tokens ×
     20 ms + 10 ms. Under a TTFT limit of 200 ms (half one service time, twenty times the unqueued

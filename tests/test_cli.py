@@ -126,6 +126,7 @@ def test_config_check_ok_and_failing(pm, tmp_path: Path):
     assert result.stderr.strip() == f"arena: error: {bad}: $.workloads.chat.concurency: unknown key"
 
 
+@pytest.mark.slow
 def test_console_script_bad_input_is_one_line_exit_2_no_traceback(tmp_path: Path):
     bad = tmp_path / "arena.toml"
     bad.write_text("[workloads.chat]\nconcurrency = -1\n")
@@ -136,6 +137,7 @@ def test_console_script_bad_input_is_one_line_exit_2_no_traceback(tmp_path: Path
     assert debug.returncode == 2 and "Traceback" in debug.stderr
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_ends_the_command_quietly_as_sigpipe_would():
     """``arena ... | head``: when the pipe's reader has closed it, arena stops without a word (as
     ``yes | head``'s writer does: exit 141), where before it printed "Broken pipe" as an error. A
@@ -161,6 +163,7 @@ cli.main(["hang-up"], prog_name="arena")
     assert (result.returncode, result.stderr.strip()) == (1, "arena: error: Broken pipe; files written before are kept")
 
 
+@pytest.mark.slow
 def test_arenas_own_options_work_after_the_subcommand_too(tmp_path: Path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[workloads.chat]\nconcurrency = 0\n")
@@ -183,6 +186,7 @@ def _broken_entry_point(root: Path) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
 
 
+@pytest.mark.slow
 def test_console_script_warns_about_a_raising_plugin_and_carries_on(tmp_path: Path):
     result = arena("list", "hardware", env=_broken_entry_point(tmp_path))
     assert result.returncode == 0
@@ -190,6 +194,7 @@ def test_console_script_warns_about_a_raising_plugin_and_carries_on(tmp_path: Pa
     assert "arena: warning: plugin 'raising': arena_register_hardware raised RuntimeError: probe table missing; skipped" in result.stderr
 
 
+@pytest.mark.slow
 def test_console_script_strict_plugins_stops_with_exit_3(tmp_path: Path):
     env = _broken_entry_point(tmp_path)
     for args, extra_env in ((["--strict-plugins", "list", "hardware"], {}), (["list", "hardware"], {"ARENA_STRICT_PLUGINS": "1"})):
@@ -199,6 +204,7 @@ def test_console_script_strict_plugins_stops_with_exit_3(tmp_path: Path):
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_console_script_disabled_plugin_is_not_called(tmp_path: Path):
     env = {**_broken_entry_point(tmp_path), "ARENA_DISABLED_PLUGINS": "raising"}
     result = arena("list", "hardware", env=env)

@@ -35,6 +35,7 @@ def record_keys(run_dir: Path) -> list[tuple]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.slow
 def test_sigkill_at_a_random_moment_then_resume(seed, tmp_path):
     moment = random.Random(seed).uniform(0.0, 5.0)
     with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "10"]) as rig:
@@ -73,6 +74,7 @@ def test_sigkill_at_a_random_moment_then_resume(seed, tmp_path):
     assert verified.returncode == 0, verified.stderr
 
 
+@pytest.mark.slow
 def test_a_full_disk_gives_one_line_and_keeps_earlier_files(tmp_path, monkeypatch):
     """ENOSPC while the second workload writes its records: one line naming the file, earlier
     files intact, no temporary files left behind."""
@@ -115,6 +117,7 @@ def test_an_atomic_write_that_fails_keeps_the_old_file_and_leaves_no_temporary(t
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temporary left behind
 
 
+@pytest.mark.slow
 def test_a_locked_index_neither_loses_a_run_nor_blames_the_index(tmp_path, monkeypatch):
     """Another process holds index.sqlite in a long transaction: a run still completes (the run
     folder is the truth), `arena runs` says the index is busy (not "delete it"), and once the lock
@@ -144,6 +147,7 @@ def test_a_locked_index_neither_loses_a_run_nor_blames_the_index(tmp_path, monke
     assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == 1
 
 
+@pytest.mark.slow
 def test_open_loop_records_reach_the_disk_while_the_run_goes_on(tmp_path):
     """A SIGKILL loses at most the last quarter second of answers: well before the workload
     ends (15 requests over about ten seconds), the first answers are already on disk."""
@@ -166,6 +170,7 @@ def test_open_loop_records_reach_the_disk_while_the_run_goes_on(tmp_path):
     assert still_running and records and len(read_records(records[0])) >= 2
 
 
+@pytest.mark.slow
 def test_two_resumes_of_one_run_cannot_both_write_it(tmp_path):
     """While one `arena run --resume RUN` measures, a second one is refused, naming the first."""
     with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "20"]) as rig:

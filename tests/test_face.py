@@ -29,6 +29,7 @@ def seed_store(seed_store_template, tmp_path_factory):
     return shutil.copytree(seed_store_template, tmp_path_factory.mktemp("seeds") / "store")
 
 
+@pytest.mark.slow
 def test_compare_shows_each_runs_own_score_as_its_card_and_the_leaderboard_do(seed_store):
     board = json.loads(arena("leaderboard", "--output", str(seed_store), "--json").stdout)
     ranked = [row for row in board if row["score"] is not None]
@@ -49,6 +50,7 @@ def _recomputed(arithmetic: str) -> float:
     return sum(float(weight) * float(part) for weight, part in terms)
 
 
+@pytest.mark.slow
 def test_every_score_explanation_recomputes_its_score(seed_store):
     pm = make_plugin_manager(autoload=False)
     hooks = ArenaHooks(pm)
@@ -73,6 +75,7 @@ def test_every_score_explanation_recomputes_its_score(seed_store):
     assert " × Q " in card and " × G " in card and " × E " in card
 
 
+@pytest.mark.slow
 def test_saturated_only_over_the_arrivals_and_alike_in_table_and_findings(seed_store):
     """The seed calls the 35B's office-baseline "200/200 green" (0.28 of 0.30 req/s over the whole
     run, drain included) and the 0.8B's reasoning fine at 96 ms TTFT: neither is saturated over its
@@ -97,6 +100,7 @@ def _figure(text: str) -> float:
     return float(number) / 1000 if unit == "ms" else float(number)
 
 
+@pytest.mark.slow
 def test_every_predicted_against_measured_error_recomputes_from_the_figures_beside_it(seed_store):
     """A reader checks "8.2 → 8.2 (1 %)" with the two figures the page gives, and gets 0 %: each
     error is written from the figures as written (the seed's Nemotron 3 Super's chat is such a row)."""

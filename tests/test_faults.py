@@ -54,6 +54,7 @@ def results_of(output: Path) -> tuple[dict, dict[str, dict], dict[str, list]]:
 
 
 @pytest.mark.parametrize("fault", list(CASES))
+@pytest.mark.slow
 def test_each_fault_is_recorded_counted_and_invalidates(fault, tmp_path):
     rig_args, expected_exit, words = CASES[fault]
     with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "2", *rig_args]) as rig:
@@ -75,6 +76,7 @@ def test_each_fault_is_recorded_counted_and_invalidates(fault, tmp_path):
     SEEN[fault] = f"exit {done.returncode}; " + " | ".join(seen)
 
 
+@pytest.mark.slow
 def test_server_killed_mid_workload_and_not_coming_back(tmp_path):
     """The rig's process exits on the 22nd chat request (in chat's measured run): chat's records
     are kept and counted, the next workload cannot reach the server, and the run stops with a
@@ -98,6 +100,7 @@ def test_zz_print_the_table():
         print(f"| {fault} | {line} |")
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_between_workloads_is_lost_not_bad_input(tmp_path):
     """The rig dies on the first request of the second workload (a set-up probe, before any
     measured request): exit 5 with the resume command, as when it dies mid-workload."""
@@ -119,6 +122,7 @@ def test_a_server_that_dies_between_workloads_is_lost_not_bad_input(tmp_path):
     assert "the server stopped answering" in line and "resume with: arena run --resume" in line and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_server_that_accepts_and_never_answers_does_not_hang_the_run(tmp_path):
     """It answers /v1/models, /props and the sanity question (so the run starts) and then accepts
     connections and says nothing: the run ends on its own with exit 5 and the resume command,

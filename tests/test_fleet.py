@@ -44,6 +44,7 @@ def rig_backend(url: str, hardware: str = "gb10") -> str:
     return f'[[backends]]\nname = "openai"\nhardware = ["{hardware}"]\nbase_url = "{url}"\ntokenizer = "{TOKENIZER}"\n'
 
 
+@pytest.mark.slow
 def test_a_matrix_file_is_checked_and_wrong_keys_are_named(tmp_path):
     cases = {"bogus = 1": "extra fields found (bogus)", "scale = 500": "scale must be above 0 and at most 100", "repeats = 0": "repeats must be 1 to 100"}
     for extra, said in cases.items():
@@ -133,6 +134,7 @@ def test_ray_is_an_optional_extra(tmp_path):
     assert done.returncode == 2 and "pip install 'arena-bench[fleet]'" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 def test_fleet_join_prints_the_ray_start_line_for_this_box():
     done = arena("fleet", "join", "--address", "10.0.0.5:6379")
     assert done.returncode == 0

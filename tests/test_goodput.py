@@ -72,6 +72,7 @@ def test_error_adjusted_percentiles_and_queue_inclusive_ttft():
     assert found["ttft_queue_inclusive_p50_s"] == pytest.approx(1.2) and found["slo_attainment"] == 1.0
 
 
+@pytest.mark.slow
 def test_a_stored_run_gains_its_slo_figures_under_any_slo(tmp_path, rig_run):
     """`arena card` recomputes them from the stored records: under an SLO no request can meet
     (every first token takes the rig's 20 ms prefill) attainment is 0 %."""

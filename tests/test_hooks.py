@@ -168,6 +168,7 @@ def test_hook_arena_register_predictors(tmp_path):
     assert calibrated.exit_code == 2 and "a constant has nothing to fit" in calibrated.output
 
 
+@pytest.mark.slow
 def test_hook_arena_register_renderers(seed_store, tmp_path):
     """A third party's renderer adds a format to ``arena card`` and to ``arena publish``, reading
     the figures the core computed; with the default site plugin left out, ``arena publish``
@@ -217,6 +218,7 @@ def test_hook_arena_register_renderers(seed_store, tmp_path):
     assert "plugin 'broken-renderer': renderer 'broken' failed: AttributeError: 'ModelCard' object has no attribute 'no_such_field'" in said[0]
 
 
+@pytest.mark.slow
 def test_hook_arena_register_quality_suites(tmp_path):
     """A third party's quality suite runs in ``arena quality`` beside the built-in ones, and its
     figure is stored in the run and shown on its card."""

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import attrs
+import pytest
 
 from arena_core import CardSlo, CardWorkload, ModelCard, ModelFacts
 from arena_core.report.capacity_card import capacity_column
@@ -102,6 +103,7 @@ def test_runs_of_different_models_never_share_a_name():
     assert unique_name(first, {"model": {first.fingerprint}}) == "model"  # the same model again: the same name
 
 
+@pytest.mark.slow
 def test_two_servers_of_different_models_are_two_leaderboard_rows(tmp_path):
     for model in ("org-a/alpha-7b", "org-b/beta-7b"):
         with FakeServerProcess(["--decode-gap-ms", "0", "--model", model]) as server:
@@ -114,6 +116,7 @@ def test_two_servers_of_different_models_are_two_leaderboard_rows(tmp_path):
     assert sorted(row["model"] for row in board) == ["org-a-alpha-7b", "org-b-beta-7b"]
 
 
+@pytest.mark.slow
 def test_a_resumed_run_refuses_a_server_that_now_serves_another_model(tmp_path):
     with FakeServerProcess(["--decode-gap-ms", "0", "--model", "org/first"]) as server:
         done = arena("quality", "--base-url", server.url, "--quality-suite", "instruction-canary", "--output", str(tmp_path))

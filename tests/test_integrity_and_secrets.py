@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from arena_core.testing import arena as run_arena
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
@@ -22,6 +24,7 @@ def arena(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Complete
     return run_arena(*args, cwd=cwd, env=env)
 
 
+@pytest.mark.slow
 def test_verify_names_changed_missing_and_added_files(tmp_path):
     assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
     manifests = [json.loads(p.read_text()) for p in sorted((tmp_path / "store").glob("*/manifest.json"))]
@@ -52,6 +55,7 @@ def test_verify_names_changed_missing_and_added_files(tmp_path):
     assert index.count("files changed since the run") == 1 and index.count(">verified</td>") == 3
 
 
+@pytest.mark.slow
 def test_an_edit_of_the_manifest_itself_is_caught(tmp_path):
     """The manifest holds the file hashes and figures of its own (model memory, commands): an edit
     of it -- here the model memory, then a file hash made to match an edited file -- fails verify."""
@@ -84,6 +88,7 @@ def _every_text(*roots: Path) -> dict[Path, str]:
     return found
 
 
+@pytest.mark.slow
 def test_an_api_key_appears_nowhere(tmp_path):
     """A run against a server that demands a key, by environment variable and by key file; then
     every file the run wrote (records, manifest, logs, telemetry, commands), the cards in every

@@ -82,6 +82,7 @@ def test_show_runner(runner):
     shutil.which("llama-benchy") is None and not (Path(sys.executable).parent / "llama-benchy").exists(), reason="llama-benchy is not installed"
 )
 @pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.slow
 def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus_path, tmp_path, monkeypatch, concurrency):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{__import__('os').environ['PATH']}")
     spec = workload(f"parity-c{concurrency}", concurrency=concurrency)
@@ -144,6 +145,7 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
     assert results["native"].verdict.valid and results["external"].verdict.valid
 
 
+@pytest.mark.slow
 def test_conversation_carries_its_history(runner, tokenizer_path, corpus_path, tmp_path):
     spec = workload("talk", prompt_tokens=64, generated_tokens=16, turns=3, concurrency=2, runs=1)
     with FakeServerProcess(rig_args(tokenizer_path)) as rig:
@@ -158,6 +160,7 @@ def test_conversation_carries_its_history(runner, tokenizer_path, corpus_path, t
     assert result.requests == 6 and result.failed == 0
 
 
+@pytest.mark.slow
 def test_failures_are_counted_not_dropped(runner, tokenizer_path, corpus_path, tmp_path):
     spec = workload("faulty", concurrency=3, runs=2, generated_tokens=8)
     with FakeServerProcess(rig_args(tokenizer_path, "--fault", "http", "--fail-every", "4")) as rig:
@@ -178,6 +181,7 @@ def test_connection_refused_before_measuring_is_one_clear_error(runner, corpus_p
         runner.create("native").run(workload("nowhere"), context)
 
 
+@pytest.mark.slow
 def test_client_and_server_token_counts_cross_check(runner, tokenizer_path, corpus_path, tmp_path):
     with FakeServerProcess(rig_args(tokenizer_path)) as rig:
         run(runner, workload("counts", concurrency=1, runs=1), rig, tmp_path, "native", tokenizer_path, corpus_path)

@@ -221,6 +221,7 @@ def test_a_config_in_the_hugging_face_cache_is_found_without_a_download(tmp_path
         find_config("org/other-model")
 
 
+@pytest.mark.slow
 def test_arena_predict_a_model_outside_the_catalog_from_its_config(tmp_path):
     _, config, _ = FAMILIES["mixture of experts"]
     path = tmp_path / "new-moe" / "config.json"
@@ -248,6 +249,7 @@ def predicted(*args: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_every_setting_that_changes_the_answer_is_an_input():
     """The KV cache's type, the server's slots, its step budget and its speculative decoding
     change the prediction and are said where they were assumed; the calibration is chosen explicitly."""
@@ -297,6 +299,7 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     assert not any("prefix cache" in said for said in [*uncached["assumptions"], *base["assumptions"]])  # given, or no conversation
 
 
+@pytest.mark.slow
 def test_the_config_file_shapes_the_workloads_predicted(tmp_path):
     """arena.toml's [workloads.NAME] and [run] scale shape what is predicted, as they shape what
     arena run measures, and are said; a key that fits no workload is one line naming it."""
@@ -317,6 +320,7 @@ def test_the_config_file_shapes_the_workloads_predicted(tmp_path):
     assert wrong.returncode == 2 and "turns" in wrong.stderr and "office-baseline" in wrong.stderr and "Traceback" not in wrong.stderr
 
 
+@pytest.mark.slow
 def test_a_precision_an_engine_version_computes_in_16_bits_is_the_backend_s_declared_fact():
     """vLLM declares, with its source, that its 0.20 releases run MXFP4 experts through a 16-bit
     (weight-only) path on GB10: the prediction for that version prefills slower and says why; a
@@ -355,6 +359,7 @@ def test_vllm_s_version_is_read_from_its_log():
     ]
 
 
+@pytest.mark.slow
 def test_capacity_is_predicted_both_ways_with_intervals():
     answer = predicted("qwen3.5-0.8b", "--workloads", "chat", "--capacity", "--calibration", "none")
     users, *rates = answer["capacity"]
@@ -369,6 +374,7 @@ def test_capacity_is_predicted_both_ways_with_intervals():
         assert found["central"] is not None and (found["low"] is None or found["low"] <= found["central"]) and found["central"] <= found["high"], found
 
 
+@pytest.mark.slow
 def test_a_capacity_below_the_least_load_searched_says_which_least():
     """A rate search starts at 0.125 req/s: a box that fails its first probe serves below that,
     not "below 1 req/s"; a capacity whose every end failed says so once, not as [below–below]."""

@@ -46,6 +46,7 @@ IMPORT_CASES = {
 
 
 @pytest.mark.parametrize("case", list(IMPORT_CASES))
+@pytest.mark.slow
 def test_an_import_with_a_number_that_cannot_be_true_stores_nothing(case, tmp_path):
     text, needle = IMPORT_CASES[case]
     (tmp_path / "result.json").write_text(text)
@@ -54,6 +55,7 @@ def test_an_import_with_a_number_that_cannot_be_true_stores_nothing(case, tmp_pa
     assert stored_runs(tmp_path / "store") == []
 
 
+@pytest.mark.slow
 def test_a_figure_past_the_physical_ceiling_is_stored_invalid(tmp_path):
     """An imported figure meets the same roofline as a measured one: 20,000 tok/s per user of a
     35B model on a 273 GB/s machine is not a measurement."""
@@ -64,6 +66,7 @@ def test_a_figure_past_the_physical_ceiling_is_stored_invalid(tmp_path):
     assert not result["verdict"]["valid"] and "exceeds the physical ceiling" in result["verdict"]["reasons"][-1]
 
 
+@pytest.mark.slow
 def test_a_cards_file_whose_second_card_is_bad_stores_none(tmp_path):
     from arena_core.results.imports import seed_cards_path
 
@@ -76,6 +79,7 @@ def test_a_cards_file_whose_second_card_is_bad_stores_none(tmp_path):
 
 
 @pytest.mark.parametrize("edit", ["negative", "nan", "not a result"])
+@pytest.mark.slow
 def test_one_bad_stored_run_never_breaks_the_commands_for_the_others(edit, tmp_path):
     """A stored result edited by hand (or written by a broken version) is named in one line where
     it is read; runs, leaderboard and publish go on with every other run."""
@@ -112,6 +116,7 @@ NUMBER_CASES = {
 
 
 @pytest.mark.parametrize("case", list(NUMBER_CASES))
+@pytest.mark.slow
 def test_config_numbers_have_both_ends(case, tmp_path):
     text, needle = NUMBER_CASES[case]
     (tmp_path / "arena.toml").write_text(text)
@@ -119,18 +124,21 @@ def test_config_numbers_have_both_ends(case, tmp_path):
     assert done.returncode == 2 and needle in error_line(done)
 
 
+@pytest.mark.slow
 def test_an_infinite_request_rate_is_vllms_all_at_once_and_allowed(tmp_path):
     (tmp_path / "arena.toml").write_text("[workloads.monday-peak]\nrequest_rate = inf")
     assert arena("config", "check", "arena.toml", cwd=tmp_path).returncode == 0
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e9", "-0.5"])
+@pytest.mark.slow
 def test_scale_flag_has_both_ends(value, tmp_path):
     done = arena("run", "--scale", value, "--workloads", "chat", cwd=tmp_path)
     assert done.returncode == 2 and "'--scale': must be greater than 0 and at most 100" in error_line(done)
 
 
 @pytest.mark.parametrize("value", ["nan", "1e12"])
+@pytest.mark.slow
 def test_request_timeout_flag_has_both_ends(value, tmp_path):
     done = arena("run", "--request-timeout", value, "--workloads", "chat", cwd=tmp_path)
     assert done.returncode == 2 and "'--request-timeout': must be greater than 0 and at most 604,800" in error_line(done)

@@ -21,6 +21,7 @@ def arena(*args: str) -> subprocess.CompletedProcess:
     return run_arena(*args)
 
 
+@pytest.mark.slow
 def test_without_the_prediction_plugin_run_card_leaderboard_and_publish_work_and_say_so(rig_run, monkeypatch, tmp_path):
     monkeypatch.setenv("ARENA_DISABLED_PLUGINS", "arena_prediction")
     run_dir = rig_run()  # arena run, measured on the rig, with the plugin disabled
@@ -40,6 +41,7 @@ def test_without_the_prediction_plugin_run_card_leaderboard_and_publish_work_and
     assert predicted.returncode == 2 and NO_PREDICTOR in predicted.stderr and "Traceback" not in predicted.stderr
 
 
+@pytest.mark.slow
 def test_a_backend_that_declares_no_scheduling_is_not_covered(rig_run, tmp_path):
     """The attaching backend does not know which engine answers: predict, calibrate and the card
     of its run say so, instead of simulating it as another engine."""
@@ -95,6 +97,7 @@ def test_the_ledgers_fits_and_lines_are_kept_in_the_store_and_read_again(tmp_pat
     assert ledger_of(tmp_path, cards, registry, only=only) == first and len(fitted) == 8
 
 
+@pytest.mark.slow
 def test_a_second_card_view_reads_the_kept_fits_in_another_process(tmp_path):
     """The cache works across commands: the second `arena card` of a run fits nothing (the fits
     file is not rewritten) and shows the same predictions."""

@@ -4,6 +4,8 @@ a terminal only where no live line shows it already."""
 
 from __future__ import annotations
 
+import pytest
+
 from arena_core.run.pulse import PULSE_S, Counts, Pulse
 
 
@@ -52,6 +54,7 @@ def test_on_a_terminal_the_live_line_speaks_for_a_phase_that_has_one():
     assert said == ["still starting the vllm server (its log: run/server.log): 20 s so far"]
 
 
+@pytest.mark.slow
 def test_the_quality_phase_of_a_run_is_not_silent(tmp_path, monkeypatch):
     """Wired through a real run (``arena quality`` on the rig, its answers slowed): while
     HumanEval's answers come back nothing else is printed, and the pulse says the counts. The
@@ -68,6 +71,7 @@ def test_the_quality_phase_of_a_run_is_not_silent(tmp_path, monkeypatch):
     assert "quality: humaneval: " in done.stderr and " items answered" in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 def test_a_long_stage_of_publish_says_how_long_it_has_run(seed_store, tmp_path, monkeypatch):
     """``arena publish`` on a fresh seed store worked out its error ledger in silence for 198 s
     (measured on a 2-core machine); a stage now says its time whenever it is quiet."""

@@ -78,6 +78,7 @@ def _quality(rig_args: list[str], store: Path, *extra: str) -> dict:
     return {"stdout": done.stdout, "manifest": json.loads((run_dir / "manifest.json").read_text()), "run_dir": run_dir}
 
 
+@pytest.mark.slow
 def test_canonical_solutions_score_100_and_wrong_code_0_each_with_its_interval(tmp_path):
     right = _quality(["--code-answers", "canonical"], tmp_path / "right")
     (measured,) = right["manifest"]["measured_quality"]
@@ -96,6 +97,7 @@ def test_canonical_solutions_score_100_and_wrong_code_0_each_with_its_interval(t
     assert filler["manifest"]["measured_quality"][0]["format_failures"] == 41
 
 
+@pytest.mark.slow
 def test_hostile_answers_are_graded_failed_and_harm_nothing(tmp_path, monkeypatch):
     """Every attack of the rig's hostile answers (loop, fork bomb, memory, writing outside, the
     environment, a socket, a disk filler), through the console script, with a key in its
@@ -117,6 +119,7 @@ def test_hostile_answers_are_graded_failed_and_harm_nothing(tmp_path, monkeypatc
 SAFE = Sandbox()
 
 
+@pytest.mark.slow
 def test_the_sandbox_says_what_it_could_not_isolate():
     bare = Sandbox(Limits(namespaces=False, lock_files=False, cgroup=False))
     assert "write outside its directory" in bare.isolation and "network namespace" in bare.isolation
@@ -124,6 +127,7 @@ def test_the_sandbox_says_what_it_could_not_isolate():
         assert "process count is not limited" in bare.isolation
 
 
+@pytest.mark.slow
 def test_an_endless_loop_is_killed_at_the_wall_deadline_with_its_children():
     limits = Limits(wall_s=2.0, cpu_s=60)
     program = "import os, time\nif os.fork() == 0:\n    time.sleep(600)\nwhile True:\n    pass\n"
@@ -134,11 +138,13 @@ def test_an_endless_loop_is_killed_at_the_wall_deadline_with_its_children():
     assert leftover == ""
 
 
+@pytest.mark.slow
 def test_cpu_time_is_limited():
     outcome = Sandbox(Limits(wall_s=30.0, cpu_s=1)).run("while True:\n    pass\n")
     assert not outcome.passed and "timed out" not in outcome.status
 
 
+@pytest.mark.slow
 def test_a_fork_bomb_is_held_to_its_process_limit():
     # a bounded bomb (200 sleeping children) so that the test itself cannot hurt the machine
     program = "import os, time\nmade = 0\nfor _ in range(200):\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n    made += 1\nprint('made', made)\n"
@@ -147,22 +153,26 @@ def test_a_fork_bomb_is_held_to_its_process_limit():
     assert made < 16, outcome.output
 
 
+@pytest.mark.slow
 def test_a_memory_hog_is_refused():
     outcome = SAFE.run("block = bytearray(2 << 30)\nprint('allocated')\n")
     assert not outcome.passed and "MemoryError" in outcome.output and "allocated" not in outcome.output
 
 
+@pytest.mark.slow
 def test_a_file_cannot_grow_past_its_limit():
     outcome = SAFE.run("with open('big', 'wb') as f:\n    f.write(b'x' * (8 << 20))\nprint('wrote')\n")
     assert not outcome.passed and "wrote" not in outcome.output
 
 
+@pytest.mark.slow
 def test_writing_outside_its_directory_is_refused(tmp_path):
     target = tmp_path / "escaped"
     outcome = SAFE.run(f"open({str(target)!r}, 'w').write('x')\n")
     assert not outcome.passed and not target.exists()
 
 
+@pytest.mark.slow
 def test_secrets_in_the_environment_and_home_are_out_of_reach(tmp_path, monkeypatch):
     monkeypatch.setenv("ARENA_TEST_API_KEY", "sk-sandbox-canary-1234")
     secret = tmp_path / "key.txt"
@@ -171,6 +181,7 @@ def test_secrets_in_the_environment_and_home_are_out_of_reach(tmp_path, monkeypa
     assert "sk-sandbox-canary-1234" not in outcome.output and "sk-file-canary-5678" not in outcome.output
 
 
+@pytest.mark.slow
 def test_a_socket_reaches_nothing():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -183,6 +194,7 @@ def test_a_socket_reaches_nothing():
     assert not outcome.passed and "connected" not in outcome.output
 
 
+@pytest.mark.slow
 def test_a_sample_cannot_make_arena_read_a_file_for_it(tmp_path):
     """The sample swaps its output file for a link to a file only Arena's user may read: what
     comes back is what the sample printed, never that file."""
@@ -193,6 +205,7 @@ def test_a_sample_cannot_make_arena_read_a_file_for_it(tmp_path):
     assert "sk-linked-canary-9999" not in outcome.output and "before" in outcome.output
 
 
+@pytest.mark.slow
 def test_its_temporary_directory_is_removed():
     outcome = SAFE.run("import os\nprint(os.getcwd())\nopen('scratch', 'w').write('x')\n")
     assert outcome.passed
@@ -229,6 +242,7 @@ def test_the_canary_is_seeded_and_its_checks_can_fail():
     assert not as_json.check("not json") and not as_json.check("[1, 2]")
 
 
+@pytest.mark.slow
 def test_measured_quality_ranks_compares_and_labels_the_score(tmp_path):
     """Two servers of one model name, one answering right and one wrong: the leaderboard ranks by
     measured quality alone (``--quality measured``), the score says its Q was measured, and
@@ -255,6 +269,7 @@ def test_measured_quality_ranks_compares_and_labels_the_score(tmp_path):
     assert "HumanEval (measured)" in card.stdout and "(Q measured)" in card.stdout
 
 
+@pytest.mark.slow
 def test_a_run_stored_as_served_model_is_still_read_and_labelled(tmp_path):
     with FakeServerProcess(["--decode-gap-ms", "0"]) as server:
         done = arena("quality", "--base-url", server.url, "--quality-suite", "instruction-canary", "--output", str(tmp_path))
@@ -280,6 +295,7 @@ def test_an_answer_is_cut_at_every_stop_sequence_though_the_server_takes_four():
     assert cut_at_stop("    return 1\n", STOP) == "    return 1\n" and cut_at_stop("", STOP) == ""
 
 
+@pytest.mark.slow
 def test_a_suite_under_a_time_limit_asks_only_what_it_can_answer_in_it(tmp_path):
     """A run's budget leaves HumanEval 8 s (its grading kept aside): the answers take about a
     second each, so it asks what comes back in time, grades those, and says how many it asked;

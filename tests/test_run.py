@@ -36,6 +36,7 @@ def test_scaling_shrinks_lengths_and_counts_but_keeps_the_shape(registry):
     assert reasoning.num_prompts == 1  # never below one request
 
 
+@pytest.mark.slow
 def test_run_against_a_running_server_prints_a_card_and_stores_everything(tmp_path):
     pm = make_plugin_manager(autoload=False, strict=True)
     with rig() as server:
@@ -70,6 +71,7 @@ def test_unknown_names_and_bad_flags_are_usage_errors(tmp_path):
         assert needle in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_api_key_from_the_environment_never_reaches_disk_or_output(tmp_path, monkeypatch):
     secret = "sk-arena-test-4e1f9c"
     monkeypatch.setenv("ARENA_TEST_KEY", secret)
@@ -86,6 +88,7 @@ def test_api_key_from_the_environment_never_reaches_disk_or_output(tmp_path, mon
             assert secret not in path.read_text(errors="replace"), path
 
 
+@pytest.mark.slow
 def test_wrong_api_key_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("ARENA_TEST_KEY", "wrong")
     with rig("--api-key", "right") as server:
@@ -96,6 +99,7 @@ def test_wrong_api_key_is_one_line(tmp_path, monkeypatch):
     assert result.stderr.strip().splitlines()[-1] == f"arena: error: {server.url} rejected the API key (HTTP 401)"
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
     with rig() as server:
         command = rig_run_argv(server.url, tmp_path, tokenizer=TOKENIZER, workloads="chat,rag-8k,monday-peak", scale="0.02")
@@ -120,6 +124,7 @@ def test_killed_run_resumes_without_losing_finished_workloads(tmp_path):
     assert "benches measured 3/3" in resumed.stdout
 
 
+@pytest.mark.slow
 def test_runs_are_indexed_and_shown(tmp_path):
     pm = make_plugin_manager(autoload=False, strict=True)
     with rig() as server:
@@ -168,6 +173,7 @@ def test_live_line_shows_requests_rate_and_time_left(monkeypatch):
     ]
 
 
+@pytest.mark.slow
 def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
     from arena_core import Endpoint, RunContext, RunOptions
 
@@ -187,6 +193,7 @@ def test_runners_report_every_request_for_the_live_line(tmp_path, registry):
     assert seen["chat"][-1][2] == 20 * 20  # 20 requests of 20 tokens
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_records_and_says_how_to_resume(tmp_path):
     with rig() as server:
         command = rig_run_argv(server.url, tmp_path, tokenizer=TOKENIZER, workloads="monday-peak", scale="0.05")
@@ -221,6 +228,7 @@ def test_model_memory_prefers_the_servers_own_figure():
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.slow
 def test_sigterm_and_sighup_stop_a_run_like_ctrl_c(tmp_path, signal_number):
     """What `timeout`, `docker stop` or a closed terminal send: the run stops as on Ctrl-C --
     finished records kept, the manifest "interrupted", the resume command printed, exit 130."""

@@ -87,6 +87,7 @@ def test_interval_comes_from_the_workloads_own_intervals(seed_cards):
     assert score.low < score.value < score.high
 
 
+@pytest.mark.slow
 def test_the_example_script_scores_stored_runs_without_the_cli(hooks, tmp_path):
     import subprocess
     import sys
@@ -176,6 +177,7 @@ def test_import_reference_tool_results(hooks, tmp_path):
         import_file(tmp_path / "vllm.json", store, hooks.registry, workload="chat", model="nope", hardware="gb10", backend="vllm")
 
 
+@pytest.mark.slow
 def test_a_config_profile_ranks_the_leaderboard(tmp_path):
     import subprocess
     import sys

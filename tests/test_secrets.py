@@ -45,6 +45,7 @@ def every_text(*folders: Path) -> str:
         ("sk with space " + KEY, "characters an HTTP header cannot carry"),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_key_file_is_refused_without_printing_the_key(tmp_path, content, needle):
     (tmp_path / "key.txt").write_text(content, encoding="utf-8")
     done = arena("run", "--base-url", "http://127.0.0.1:9", "--api-key-file", "key.txt", "--workloads", "chat", cwd=tmp_path, timeout=60)
@@ -53,6 +54,7 @@ def test_a_bad_key_file_is_refused_without_printing_the_key(tmp_path, content, n
     assert "SECRET-51d0" not in done.stdout + done.stderr and "ключ" not in done.stderr
 
 
+@pytest.mark.slow
 def test_credentials_in_a_base_url_are_refused_and_stored_nowhere(tmp_path):
     done = arena("run", "--base-url", f"http://user:{KEY}@127.0.0.1:9", "--workloads", "chat", cwd=tmp_path, timeout=60)
     line = one_error_line(done)
@@ -64,6 +66,7 @@ def test_credentials_in_a_base_url_are_refused_and_stored_nowhere(tmp_path):
     assert "SECRET-51d0" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_redirect_is_not_followed_with_the_key(tmp_path):
     """The server answers /v1/models with a redirect to another origin; that origin must never
     see the key, and the user is told what happened."""
@@ -105,6 +108,7 @@ def test_a_redirect_is_not_followed_with_the_key(tmp_path):
     assert seen == []  # the other origin was never asked, so it never saw the key
 
 
+@pytest.mark.slow
 def test_a_server_that_echoes_the_key_gets_it_redacted_everywhere(tmp_path):
     """Every third chat request is answered 500 with the Authorization header in the message:
     records, results, verdicts, cards and the terminal show [redacted], never the key."""
@@ -129,6 +133,7 @@ def test_a_server_that_echoes_the_key_gets_it_redacted_everywhere(tmp_path):
 
 
 @pytest.mark.skipif(not (Path(sys.executable).parent / "llama-benchy").exists(), reason="llama-benchy is not installed")
+@pytest.mark.slow
 def test_the_external_llama_benchy_never_has_the_key_on_its_command_line(tmp_path):
     """Every process's command line is readable by every local user (ps, /proc/PID/cmdline):
     while the real llama-benchy measures with a key, no process's argv holds it."""
@@ -162,6 +167,7 @@ def test_the_external_llama_benchy_never_has_the_key_on_its_command_line(tmp_pat
     assert result["engine"] == "external" and result["verdict"]["valid"]
 
 
+@pytest.mark.slow
 def test_terminal_escapes_from_a_server_never_reach_the_terminal(tmp_path):
     """A model id that writes the clipboard (OSC 52) and recolours the screen (CSI, in both its
     ESC and its one-byte C1 form): `arena run` and `arena card` print it escaped, never raw."""

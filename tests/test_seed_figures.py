@@ -91,6 +91,7 @@ def test_a_workload_with_one_of_its_two_figures_counts_as_missing_and_is_named(t
     assert score.per_workload["chat"] == 0 and "chat" in score.missing and "chat: no TTFT p50, scored as missing" in score.notes
 
 
+@pytest.mark.slow
 def test_the_seed_figures_of_arenas_own_run(tmp_path, rig_run):
     """Measured by Arena: the closed-loop TTFT mean (the seed's "TTFT p50") beside the true p50,
     the open-loop total ÷ peak concurrency beside output throughput, G and the rate served."""
@@ -108,6 +109,7 @@ def test_the_seed_figures_of_arenas_own_run(tmp_path, rig_run):
     assert f"--max-concurrency 25 --seed 42 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,95,99 --tokenizer {TOKENIZER}" in card
 
 
+@pytest.mark.slow
 def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
     assert arena("import", "--seeds", "--output", "store", cwd=tmp_path).returncode == 0
     board = json.loads(arena("leaderboard", "--output", "store", "--json", cwd=tmp_path).stdout)
@@ -146,6 +148,7 @@ def test_a_seed_card_is_as_complete_as_the_seeds(tmp_path):
         assert re.search(shown, card), shown
 
 
+@pytest.mark.slow
 def test_an_imported_card_carries_quality_and_refuses_impossible_ones(tmp_path):
     card = {
         "model": "someones-model",
@@ -166,6 +169,7 @@ def test_an_imported_card_carries_quality_and_refuses_impossible_ones(tmp_path):
     assert bad.returncode == 2 and "$.cards[0].quality[0].value: a quality score is 0 to 100, not 150" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_cards_file_says_what_its_runs_measured_and_bad_settings_are_refused(tmp_path):
     """The seed's cards say their multi-turn ran four tokens of history (not a conversation) on
     servers with an FP8 KV cache; the import keeps both for the prediction, and checks them."""
@@ -264,6 +268,7 @@ def test_a_cards_command_names_the_tokenizer_and_dataset_the_run_used(registry, 
     assert "--tokenizer" not in plain and "--dataset-path" not in runner.command_for(sharegpt, "http://spark:8000", "org/model")
 
 
+@pytest.mark.slow
 def test_a_server_answering_garbage_stops_the_run_before_its_first_workload(tmp_path):
     """The sanity check before a suite: one question, and noise instead of text ends the run at
     once, saying what came back; nothing measured, no run left behind."""
@@ -284,6 +289,7 @@ def test_a_server_answering_garbage_stops_the_run_before_its_first_workload(tmp_
     assert not any((p / "manifest.json").is_file() for p in (tmp_path / "store").iterdir()) if (tmp_path / "store").exists() else True
 
 
+@pytest.mark.slow
 def test_a_seed_model_the_catalog_knows_better_shows_the_catalogs_precision_beside_the_sources(seed_store, registry):
     """The seed labels its Ministral 3 runs BF16; their decode speed is only possible at one byte a
     weight, and the catalog (its title, the prediction) takes FP8. The card's Model section says

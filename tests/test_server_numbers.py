@@ -72,6 +72,7 @@ def stored(output: Path) -> tuple[dict[str, dict], dict[str, list]]:
     return results, records
 
 
+@pytest.mark.slow
 def test_a_billion_completion_tokens_is_not_a_billion_tokens_per_second(tmp_path):
     """Closed and open loop: the claim is dropped from every record, the client's count stands
     in (tokens/s stays what the stream carried), and the result says why it is invalid."""
@@ -90,6 +91,7 @@ def test_a_billion_completion_tokens_is_not_a_billion_tokens_per_second(tmp_path
         assert result["tokens_per_second"] < 100 * truth[name]["tokens_per_second"]
 
 
+@pytest.mark.slow
 def test_a_billion_prompt_tokens_is_refused_or_invalid(tmp_path):
     """Closed loop: the chat-template probe would shrink every prompt to nothing, so the run stops
     with one line naming the server. Open loop: the records drop the claim; the result is invalid."""
@@ -103,6 +105,7 @@ def test_a_billion_prompt_tokens_is_refused_or_invalid(tmp_path):
     assert all(r.prompt_tokens_server is None for r in records["monday-peak"])
 
 
+@pytest.mark.slow
 def test_a_vocabulary_of_a_trillion_tokens_sizes_nothing(tmp_path):
     """Without a local tokenizer the random dataset draws ids from the server's n_vocab: a
     trillion is refused before anything is built from it (it used to build set(range(n)))."""

@@ -90,6 +90,7 @@ class Rows(HTMLParser):
         self.text.append(data)
 
 
+@pytest.mark.slow
 def test_card_leaderboard_compare_from_the_cli(store):
     seeds = json.loads(arena("leaderboard", "--output", "store", "--json", cwd=store).stdout)
     ranked = [(r["model"], r["score"]) for r in seeds if r["rank"]]
@@ -126,6 +127,7 @@ def test_card_leaderboard_compare_from_the_cli(store):
     assert "monday-peak tok/s" in compared and "0.21x" in compared  # 59.1 / 281
 
 
+@pytest.mark.slow
 def test_findings_are_true_of_the_seed_figures(store):
     hooks = ArenaHooks(make_plugin_manager(autoload=False))
     cards, _ = load_cards(store / "store", hooks.registry)
@@ -151,6 +153,7 @@ def test_findings_are_true_of_the_seed_figures(store):
     assert any(f.startswith("Decode reaches ") for f in gemma)
 
 
+@pytest.mark.slow
 def test_published_site_is_self_contained_with_every_model(store):
     done = arena("publish", "site", "--output", "store", cwd=store)
     assert done.returncode == 0 and "19 cards" in done.stdout, done.stderr  # 17 seeds, the embedded run, a capacity search
@@ -257,6 +260,7 @@ def layout(page: Path, width: int, tmp_path: Path, *, shot: Path | None = None) 
     return json.loads(found.group(1).replace("&quot;", '"'))
 
 
+@pytest.mark.slow
 def test_site_in_headless_chromium(store, tmp_path):
     """Every page in Chromium: the sorting script runs without an error, and each page fits a
     phone (420 px) and a desktop (1400 px): nothing wider than the screen but inside a scrolling
@@ -295,6 +299,7 @@ def test_site_in_headless_chromium(store, tmp_path):
     assert "Time to first token" in card_dom.stdout and "SLO: TTFT ≤ 2 s" in card_dom.stdout
 
 
+@pytest.mark.slow
 def test_the_layout_check_sees_an_element_wider_than_a_phone(tmp_path):
     """The check above can fail: a page with one block wider than a phone, outside any
     scrolling box, is reported by name, and so is a page wider than its screen; a score pushed
@@ -342,6 +347,7 @@ class HostileModel:
         )
 
 
+@pytest.mark.slow
 def test_plugin_supplied_markup_is_escaped_and_never_runs(tmp_path):
     hooks = ArenaHooks(plugin_manager_with(HostileModel(), builtins=BUILTIN_PLUGINS))
     cards_file = tmp_path / "cards.json"
@@ -402,6 +408,7 @@ def test_a_chart_is_svg_with_its_numbers_and_a_ticked_log_axis():
     assert "mathdefault" not in svg and ' width="' not in svg.split(">", 1)[0]  # sized by the page, not fixed
 
 
+@pytest.mark.slow
 def test_the_leaderboard_sorts_times_with_their_units_and_labels(tmp_path):
     """site.js sorts a column of times by what they are: "261 ms (mean)" is 0.261 s, not 261 s,
     and a row without a figure goes last."""

@@ -16,6 +16,9 @@ def ruff(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+pytestmark = pytest.mark.slow  # every test here runs ruff or reads the whole tree through it
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _ruff_installed():
     if ruff("--version").returncode != 0:

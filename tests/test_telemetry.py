@@ -56,6 +56,7 @@ def test_metrics_page_keeps_server_samples_summed_over_labels():
     }
 
 
+@pytest.mark.slow
 def test_sampler_writes_samples_and_summarises(tmp_path):
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(GB10_MEMINFO)
@@ -89,6 +90,7 @@ def test_watchdog_fires_once_when_available_memory_runs_low(tmp_path):
     assert quiet == []
 
 
+@pytest.mark.slow
 def test_watchdog_stops_a_run_cleanly_and_says_why(tmp_path):
     """The run's own sampler trips (its margin set above this machine's memory): the load stops the
     way Ctrl-C stops it, records kept, the message names the watchdog."""

