@@ -40,8 +40,8 @@ def remote(url: str) -> str:
     return url.replace("0.0.0.0", socket.gethostname())
 
 
-def run_remote(tmp_path: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict, dict]:
-    with FakeServerProcess(RIG) as rig:
+def run_remote(tmp_path: Path, *extra: str, env: dict | None = None, rig_args: list[str] = RIG) -> tuple[subprocess.CompletedProcess, dict, dict]:
+    with FakeServerProcess(rig_args) as rig:
         argv = rig_run_argv(
             remote(rig.url), tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,monday-peak", scale="0.02", extra=["qwen3.5-0.8b", *extra]
         )
@@ -93,7 +93,9 @@ def test_what_a_server_says_of_its_machine(props, page, said):
 
 @pytest.mark.slow
 def test_a_named_remote_machine_is_the_one_judged(tmp_path):
-    done, manifest, results = run_remote(tmp_path, "--hardware", "gb10")
+    # tokens 20 ms apart: at 1 ms a loaded machine's client read a whole short answer at once
+    # (chat's 10 answers gave no decode span, so no decode speed to set beside the ceiling)
+    done, manifest, results = run_remote(tmp_path, "--hardware", "gb10", rig_args=[*RIG[:-1], "20"])
     assert manifest["hardware"] == "gb10" and manifest["hardware_profile"]["memory_bandwidth_gbs"] == 273
     assert manifest["telemetry"]["probes"] == []  # gb10's probes read this machine, not the server's
     assert all("decode_ceiling_tps" in r["metrics"] for r in results.values())
