@@ -914,3 +914,11 @@ def test_a_chat_template_s_own_tokens_are_prefilled_with_each_request(registry):
     assert open_run(sharegpt, mistral, machine, Efficiency(), VLLM_SCHEDULING).site_tps == pytest.approx(dataset_tokens / span / peak)
     notes = predict(registry.get("workloads", "long-output"), mistral, hardware, scheduling=VLLM_SCHEDULING).notes
     assert any("chat template adds 634 tokens" in note for note in notes)
+
+
+def test_the_p90_of_prediction_errors_is_the_nearest_rank():
+    """Of 85 errors the 77th smallest (⌈0.9 · 85⌉), so at most 8 lie above a p90 goal; of 10 the 9th."""
+    assert nearest_rank(list(range(1, 86)), 90) == 77 and nearest_rank([5, 1, 4, 2, 3, 10, 9, 8, 7, 6], 90) == 9
+    assert nearest_rank([3.0], 90) == 3.0 and nearest_rank([1, 2], 50) == 1
+    with pytest.raises(ValueError):
+        nearest_rank([], 90)
