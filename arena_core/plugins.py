@@ -24,13 +24,22 @@ from attrs import frozen
 from arena_core import hookspecs
 from arena_core.errors import PluginError
 
-#: The built-in commands: an ordinary plugin, but one that every manager loads first and that
-#: cannot be disabled (an ``arena`` without ``run`` or ``plugins`` could not even say why).
-BUILTIN_COMMANDS = "arena_core.cli.builtin_commands"
+#: The essential commands (run, card, runs, verify, plugins, config, list, show): an ordinary
+#: plugin, but one that every manager loads first and that cannot be disabled (an ``arena``
+#: without ``run`` or ``plugins`` could not even say why).
+ESSENTIAL_COMMANDS = "arena_core.cli.essential_commands"
+
+#: Every other command, by name: a default plugin of its own (the module that defines it), which
+#: ``ARENA_DISABLED_PLUGINS`` leaves out; a third party's command of the same name then takes its place.
+DEFAULT_COMMANDS: dict[str, str] = {
+    name: f"arena_core.cli.cmd_{name}"
+    for name in ("quality", "capacity", "predict", "calibrate", "leaderboard", "compare", "import", "publish", "hardware")
+}
 
 #: The in-tree plugins, registered under these (importable) names before any entry point.
 BUILTIN_PLUGINS: tuple[str, ...] = (
-    BUILTIN_COMMANDS,
+    ESSENTIAL_COMMANDS,
+    *DEFAULT_COMMANDS.values(),
     "arena_workloads",
     "arena_runners",
     "arena_backends",
@@ -147,8 +156,8 @@ def _import(name: str) -> ModuleType:
 
 
 def _load_builtins(pm: ArenaPluginManager, names: Iterable[str], disabled: set[str], version: str) -> None:
-    for name in dict.fromkeys([BUILTIN_COMMANDS, *names]):
-        if (name in disabled and name != BUILTIN_COMMANDS) or pm.has_plugin(name):
+    for name in dict.fromkeys([ESSENTIAL_COMMANDS, *names]):
+        if (name in disabled and name != ESSENTIAL_COMMANDS) or pm.has_plugin(name):
             continue
         try:
             module = _import(name)
@@ -185,7 +194,7 @@ def make_plugin_manager(
 ) -> ArenaPluginManager:
     """A fresh, validated plugin manager.
 
-    Order: the built-in commands (always), ``builtins`` (dotted module names), then entry points of group ``arena`` unless
+    Order: the essential commands (always), ``builtins`` (dotted module names), then entry points of group ``arena`` unless
     ``autoload`` is false, then ``extra_plugins`` (``(name, object)`` pairs, for tests and
     embedding). Each argument left ``None`` comes from the environment: ``ARENA_STRICT_PLUGINS``,
     ``ARENA_DISABLE_PLUGIN_AUTOLOAD``, ``ARENA_DISABLED_PLUGINS`` (comma-separated names),

@@ -36,7 +36,7 @@ def test_plugins_all_json_lists_builtins_with_hooks(pm):
     plugins = {entry["name"]: entry for entry in json.loads(result.stdout)}
     assert plugins["arena_workloads"]["hooks"] == ["arena_register_workloads"]
     assert plugins["arena_hardware"]["hooks"] == ["arena_detect_hardware", "arena_register_hardware"]
-    assert plugins["arena_core.cli.builtin_commands"]["hooks"] == ["arena_register_commands"]
+    assert plugins["arena_core.cli.essential_commands"]["hooks"] == ["arena_register_commands"]
     assert all(entry["builtin"] and entry["source"] == "builtin" for entry in plugins.values())
 
 
@@ -64,7 +64,7 @@ def test_list_without_a_kind_lists_every_kind_the_hookspecs_define(pm):
     assert {kind["hook"] for kind in listed} == defined
     by_kind = {kind["kind"]: kind["items"] for kind in listed}
     assert {row["name"] for row in by_kind["quality-suites"]} == {"humaneval", "instruction-canary"}
-    assert {"run": "arena_core.cli.builtin_commands"}.items() <= {row["name"]: row["plugin"] for row in by_kind["commands"]}.items()
+    assert {"run": "arena_core.cli.essential_commands"}.items() <= {row["name"]: row["plugin"] for row in by_kind["commands"]}.items()
     helped = run_cli(pm, ["list", "--help"]).stdout
     assert all(kind["kind"] in helped for kind in listed)
     table = run_cli(pm, ["list"]).stdout
@@ -76,7 +76,7 @@ def test_list_table_and_empty_kind(pm):
     assert table.splitlines()[0].split() == ["name", "description", "plugin"]
     assert "monday-peak" in table
     assert "arena-score/1" in run_cli(pm, ["list", "scorers"]).stdout
-    empty = plugin_manager_with(builtins=("arena_core.cli.builtin_commands", "arena_workloads"))
+    empty = plugin_manager_with(builtins=("arena_core.cli.essential_commands", "arena_workloads"))
     assert run_cli(empty, ["list", "scorers"]).stdout.strip() == "No scorers registered."
 
 

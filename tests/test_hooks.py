@@ -278,7 +278,7 @@ def test_hook_arena_register_commands():
         def arena_register_commands(self, cli):
             cli.add_command(hijack)
 
-    pm = plugin_manager_with(Adds(), Clashes(), builtins=("arena_core.cli.builtin_commands", "arena_models"))
+    pm = plugin_manager_with(Adds(), Clashes(), builtins=("arena_core.cli.essential_commands", "arena_models"))
     assert run_cli(pm, ["hello"]).stdout == "hello from a plugin\n"
     assert "qwen3.5-0.8b" in run_cli(pm, ["list", "models"]).stdout  # the built-in "list" was kept
     assert {str(problem) for problem in pm.problems} == {"plugin 'Clashes': command 'list' is already taken; skipped"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 from plugins_for_tests import (
     DetectorRaises,
@@ -21,6 +22,7 @@ from plugins_for_tests import (
 from arena_core import BUILTIN_PLUGINS, ArenaHooks, PluginError, make_plugin_manager
 from arena_core.cli import make_cli
 from arena_core.config import ArenaConfig
+from arena_core.hookspecs import hookimpl
 from arena_core.testing import plugin_manager_with, run_cli
 
 
@@ -147,11 +149,35 @@ def test_disabled_plugins_from_the_environment(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_built_in_commands_cannot_be_disabled(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("ARENA_DISABLED_PLUGINS", "arena_core.cli.builtin_commands, arena_models")
+    monkeypatch.setenv("ARENA_DISABLED_PLUGINS", "arena_core.cli.essential_commands, arena_models")
     pm = make_plugin_manager(autoload=False)
-    assert pm.has_plugin("arena_core.cli.builtin_commands") and not pm.has_plugin("arena_models")
-    assert make_plugin_manager(builtins=(), autoload=False).has_plugin("arena_core.cli.builtin_commands")
+    assert pm.has_plugin("arena_core.cli.essential_commands") and not pm.has_plugin("arena_models")
+    assert make_plugin_manager(builtins=(), autoload=False).has_plugin("arena_core.cli.essential_commands")
     assert "run" in make_cli(pm).commands
+
+
+class MyPredict:
+    """A third party's own ``arena predict``."""
+
+    @hookimpl
+    def arena_register_commands(self, cli: click.Group) -> None:
+        cli.add_command(click.Command("predict", callback=lambda: click.echo("my predict")))
+
+
+def test_a_default_command_can_be_disabled_and_then_replaced(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("ARENA_DISABLED_PLUGINS", "arena_core.cli.cmd_predict")
+    pm = make_plugin_manager(autoload=False)
+    assert {"run", "card", "compare", "publish"} <= set(make_cli(pm).commands) and "predict" not in make_cli(pm).commands
+    refused = run_cli(pm, ["predict", "qwen3.6-35b-a3b"])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr == "arena: error: arena predict: its plugin arena_core.cli.cmd_predict is disabled (ARENA_DISABLED_PLUGINS), and no other plugin adds a command of that name\n"
+    replaced = make_plugin_manager(autoload=False, extra_plugins=[("my-predict", MyPredict())])
+    assert run_cli(replaced, ["predict"]).stdout == "my predict\n" and replaced.problems == []
+    # while the default is loaded, the default keeps its name and the newcomer is told
+    monkeypatch.delenv("ARENA_DISABLED_PLUGINS")
+    clash = make_plugin_manager(autoload=False, extra_plugins=[("my-predict", MyPredict())])
+    make_cli(clash)
+    assert problems_of(clash) == {"my-predict": "command 'predict' is already taken; skipped"}
 
 
 def test_autoload_switch_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -179,7 +205,7 @@ def test_detector_that_raises_is_skipped_and_the_next_answers():
 
 
 def test_cli_reports_misbehaving_plugins_by_name_on_stderr():
-    pm = plugin_manager_with(GoodModels(), RaisesInHook(), builtins=("arena_core.cli.builtin_commands",))
+    pm = plugin_manager_with(GoodModels(), RaisesInHook(), builtins=("arena_core.cli.essential_commands",))
     problems: list[str] = []
     pm.on_problem = lambda problem: problems.append(str(problem))
     result = run_cli(pm, ["list", "models"])

@@ -1,7 +1,8 @@
 """The ``arena`` command line: a click group whose commands all come from plugins.
 
-The built-in commands are an ordinary plugin (:mod:`arena_core.cli.builtin_commands`); third
-parties add theirs through ``arena_register_commands``. Errors a user can cause print one line
+The essential commands are an ordinary plugin (:mod:`arena_core.cli.essential_commands`), each
+other built-in command a default plugin of its own; third parties add theirs through
+``arena_register_commands``. Errors a user can cause print one line
 and exit 2; a traceback appears only with ``--debug`` (or ``ARENA_DEBUG=1``).
 """
 
@@ -20,12 +21,21 @@ import click
 from arena_core import __version__
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
-from arena_core.errors import ArenaError
-from arena_core.plugins import ArenaPluginManager, PluginProblem, make_plugin_manager
+from arena_core.errors import ArenaError, UsageError
+from arena_core.plugins import DEFAULT_COMMANDS, ENV_DISABLED, ArenaPluginManager, PluginProblem, make_plugin_manager
 
 
 class ArenaGroup(click.Group):
     """Maps :class:`ArenaError` (and, without ``--debug``, any crash) to one line and an exit code."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command; for a default command whose plugin is disabled and that nobody replaced,
+        one line saying so (rather than click's "No such command")."""
+        command = super().get_command(ctx, cmd_name)
+        plugin = DEFAULT_COMMANDS.get(cmd_name)
+        if command is None and isinstance(ctx.obj, CliApp) and plugin in ctx.obj.pm.disabled:
+            raise UsageError(f"arena {cmd_name}: its plugin {plugin} is disabled ({ENV_DISABLED}), and no other plugin adds a command of that name")
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -10,6 +10,7 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import Steps, echo
 from arena_core.cli.params import OUTPUT, results_dir
+from arena_core.hookspecs import hookimpl
 from arena_core.report.text import wrap_text
 from arena_core.results.cards import load_cards
 from arena_core.results.predictions import require_predictor, save_calibration
@@ -43,3 +44,8 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
         indent = line[: len(line) - len(line.lstrip())]  # a line under another keeps its indent, and its continuations two more
         echo(wrap_text(line.lstrip(), indent=indent, hanging=indent + "  "))
     echo(wrap_text(f"stored: {path}  (arena predict MODEL --hardware {hardware} --backend {served_by.name} uses it)", hanging="  "))
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(calibrate_command)

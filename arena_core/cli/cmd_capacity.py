@@ -17,6 +17,7 @@ from arena_core.cli.cmd_run import stopped_like_ctrl_c
 from arena_core.cli.output import echo, progress_printer
 from arena_core.cli.params import Within, server_options
 from arena_core.errors import Interrupted, UsageError
+from arena_core.hookspecs import hookimpl
 from arena_core.loadgen.goodput import parse_slo
 from arena_core.run.capacity import Capacity, SearchSettings, load_text, probe_workload, run_search
 from arena_core.run.engine import RunRequest, RunSession, plan_run
@@ -168,3 +169,8 @@ def _headline(found: Capacity | None, settings: SearchSettings, objective: str) 
         return f"Capacity: none (not even the first probe stayed within {objective})"
     upper = f", fails at {found.failed_at:g}" if found.failed_at is not None else f" (no probe up to --limit {settings.limit:g} failed)"
     return f"Capacity: {load_text(settings.load, found.found)} ({objective}){upper}; {len(found.probes)} probes"
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(capacity_command)

@@ -10,6 +10,7 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
+from arena_core.hookspecs import hookimpl
 from arena_core.report import render_table
 from arena_core.report.capacity_card import capacity_found, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_tps
@@ -153,3 +154,8 @@ def _ttft_kind(*runs: tuple[ModelCard, CardWorkload | None]) -> str:
     (an imported closed-loop one: :func:`ttft_is_mean`), and which is which where they differ."""
     kinds = ["mean" if line is not None and ttft_is_mean(card, line) else "p50" for card, line in runs]
     return f"TTFT {kinds[0]}" if kinds[0] == kinds[1] else f"TTFT (A {kinds[0]}, B {kinds[1]})"
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(compare_command)

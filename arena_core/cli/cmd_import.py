@@ -9,6 +9,7 @@ import click
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.errors import UsageError
+from arena_core.hookspecs import hookimpl
 from arena_core.results.imports import import_file, seed_cards_path
 from arena_core.results.predictions import predicting_backend
 
@@ -35,3 +36,8 @@ def import_command(
     run_ids = import_file(seed_cards_path() if seeds else file, store, app.hooks.registry, workload=workload, model=model, hardware=hardware, backend=served_by)  # type: ignore[arg-type]
     for run_id in run_ids:
         echo(f"imported as run {run_id} (arena card {run_id})")
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(import_command)

@@ -13,6 +13,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.errors import UnknownNameError, UsageError
+from arena_core.hookspecs import hookimpl
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
 from arena_core.report.capacity_card import capacity_column
@@ -232,3 +233,8 @@ def _print_ledger(rows: list[tuple[str, str, int, float, float]], *, absent: boo
             "\nPrediction error (each result predicted without its own run; absolute %; output_tps: an open-loop workload's output throughput; site_tps: the seed's G):"
         )
         echo(render_table(["workload", "metric", "results", "median", "p90"], [(w, m, str(n), f"{a:.1f} %", f"{b:.1f} %") for w, m, n, a, b in rows]))
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(leaderboard_command)

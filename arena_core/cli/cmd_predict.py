@@ -17,6 +17,7 @@ from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, Within, results_dir
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.errors import UsageError
+from arena_core.hookspecs import hookimpl
 from arena_core.loadgen.goodput import SEED_TTFT_P95_LIMITS_S, Slo, parse_slo
 from arena_core.loadgen.plausible import TEMPLATE_TOKENS
 from arena_core.registry import Registry
@@ -431,3 +432,8 @@ def _capacities(predictor: Predictor, setup: PredictionSetup, registry: Registry
     if name := registry.with_role("rate-capacity"):
         found += [rate_capacity(predictor, setup, registry.get("workloads", name), limit) for limit in SEED_TTFT_P95_LIMITS_S]
     return found
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(predict_command)

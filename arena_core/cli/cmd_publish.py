@@ -12,6 +12,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import Steps, echo
 from arena_core.cli.params import OUTPUT, custom_profiles, renderer_named, results_dir
 from arena_core.errors import UnknownNameError, UsageError
+from arena_core.hookspecs import hookimpl
 from arena_core.results.cards import load_cards, scores_for_all
 from arena_core.results.predictions import ledger_of
 from arena_core.results.views import site_view
@@ -57,3 +58,8 @@ def _publish(app: CliApp, directory: Path, output: Path | None, profile: str, st
     except OSError as exc:
         raise UsageError(f"{directory}: cannot write the site ({exc.strerror or exc})") from None
     echo(f"site written: {index} ({len(cards)} cards)")
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(publish_command)

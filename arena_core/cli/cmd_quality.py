@@ -13,6 +13,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.cmd_run import stopped_like_ctrl_c
 from arena_core.cli.output import echo, progress_printer
 from arena_core.cli.params import quality_options, server_options
+from arena_core.hookspecs import hookimpl
 from arena_core.report.live import LiveLine
 from arena_core.report.quality import quality_and_score_lines
 from arena_core.report.text import wrap_text
@@ -48,3 +49,8 @@ def quality_command(app: CliApp, quality: bool | None, **flags: Any) -> None:
     for line in quality_and_score_lines(run_dir, app.hooks):
         echo(wrap_text(line, hanging="  "))
     echo(f"results: {run_dir}  ({time.monotonic() - started:.0f} s)")
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(quality_command)
