@@ -32,8 +32,7 @@ ESSENTIAL_COMMANDS = "arena_core.cli.essential_commands"
 #: Every other command, by name: a default plugin of its own (the module that defines it), which
 #: ``ARENA_DISABLED_PLUGINS`` leaves out; a third party's command of the same name then takes its place.
 DEFAULT_COMMANDS: dict[str, str] = {
-    name: f"arena_core.cli.cmd_{name}"
-    for name in ("quality", "capacity", "predict", "calibrate", "leaderboard", "compare", "import", "publish", "hardware")
+    name: f"arena_core.cli.cmd_{name}" for name in ("quality", "capacity", "predict", "calibrate", "leaderboard", "compare", "import", "publish", "hardware")
 }
 
 #: The in-tree plugins, registered under these (importable) names before any entry point.

@@ -170,7 +170,10 @@ def test_a_default_command_can_be_disabled_and_then_replaced(monkeypatch: pytest
     assert {"run", "card", "compare", "publish"} <= set(make_cli(pm).commands) and "predict" not in make_cli(pm).commands
     refused = run_cli(pm, ["predict", "qwen3.6-35b-a3b"])
     assert refused.exit_code == 2 and refused.stdout == ""
-    assert refused.stderr == "arena: error: arena predict: its plugin arena_core.cli.cmd_predict is disabled (ARENA_DISABLED_PLUGINS), and no other plugin adds a command of that name\n"
+    assert (
+        refused.stderr
+        == "arena: error: arena predict: its plugin arena_core.cli.cmd_predict is disabled (ARENA_DISABLED_PLUGINS), and no other plugin adds a command of that name\n"
+    )
     replaced = make_plugin_manager(autoload=False, extra_plugins=[("my-predict", MyPredict())])
     assert run_cli(replaced, ["predict"]).stdout == "my predict\n" and replaced.problems == []
     # while the default is loaded, the default keeps its name and the newcomer is told
