@@ -35,7 +35,7 @@ from arena_core.run.integrity import sha256_of
 from arena_core.run.integrity import verify as verify_run
 from arena_core.run.manifest import read_manifest
 from arena_core.run.pulse import Pulse
-from arena_core.run.roofline import BYTES_PER_PARAM, GGUF_TYPES, KV_CACHE_BYTES, bytes_per_param
+from arena_core.run.roofline import BYTES_PER_PARAM, GGUF_TYPES, KV_CACHE_BYTES, bytes_per_param, known_precision
 from arena_core.run.store import adopt_run
 from arena_core.run.telemetry import watchdog_margin_bytes
 from arena_core.secrets import check_key, read_api_key
@@ -66,6 +66,7 @@ __all__ = [
     "adopt_run",
     "bounds",
     "bytes_per_param",
+    "known_precision",
     "card_kit",
     "hookimpl",
     "check_key",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from arena_core.errors import PluginError
+from arena_core.errors import PluginError, UsageError
 from arena_core.registry import KINDS, Registry, RegistryBuilder
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from arena_core.config import ArenaConfig
     from arena_core.plugins import ArenaPluginManager
-    from arena_core.types import HardwareDetection, RunInfo, RunResult
+    from arena_core.types import DescribedModel, HardwareDetection, ModelQuery, RunInfo, RunResult
 
 
 class ArenaHooks:
@@ -66,6 +66,21 @@ class ArenaHooks:
     def detect_hardware(self, config: ArenaConfig) -> HardwareDetection | None:
         for impl in self._impls("arena_detect_hardware", call_order=True):
             _, found = self._guarded(impl, self._call, impl, config=config)
+            if found is not None:
+                return found
+        return None
+
+    def describe_model(self, query: ModelQuery) -> DescribedModel | None:
+        """The first model source's description of ``query.source``; a source that finds it
+        wrong says so in one line (its :class:`UsageError` is the user's error, not a bug)."""
+        for impl in self._impls("arena_describe_model", call_order=True):
+            try:
+                found = self._call(impl, query=query)
+            except (UsageError, PluginError):  # the user's error, or strict mode's stop
+                raise
+            except Exception as exc:  # a plugin's bug: reported, and the next source asked
+                self.pm.report(impl.plugin_name, f"{impl.function.__name__} raised {type(exc).__name__}: {exc}; skipped")
+                continue
             if found is not None:
                 return found
         return None

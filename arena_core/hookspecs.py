@@ -31,8 +31,10 @@ if TYPE_CHECKING:
     from arena_core.config import ArenaConfig
     from arena_core.types import (
         BackendSpec,
+        DescribedModel,
         HardwareDetection,
         HardwareProfile,
+        ModelQuery,
         ModelSpec,
         PredictorSpec,
         QualitySuiteSpec,
@@ -197,6 +199,24 @@ def arena_detect_hardware(config: ArenaConfig) -> HardwareDetection | None:
     :param config: the loaded configuration (read-only).
     :return: a :class:`~arena_core.types.HardwareDetection` naming the profile and why, or
         ``None`` when this plugin does not recognise the machine.
+    """
+
+
+@hookspec(firstresult=True)
+def arena_describe_model(query: ModelQuery) -> DescribedModel | None:
+    """Describe a model Arena's catalog lacks from the files that describe it.
+
+    Kind: firstresult. Called by ``arena predict --model-config SOURCE``, by ``arena run
+    --backend vllm DIR`` (a folder or a cached Hugging Face id, with ``query.serve``), and when
+    an attached server on this machine serves a folder. The built-in source (``arena_models``)
+    reads a Hugging Face config.json.
+
+    :param query: the source as the user gave it, and the facts they stated (precision,
+        parameters, name), which take precedence over what the files say.
+    :return: a :class:`~arena_core.types.DescribedModel` (its spec and what had to be assumed),
+        or ``None`` when this plugin does not read such a source. A source it reads but finds
+        wrong raises :class:`~arena_core.errors.UsageError` in one line starting with
+        ``query.named_by``.
     """
 
 

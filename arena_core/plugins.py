@@ -29,16 +29,23 @@ from arena_core.errors import PluginError
 #: without ``run`` or ``plugins`` could not even say why).
 ESSENTIAL_COMMANDS = "arena_core.cli.essential_commands"
 
-#: Every other command, by name: a default plugin of its own (the module that defines it), which
-#: ``ARENA_DISABLED_PLUGINS`` leaves out; a third party's command of the same name then takes its place.
+#: The core's other commands: each a default plugin of its own, the module that defines it.
+CORE_DEFAULT_COMMANDS = ("quality", "capacity", "predict", "calibrate", "leaderboard", "compare", "import", "publish")
+
+#: Every command but the essential ones, by name, and the default plugin that adds it:
+#: ``ARENA_DISABLED_PLUGINS`` leaves it out, and a third party's command of the same name then
+#: takes its place.
 DEFAULT_COMMANDS: dict[str, str] = {
-    name: f"arena_core.cli.cmd_{name}" for name in ("quality", "capacity", "predict", "calibrate", "leaderboard", "compare", "import", "publish", "hardware")
+    **{name: f"arena_core.cli.cmd_{name}" for name in CORE_DEFAULT_COMMANDS},
+    "hardware": "arena_hardware",
+    "matrix": "arena_fleet",
+    "fleet": "arena_fleet",
 }
 
 #: The in-tree plugins, registered under these (importable) names before any entry point.
 BUILTIN_PLUGINS: tuple[str, ...] = (
     ESSENTIAL_COMMANDS,
-    *DEFAULT_COMMANDS.values(),
+    *(DEFAULT_COMMANDS[name] for name in CORE_DEFAULT_COMMANDS),
     "arena_workloads",
     "arena_runners",
     "arena_backends",

@@ -35,7 +35,7 @@ def test_plugins_all_json_lists_builtins_with_hooks(pm):
     result = run_cli(pm, ["plugins", "--all", "--json"])
     plugins = {entry["name"]: entry for entry in json.loads(result.stdout)}
     assert plugins["arena_workloads"]["hooks"] == ["arena_register_workloads"]
-    assert plugins["arena_hardware"]["hooks"] == ["arena_detect_hardware", "arena_register_hardware"]
+    assert plugins["arena_hardware"]["hooks"] == ["arena_detect_hardware", "arena_register_commands", "arena_register_hardware"]
     assert plugins["arena_core.cli.essential_commands"]["hooks"] == ["arena_register_commands"]
     assert all(entry["builtin"] and entry["source"] == "builtin" for entry in plugins.values())
 

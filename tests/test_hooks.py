@@ -306,6 +306,39 @@ def test_hook_arena_detect_hardware():
     assert ArenaHooks(plugin_manager_with()).detect_hardware(ArenaConfig()) is None
 
 
+def test_hook_arena_describe_model():
+    from arena_core import DescribedModel, ModelQuery, ModelSpec
+
+    tiny = ModelSpec(name="tiny", title="Tiny", description="described by a box", hf_id="", precision="BF16", params_total_b=0.1)
+
+    class BoxSource:
+        @hookimpl
+        def arena_describe_model(self, query):
+            if not query.source.startswith("box:"):
+                return None
+            if query.source == "box:broken":
+                raise UsageError(f"{query.named_by}: the box is empty")
+            return DescribedModel(spec=tiny, assumptions=("a box says little",))
+
+    class Buggy:
+        @hookimpl(tryfirst=True)
+        def arena_describe_model(self, query):
+            raise KeyError("bug")
+
+    pm = plugin_manager_with(Buggy(), BoxSource(), builtins=("arena_models",))
+    hooks = ArenaHooks(pm)
+    found = hooks.describe_model(ModelQuery(source="box:tiny", named_by="--model-config"))
+    assert found is not None and found.spec.name == "tiny" and found.assumptions == ("a box says little",)
+    assert [str(p) for p in pm.problems] == ["plugin 'Buggy': arena_describe_model raised KeyError: 'bug'; skipped"]  # the next source was asked
+    with pytest.raises(UsageError, match="^--model-config: the box is empty$"):  # the user's error passes through
+        hooks.describe_model(ModelQuery(source="box:broken", named_by="--model-config"))
+    # the built-in source: a config.json, and nothing for a catalog name to serve
+    real = Path(__file__).resolve().parent / "fixtures" / "vllm_real" / "config.json"
+    gemma = hooks.describe_model(ModelQuery(source=str(real), named_by="--model-config", precision="FP8"))
+    assert gemma is not None and gemma.spec.precision == "FP8" and gemma.architecture_class == "Gemma3ForCausalLM"
+    assert hooks.describe_model(ModelQuery(source="gemma-3-270m", named_by="model gemma-3-270m", serve=True)) is None
+
+
 class Recorder:
     def __init__(self) -> None:
         self.seen: list[tuple[str, object]] = []

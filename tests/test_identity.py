@@ -21,9 +21,10 @@ import pytest
 from arena_core import CardSlo, CardWorkload, ModelCard, ModelFacts
 from arena_core.report.capacity_card import capacity_column
 from arena_core.run.gguf import gguf_metadata
-from arena_core.run.identity import UNNAMED, identify, served_facts, slug, unique_name
+from arena_core.run.identity import UNNAMED, identify, served_facts, unique_name
 from arena_core.testing import arena as run_arena
 from arena_core.testing.fake_server import FakeServerProcess
+from arena_core.types import slug
 
 ARENA = [sys.executable, "-m", "arena_core"]
 

@@ -14,8 +14,8 @@ import attrs
 import pytest
 
 from arena_core.errors import UsageError
-from arena_core.run.model_config import describe, find_config
 from arena_models import cohort
+from arena_models.config_json import describe, find_config
 
 ARENA = [sys.executable, "-m", "arena_core"]
 

@@ -156,6 +156,17 @@ def test_the_built_in_commands_cannot_be_disabled(monkeypatch: pytest.MonkeyPatc
     assert "run" in make_cli(pm).commands
 
 
+def test_every_built_in_command_is_essential_or_a_named_default():
+    from arena_core.plugins import DEFAULT_COMMANDS, ESSENTIAL_COMMANDS
+
+    hooks = ArenaHooks(make_plugin_manager(autoload=False, strict=True))
+    cli = click.Group()
+    hooks.register_commands(cli)
+    essential = {name for name, plugin in hooks.command_plugins.items() if plugin == ESSENTIAL_COMMANDS}
+    assert essential == {"run", "card", "runs", "verify", "plugins", "config", "list", "show"}
+    assert {name: plugin for name, plugin in hooks.command_plugins.items() if name not in essential} == DEFAULT_COMMANDS
+
+
 class MyPredict:
     """A third party's own ``arena predict``."""
 

@@ -15,9 +15,16 @@ import pytest
 from arena_backends import vllm_server, vllm_weights
 from arena_core import ArenaHooks, MeasuredQuality, UsageError, make_plugin_manager, sha256_of
 from arena_core.results.parity import output_parity, quality_difference
-from arena_core.run.model_source import model_from_weights, names_weights
+from arena_core.types import ModelQuery, ModelSpec
 
 GIB = 2**30
+HOOKS = ArenaHooks(make_plugin_manager(autoload=False, strict=True))
+
+
+def model_from_weights(given: str) -> ModelSpec | None:
+    """The model ``arena run --backend vllm GIVEN`` serves, as the model sources describe it."""
+    described = HOOKS.describe_model(ModelQuery(source=given, named_by=f"model {given}", serve=True))
+    return described.spec if described else None
 
 
 def test_a_cpu_build_takes_half_the_free_memory_with_room_for_its_weights():
@@ -150,7 +157,7 @@ def _folder(tmp_path: Path, *, weights: bool = True) -> Path:
 
 def test_a_folder_is_a_model_described_by_its_config(tmp_path):
     folder = _folder(tmp_path)
-    assert names_weights(str(folder)) and names_weights("google/gemma-3-270m") and not names_weights("gemma-3-270m")
+    assert model_from_weights("gemma-3-270m") is None  # a catalog name: no source of weights
     model = model_from_weights(str(folder))
     assert model.name == "my-gemma" and model.files == {"hf_folder": str(folder.resolve())} and model.hf_id == ""
     assert model.precision.lower() == "bf16" and model.context_length == 32768 and model.architecture is not None
@@ -224,14 +231,14 @@ def test_an_attached_vllm_serving_a_folder_here_is_named_from_its_config(tmp_pat
     from arena_core.run.identity import identify, served_facts
 
     folder = _folder(tmp_path)
-    facts = served_facts({"id": "g270", "root": str(folder), "owned_by": "vllm"}, {}, here=True)
+    facts = served_facts({"id": "g270", "root": str(folder), "owned_by": "vllm"}, {}, here=True, describe=HOOKS.describe_model)
     assert facts["served_root"] == "my-gemma" and str(tmp_path) not in json.dumps(facts)  # never a path of this machine
     assert (facts["config_name"], facts["architecture"], facts["precision"]) == ("Gemma 3 270m", "Gemma3ForCausalLM", "BF16")
     served = identify(facts, {})
     assert served.name == "gemma-3-270m-bf16" and served.title == "Gemma 3 270m (BF16, Gemma3ForCausalLM)"
     assert served.facts["identity"] == "the served folder's config.json"
     # a server elsewhere: its root is a name only, nothing is read
-    assert "config_name" not in served_facts({"id": "g270", "root": str(folder)}, {}, here=False)
+    assert "config_name" not in served_facts({"id": "g270", "root": str(folder)}, {}, here=False, describe=HOOKS.describe_model)
 
 
 def test_a_cached_hugging_face_id_is_served_from_its_snapshot_folder(tmp_path, monkeypatch):

@@ -3,7 +3,6 @@ it, each figure with an interval: the default predictor's answer (``arena list p
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, Within, results_dir
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.errors import UsageError
+from arena_core.hooks import ArenaHooks
 from arena_core.hookspecs import hookimpl
 from arena_core.loadgen.goodput import SEED_TTFT_P95_LIMITS_S, Slo, parse_slo
 from arena_core.loadgen.plausible import TEMPLATE_TOKENS
@@ -27,19 +27,20 @@ from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.predicted_capacity import PredictedCapacity, rate_capacity, users_capacity
 from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
 from arena_core.run.engine import default_workloads
-from arena_core.run.model_config import describe, find_config, known_precision, read_config
-from arena_core.run.roofline import KV_CACHE_BYTES
+from arena_core.run.roofline import KV_CACHE_BYTES, known_precision
 from arena_core.types import (
     BackendSpec,
     Calibration,
     ClosedLoopShape,
     Figures,
     HardwareProfile,
+    ModelQuery,
     ModelSpec,
     PredictionSetup,
     Predictor,
     WorkloadPrediction,
     WorkloadSpec,
+    slug,
     version_numbers,
 )
 
@@ -149,7 +150,7 @@ def predict_command(app: CliApp, **given: Any) -> None:
     query = PredictQuery(**given)
     registry = app.hooks.registry
     chosen_predictor = require_predictor(registry).predictor
-    spec, assumptions = _described(registry, query.model, query.config_path, query.params_b, query.active_params_b, query.precision)
+    spec, assumptions = _described(app.hooks, query.model, query.config_path, query.params_b, query.active_params_b, query.precision)
     if query.template_tokens is not None:
         spec = attrs.evolve(spec, template_tokens=query.template_tokens)
     model = spec.name
@@ -253,24 +254,20 @@ def _said(key: str, value: Any) -> str:
 
 
 def _described(
-    registry: Registry, model: str | None, config_path: str | None, params_b: float | None, active_params_b: float | None, precision: str | None
+    hooks: ArenaHooks, model: str | None, config_path: str | None, params_b: float | None, active_params_b: float | None, precision: str | None
 ) -> tuple[ModelSpec, tuple[str, ...]]:
-    """The model to predict and what had to be assumed of it: a config.json's
-    (:mod:`arena_core.run.model_config`), a catalog entry (at another precision or size where one
-    is given), or the facts given alone."""
+    """The model to predict and what had to be assumed of it: a config.json's (as a model
+    source reads it), a catalog entry (at another precision or size where one is given), or the
+    facts given alone."""
+    registry = hooks.registry
     if active_params_b is not None and params_b is not None and active_params_b > params_b:
         raise UsageError(f"--active-params {active_params_b:g} is more than --params {params_b:g}")
     if config_path:
-        path = find_config(config_path)
-        data = read_config(path)
-        described = describe(
-            data,
-            name=_valid(model) if model else _name_of(data, path),
-            precision=precision,
-            params_b=params_b,
-            active_params_b=active_params_b,
-            source=path.name,
-        )
+        query = ModelQuery(source=config_path, named_by="--model-config", name=model, precision=precision, params_b=params_b, active_params_b=active_params_b)
+        if (described := hooks.describe_model(query)) is None:
+            raise UsageError(
+                f"--model-config: no model source reads {config_path!r} (the arena_models plugin reads a config.json, a folder holding one, or a cached Hugging Face id)"
+            )
         return described.spec, described.assumptions
     if model is not None and model in registry.models:
         spec = registry.get("models", model)
@@ -294,7 +291,7 @@ def _described(
     if active_params_b is None:
         said.append("no --active-params: dense (every parameter active for each token)")
     spec = ModelSpec(
-        name=_valid(model or "described-model"),
+        name=slug(model or "") or "described-model",
         title=model or f"a {params_b:g}B model",
         description="described by flags",
         hf_id="",
@@ -372,17 +369,6 @@ def _calibration(given: str | None, store: Path, hardware: str, backend: Backend
     if found is None:
         raise UsageError(f"--calibration: {given}: not a readable calibration (arena calibrate writes one into the store's calibrations/)")
     return found
-
-
-def _name_of(config: dict, path: Path) -> str:
-    """A name for a described model: the config's own ``_name_or_path``, else its folder's."""
-    said = config.get("_name_or_path")
-    return _valid(said.rsplit("/", 1)[-1] if isinstance(said, str) and said else path.parent.name)
-
-
-def _valid(text: str) -> str:
-    """``text`` as a registered name: lower case, words joined by dashes."""
-    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")[:80] or "described-model"
 
 
 #: The figures a prediction shows, each with how it is written.

@@ -32,7 +32,6 @@ from arena_core.run.budget import DEFAULT_BUDGET_S, FINISH_S, LEAST_QUALITY_S, B
 from arena_core.run.identity import CATALOG_IDENTITY, UNNAMED, ask_the_server, identify, served_facts, unique_name
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
-from arena_core.run.model_source import model_from_weights, names_weights
 from arena_core.run.probes import probes_for
 from arena_core.run.pulse import Counts, Pulse
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
@@ -47,6 +46,7 @@ from arena_core.types import (
     Endpoint,
     EndpointSettings,
     HardwareProfile,
+    ModelQuery,
     ModelSpec,
     QualityRequest,
     QualitySuiteSpec,
@@ -165,7 +165,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     run = config.run
     endpoint = _endpoint_settings(request, config.endpoint, config.source)
     backend, embedded = _choose_backend(request, config, registry, attach=bool(endpoint.base_url))
-    model = _model_of(request, run.model, backend, registry)
+    model = _model_of(request, run.model, backend, hooks)
     here = server_is_here(endpoint.base_url)
     hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks, here=here)
     chosen_scale = request.scale or (run.scale if run.scale != 1.0 else None)
@@ -220,15 +220,17 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     )
 
 
-def _model_of(request: RunRequest, configured: str | None, backend: BackendSpec, registry: Registry) -> ModelSpec:
+def _model_of(request: RunRequest, configured: str | None, backend: BackendSpec, hooks: ArenaHooks) -> ModelSpec:
     """The model a run measures: the one named (a catalog entry, or weights in a folder or the
-    Hugging Face cache), else the backend's embedded one, else the served model, uncatalogued."""
+    Hugging Face cache, as a model source describes them), else the backend's embedded one,
+    else the served model, uncatalogued."""
+    registry = hooks.registry
     name = request.model or configured or (backend.embedded.model if backend.embedded and not backend.attaches else None)
     if name is None:
         title = request.served_model or "the served model"
         return ModelSpec(name=UNCATALOGUED_MODEL, title=title, description="not in the catalog", hf_id="", precision="unknown")
-    if name not in registry.by_kind["models"] and names_weights(name):
-        return model_from_weights(name)  # a folder or a cached Hugging Face id, for a backend that serves one
+    if name not in registry.by_kind["models"] and (described := hooks.describe_model(ModelQuery(source=name, named_by=f"model {name}", serve=True))):
+        return described.spec  # a folder or a cached Hugging Face id, for a backend that serves one
     return registry.get("models", name)
 
 
@@ -480,7 +482,7 @@ class RunSession:
         A resumed run whose server now serves other weights stops: its results would mix two
         models under one name."""
         entry, props = ask_the_server(endpoint)
-        facts = served_facts(entry, props, here=here)
+        facts = served_facts(entry, props, here=here, describe=self.hooks.describe_model)
         plan, recorded = self.plan, self.manifest.model_facts
         if plan.model.name != UNCATALOGUED_MODEL:
             self._record(model_facts={**recorded, **facts, "identity": CATALOG_IDENTITY})

@@ -16,15 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
+from arena_core.errors import UsageError
 from arena_core.run.gguf import gguf_metadata
-from arena_core.types import Endpoint, ModelSpec
+from arena_core.types import DescribedModel, Endpoint, ModelQuery, ModelSpec, slug
 
 #: The name recorded before Arena named models (and still, where a server says nothing at all).
 UNNAMED = "served-model"
@@ -49,11 +49,6 @@ class ServedModel:
     @property
     def fingerprint(self) -> str:
         return str(self.facts.get("fingerprint", ""))
-
-
-def slug(text: str) -> str:
-    """A registered-name form of ``text``: lowercase words joined by dashes ("" when none)."""
-    return "-".join(re.findall(r"[a-z0-9.]+", text.lower().replace("_", "-")))[:80].strip("-.")
 
 
 def clean(value: Any) -> str:
@@ -88,8 +83,11 @@ def ask_the_server(endpoint: Endpoint) -> tuple[Mapping[str, Any], Mapping[str, 
     return entry, props if isinstance(props, dict) else {}
 
 
-def served_facts(entry: Mapping[str, Any], props: Mapping[str, Any], *, here: bool) -> dict[str, Any]:
-    """The facts of the served model, each checked: strings cleaned and cut, numbers bounded."""
+def served_facts(
+    entry: Mapping[str, Any], props: Mapping[str, Any], *, here: bool, describe: Callable[[ModelQuery], DescribedModel | None] | None = None
+) -> dict[str, Any]:
+    """The facts of the served model, each checked: strings cleaned and cut, numbers bounded. A
+    folder served on this machine is described by ``describe`` (the model sources' hook)."""
     facts: dict[str, Any] = {}
     served_id, root = _no_path(clean(entry.get("id"))), _no_path(clean(entry.get("root")))
     if served_id:
@@ -102,8 +100,15 @@ def served_facts(entry: Mapping[str, Any], props: Mapping[str, Any], *, here: bo
     if (size := _count(meta.get("size"), 1e13)) is not None:
         facts["file_gb"] = round(size / 1e9, 3)
     raw_root = entry.get("root") if isinstance(entry.get("root"), str) else ""
-    if here and len(raw_root) <= 4096 and raw_root.isprintable() and os.path.isabs(raw_root) and os.path.isfile(os.path.join(raw_root, "config.json")):
-        facts.update(_config_facts(Path(raw_root) / "config.json"))  # vLLM serving a folder on this machine
+    if (
+        describe
+        and here
+        and len(raw_root) <= 4096
+        and raw_root.isprintable()
+        and os.path.isabs(raw_root)
+        and os.path.isfile(os.path.join(raw_root, "config.json"))
+    ):
+        facts.update(_config_facts(Path(raw_root) / "config.json", describe))  # vLLM serving a folder on this machine
     path = props.get("model_path") if isinstance(props.get("model_path"), str) else ""
     path = path if len(path) <= 4096 and path.isprintable() else ""  # read whole: it is opened, not shown
     if path:
@@ -119,22 +124,19 @@ def _no_path(name: str) -> str:
     return Path(name).name if name.startswith(("/", "~")) or (len(name) > 2 and name[1:3] in (":\\", ":/")) else name
 
 
-def _config_facts(config: Path) -> dict[str, Any]:
-    """What a served folder's config.json says of its model: its name, architecture, parameters
-    and precision, read as ``arena predict --model-config`` reads one (nothing where unreadable)."""
-    from arena_core.errors import UsageError
-    from arena_core.run.model_config import describe, read_config
-
+def _config_facts(config: Path, describe: Callable[[ModelQuery], DescribedModel | None]) -> dict[str, Any]:
+    """What a served folder's config.json says of its model -- its name, architecture, parameters
+    and precision -- as a model source reads it (nothing where none can)."""
     try:
-        data = read_config(config)
-        described = describe(data, name="served", source=config.name)
-    except (UsageError, ValueError, ArithmeticError):
+        described = describe(ModelQuery(source=str(config), named_by="the served folder"))
+    except UsageError:
+        return {}
+    if described is None:
         return {}
     facts: dict[str, Any] = {}
-    if name := clean(data.get("_name_or_path") or data.get("_model_name_or_path")):
+    if name := clean(described.config_name):
         facts["config_name"] = _no_path(name)
-    architectures = data.get("architectures")
-    if isinstance(architectures, list) and architectures and (kind := clean(architectures[0])):
+    if kind := clean(described.architecture_class):
         facts["architecture"] = kind
     facts["params_total_b"] = described.spec.params_total_b
     facts["precision"] = clean(described.spec.precision)

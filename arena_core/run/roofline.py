@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import attrs
 
+from arena_core.errors import UsageError
 from arena_core.types import HardwareProfile, ModelSpec, WorkloadResult, WorkloadSpec
 
 #: Bytes per weight by precision; quantised GGUF types by their average bits per weight. The one
@@ -43,6 +44,14 @@ TOLERANCE = 1.10
 def bytes_per_param(precision: str) -> float | None:
     """Bytes per weight of a precision such as ``BF16``, ``BF16 + MTP``, ``nvfp4`` or ``q4_k_m``."""
     return BYTES_PER_PARAM.get(precision.lower().split()[0].replace("-", "_")) if precision.strip() else None
+
+
+def known_precision(precision: str) -> str:
+    """``precision`` where :data:`BYTES_PER_PARAM` knows its bytes per weight, else a one-line
+    error (``--precision``) that lists the ones it knows."""
+    if bytes_per_param(precision) is None:
+        raise UsageError(f"--precision: {precision!r} is not a precision Arena knows ({', '.join(BYTES_PER_PARAM)})")
+    return precision
 
 
 def weight_bytes_per_token(model: ModelSpec) -> float | None:

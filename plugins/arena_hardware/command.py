@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import click
 
-from arena_core.cli.app import CliApp
-from arena_core.cli.output import echo
-from arena_core.hookspecs import hookimpl
-from arena_core.report import render_table
+from arena_core import CliApp, echo, render_table
 
 
 @click.group("hardware")
@@ -33,8 +30,3 @@ def detect_command(app: CliApp) -> None:
         ("probes", ", ".join(profile.probes) or "none"),
     ]
     echo(render_table(["", ""], rows))
-
-
-@hookimpl
-def arena_register_commands(cli: click.Group) -> None:
-    cli.add_command(hardware_command)

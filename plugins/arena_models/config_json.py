@@ -21,13 +21,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+import attrs
 
-from arena_core.errors import UsageError
-from arena_core.files import read_json_file
-from arena_core.run.roofline import BYTES_PER_PARAM, bytes_per_param
-from arena_core.types import ModelArchitecture, ModelSpec
+from arena_core import DescribedModel, ModelArchitecture, ModelQuery, ModelSpec, UsageError, known_precision, read_json_file, slug
 
+#: A Hugging Face model id (``org/name``), as opposed to a catalog name.
+HF_ID = re.compile(r"[\w.-]+/[\w.-]+")
+#: Longest text kept of what a config calls its model or its architecture class.
+NAME_CHARS = 120
 #: The largest config.json read (real ones are a few kilobytes; a multimodal one tens).
 MAX_CONFIG_BYTES = 1_000_000
 #: Bounds on what a config may say (the largest models published have some 256 layers, 64k
@@ -56,14 +57,6 @@ ALWAYS_UNQUANTISED = ("lm_head", "router", "gate", "conv1d", "embed_tokens", "em
 ENCODER_PARTS = ("vision", "visual", "audio", "sound", "mm_", "multi_modal", "mlp1")
 
 
-@frozen(kw_only=True)
-class DescribedModel:
-    """A model read from a config: its catalog-shaped spec and what had to be assumed for it."""
-
-    spec: ModelSpec
-    assumptions: tuple[str, ...]
-
-
 def find_config(given: str) -> Path:
     """``given`` as a config.json: a file, a folder holding one, or a Hugging Face model id in the
     local cache (``HF_HOME``, else ``~/.cache/huggingface``): nothing is downloaded."""
@@ -72,7 +65,7 @@ def find_config(given: str) -> Path:
         return path
     if (path / "config.json").is_file():
         return path / "config.json"
-    if re.fullmatch(r"[\w.-]+/[\w.-]+", given):
+    if HF_ID.fullmatch(given):
         return (cached_snapshot(given) / "config.json").resolve()  # the cache's snapshot links to its blob
     raise UsageError(f"--model-config: {given}: no such file (give a config.json, a folder holding one, or a model id in the Hugging Face cache)")
 
@@ -208,14 +201,6 @@ def describe(
         architecture=arch,
     )
     return DescribedModel(spec=spec, assumptions=tuple(assumed))
-
-
-def known_precision(precision: str) -> str:
-    """``precision`` where the roofline's table knows its bytes per weight, else a one-line error
-    that lists the ones it knows."""
-    if bytes_per_param(precision) is None:
-        raise UsageError(f"--precision: {precision!r} is not a precision Arena knows ({', '.join(BYTES_PER_PARAM)})")
-    return precision
 
 
 def _state_layers(text: Mapping[str, Any], kinds: list[str], assumed: list[str]) -> dict[str, int]:
@@ -386,3 +371,60 @@ def read_config(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"--model-config: {path}: not a JSON object")
     return data
+
+
+def describe_source(query: ModelQuery) -> DescribedModel | None:
+    """The model ``query.source`` names, read from its config.json (see :class:`ModelQuery`);
+    ``None`` for a model to serve that names no folder or Hugging Face id (a catalog name). A
+    problem is one line that starts with ``query.named_by``."""
+    given = query.source
+    hub_id = HF_ID.fullmatch(given) is not None and not Path(given).expanduser().exists()
+    if query.serve and not (hub_id or Path(given).expanduser().is_dir()):
+        return None
+    try:
+        path = find_config(given)
+        data = read_config(path)
+        # a cached hub id: its snapshot folder (config.json resolves into the cache's blobs)
+        folder = cached_snapshot(given) if hub_id else path.parent
+        base = given.rsplit("/", 1)[-1] if hub_id else folder.name
+        name = slug(query.name or (base if query.serve else _own_name(data, path))) or "described-model"
+        described = describe(
+            data,
+            name=name,
+            precision=query.precision,
+            params_b=query.params_b,
+            active_params_b=query.active_params_b,
+            source=f"{base}/config.json" if query.serve else path.name,
+        )
+    except UsageError as exc:
+        raise UsageError(str(exc).replace("--model-config", query.named_by, 1)) from None
+    architectures = data.get("architectures")
+    described = attrs.evolve(
+        described,
+        config_name=_text(data.get("_name_or_path") or data.get("_model_name_or_path")),
+        architecture_class=_text(architectures[0]) if isinstance(architectures, list) and architectures else "",
+    )
+    if not query.serve:
+        return described
+    if not any(p.is_file() for p in folder.glob("*.safetensors")):
+        raise UsageError(f"{query.named_by}: {folder} holds no *.safetensors weights (vLLM serves a folder with config.json and safetensors)")
+    assumed = f"; assumed: {'; '.join(described.assumptions)}" if described.assumptions else ""
+    spec = attrs.evolve(
+        described.spec,
+        title=base,
+        hf_id=given if hub_id else "",
+        description=f"read from {base}/config.json{assumed}",
+        files={"hf_folder": str(folder.absolute())},
+    )
+    return attrs.evolve(described, spec=spec)
+
+
+def _own_name(config: Mapping[str, Any], path: Path) -> str:
+    """What a config calls its model (the last part of ``_name_or_path``), else its folder's name."""
+    said = config.get("_name_or_path")
+    return said.rsplit("/", 1)[-1] if isinstance(said, str) and said else path.parent.name
+
+
+def _text(value: Any) -> str:
+    """A config's string, printable and cut to :data:`NAME_CHARS` ("" for anything else)."""
+    return "".join(char for char in value if char.isprintable())[:NAME_CHARS] if isinstance(value, str) else ""
