@@ -1,7 +1,7 @@
 """A llama.cpp server's decode step against the sequences decoding in it: n requests at once, each
 128 tokens with its end-of-sequence ignored, and each answer's own time per token (llama.cpp's
 ``timings.predicted_per_token_ms``), for n = 1, 2, 4, 8 and 10: what a step costs per sequence
-(``Efficiency.logit_overhead_s``, docs/prediction.md "A cost per logit").
+(``Efficiency.logit_overhead_s``, docs/prediction-notes.md "A cost per logit").
 
     python bench/decode_step.py [--base-url URL] [--sequences 1,2,4,8,10] [--body '{"temperature": 0}'] [--json]
 

@@ -13,8 +13,8 @@ from arena_core import ArenaHooks, Endpoint, hookimpl, make_plugin_manager
 from arena_core.cli.params import Duration
 from arena_core.config import load_config
 from arena_core.run.budget import PRIOR_SLOWDOWN, Expected, minutes, scale_for
-from arena_core.run.engine import RunRequest, plan_run
 from arena_core.run.manifest import read_manifest, write_manifest
+from arena_core.run.session import RunRequest, plan_run
 from arena_core.run.store import index_run, new_run_dir, store_result
 from arena_core.types import Verdict, WorkloadResult
 
@@ -54,7 +54,7 @@ def test_a_stored_run_of_the_model_teaches_the_estimate_its_speed(hooks, tmp_pat
     simulation, and says it learnt so from that run."""
     first = plan(hooks, tmp_path, scale=0.05, workloads=("chat",), quality=False)
     run_id, run_dir = new_run_dir(tmp_path / "store")
-    from arena_core.run.engine import new_manifest
+    from arena_core.run.session import new_manifest
 
     write_manifest(run_dir, new_manifest(first, run_id))
     index_run(tmp_path / "store", read_manifest(run_dir))

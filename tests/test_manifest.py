@@ -12,8 +12,8 @@ import pytest
 
 from arena_core import UsageError
 from arena_core.results.cards import card_from_run, load_cards
-from arena_core.run.engine import RunRequest
 from arena_core.run.manifest import MANIFEST, Manifest, ModelMemory, manifest_data, read_manifest, write_manifest
+from arena_core.run.session import RunRequest
 
 STORED = Path(__file__).resolve().parent / "fixtures" / "stored-runs"
 MEASURED = "20261130-213147-9249"

@@ -36,7 +36,7 @@ def test_reasoning_is_what_the_seed_site_ran(registry):
 
 
 def test_the_second_suite_is_registered_but_measured_only_when_named(registry):
-    from arena_core.run.engine import default_workloads
+    from arena_core.run.session import default_workloads
 
     stress = registry.get("workloads", "concurrency-stress")
     assert (stress.shape.prompt_tokens, stress.shape.generated_tokens, stress.shape.concurrency, stress.optional) == (25000, 256, 20, True)

@@ -614,7 +614,7 @@ def test_llama_cpp_samples_on_the_host_at_a_cost_per_logit_that_grows_with_its_s
     """llama.cpp's server copies each sampling sequence's logits (one per vocabulary entry) to the
     host and samples them there, serial with the GEMMs: a step costs ``logit_overhead_s`` for
     each. So ten users of Gemma 3 270M (262,144 logits a token) on an H200 decode at about 84
-    tokens/s each, as Arena measured on 2026-12-04 (docs/prediction.md, "On a GPU"), not the 481
+    tokens/s each, as Arena measured on 2026-12-04 (docs/prediction-notes.md, "On a GPU"), not the 481
     the weights' reads alone gave; one user near the 543 measured. Calibration recovers a cost
     planted in what it is fitted to, for llama.cpp, and keeps vLLM's prior (0: sampled on the GPU)."""
     import numpy as np
@@ -678,7 +678,7 @@ def test_leave_one_model_out_over_the_seed_cohort(seed_store):
             found = sorted(abs(r[predicted] - r[measured]) / r[measured] for r in mine)
             errors[tier, metric] = found[len(found) // 2]
     assert errors["tier1", "tps"] < errors["tier0", "tps"] and errors["tier1", "ttft"] < errors["tier0", "ttft"], errors
-    # issue 32's goals (docs/prediction.md: 14.0 %, 14.1 %, 7.5 %, 9.1 %, the p90s at tier 1 28.4 %
+    # issue 32's goals (docs/prediction-notes.md: 14.0 %, 14.1 %, 7.5 %, 9.1 %, the p90s at tier 1 28.4 %
     # and 27.6 % by the nearest rank; open-loop TTFT 13.0 %): a change that makes one of them miss fails here
     assert errors["tier0", "tps"] <= 0.15 and errors["tier0", "ttft"] <= 0.20, errors
     assert errors["tier1", "tps"] <= 0.08 and errors["tier1", "ttft"] <= 0.12, errors
@@ -687,7 +687,7 @@ def test_leave_one_model_out_over_the_seed_cohort(seed_store):
         assert nearest_rank(found, 90) <= 0.30, (metric, nearest_rank(found, 90))
     opened = sorted(abs(r["predicted_ttft_s"] - r["measured_ttft_s"]) / r["measured_ttft_s"] for r in rows if r["tier"] == "tier1" and r["open_loop"])
     assert opened[len(opened) // 2] <= 0.20, opened[len(opened) // 2]
-    # the seed's G of every result, as measured on 2026-12-01 (docs/prediction.md): closed loop at
+    # the seed's G of every result, as measured on 2026-12-01 (docs/prediction-notes.md): closed loop at
     # tier 0 11.9 %, open loop at tier 1 8.8 %; a change that makes them worse fails here
     for open_loop, tier, held in ((False, "tier0", 0.14), (True, "tier1", 0.11)):
         mine = [r for r in rows if r["tier"] == tier and r["open_loop"] == open_loop]
@@ -771,7 +771,7 @@ def test_the_80_percent_interval_holds_80_percent_of_the_ledger(seed_store):
     """Each seed result predicted without its own run: its measured tokens/s and TTFT fall inside
     the predicted interval for 80 % ± 5 of the closed-loop results, and apart for 80 % ± 5 of the
     open-loop ones (the widths were set on this ledger: an in-sample check of the efficiencies'
-    range on 85 results and of the open loop's further reach on 59, stated in docs/prediction.md)."""
+    range on 85 results and of the open loop's further reach on 59, stated in docs/prediction-notes.md)."""
     from arena_core import ArenaHooks, make_plugin_manager
     from arena_core.results.cards import load_cards
     from arena_core.results.predictions import interval_coverage, ledger_of
@@ -787,7 +787,7 @@ def test_the_80_percent_interval_holds_80_percent_of_the_ledger(seed_store):
 def test_the_fit_holds_the_prefill_toward_its_priors(registry, monkeypatch):
     """One run's TTFT far from what the priors say pulls the prefill's parameters away from
     them less with the prior's weight than without it: the weight is what keeps a fit to a few
-    runs from following their noise (docs/prediction.md, "The prior's weight")."""
+    runs from following their noise (docs/prediction-notes.md, "The prior's weight")."""
     from arena_prediction import calibration
     from arena_prediction.calibration import Sample, fit, prior_distance
     from arena_prediction.simulator import prior_of

@@ -179,7 +179,7 @@ def test_a_folder_without_weights_or_config_is_a_one_line_error_naming_it(tmp_pa
 def test_naming_the_vllm_backend_alone_runs_its_embedded_model_within_the_default_budget(tmp_path):
     from arena_core.config import ArenaConfig
     from arena_core.run.budget import DEFAULT_BUDGET_S
-    from arena_core.run.engine import RunRequest, plan_run
+    from arena_core.run.session import RunRequest, plan_run
 
     hooks = ArenaHooks(make_plugin_manager(autoload=False, strict=True))
     plan = plan_run(RunRequest(backend="vllm", hardware="cpu-host", output=tmp_path), ArenaConfig(), hooks)

@@ -20,8 +20,8 @@ from arena_core.errors import Interrupted, UsageError
 from arena_core.hookspecs import hookimpl
 from arena_core.loadgen.goodput import parse_slo
 from arena_core.run.capacity import Capacity, SearchSettings, load_text, probe_workload, run_search
-from arena_core.run.engine import RunRequest, RunSession, plan_run
 from arena_core.run.manifest import read_manifest
+from arena_core.run.session import RunRequest, RunSession, plan_run
 from arena_core.run.store import find_run
 from arena_core.types import ClosedLoopShape
 

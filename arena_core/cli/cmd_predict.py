@@ -26,8 +26,8 @@ from arena_core.report.formats import fmt_seconds, fmt_tps
 from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.predicted_capacity import PredictedCapacity, rate_capacity, users_capacity
 from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
-from arena_core.run.engine import default_workloads
 from arena_core.run.roofline import KV_CACHE_BYTES, known_precision
+from arena_core.run.session import default_workloads
 from arena_core.types import (
     BackendSpec,
     Calibration,

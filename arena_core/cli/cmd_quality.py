@@ -17,7 +17,7 @@ from arena_core.hookspecs import hookimpl
 from arena_core.report.live import LiveLine
 from arena_core.report.quality import quality_and_score_lines
 from arena_core.report.text import wrap_text
-from arena_core.run.engine import RunRequest, execute, plan_run
+from arena_core.run.session import RunRequest, execute, plan_run
 
 
 @click.command("quality")

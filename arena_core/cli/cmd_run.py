@@ -27,8 +27,8 @@ from arena_core.report.quality import quality_and_score_lines
 from arena_core.report.text import wrap_text
 from arena_core.run.attach import UNNAMED_SERVER
 from arena_core.run.capacity import SearchSettings
-from arena_core.run.engine import RunPlan, RunRequest, default_workloads, execute, plan_run
 from arena_core.run.manifest import read_manifest
+from arena_core.run.session import RunPlan, RunRequest, default_workloads, execute, plan_run
 from arena_core.run.store import find_run
 from arena_core.types import WorkloadResult
 

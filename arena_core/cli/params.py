@@ -124,7 +124,7 @@ class Duration(click.ParamType):
 
 
 #: The options that say which server to measure and how to reach it, shared by ``arena run`` and
-#: ``arena capacity`` (named as :class:`~arena_core.run.engine.RunRequest`'s fields).
+#: ``arena capacity`` (named as :class:`~arena_core.run.session.RunRequest`'s fields).
 _SERVER_OPTIONS = (
     click.option("--backend", help="Backend name (default: the embedded one, or the one that attaches with --base-url)."),
     click.option("--hardware", help="Hardware profile (default: detected)."),

@@ -73,7 +73,7 @@ class Exchange:
 
 class HttpError(ServerLost):
     """The connection failed (refused, reset, closed early, timed out): the server is gone, which
-    is no fault of the user's input (exit 5; the engine adds the resume command)."""
+    is no fault of the user's input (exit 5; the run session adds the resume command)."""
 
 
 _HEAD, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(7)

@@ -21,10 +21,10 @@ from arena_core.loadgen.goodput import NAMED_SLOS, Slo, goodput, parse_slo
 from arena_core.loadgen.records_io import read_records
 from arena_core.registry import Registry
 from arena_core.run.capacity import SearchSettings
-from arena_core.run.engine import default_workloads
 from arena_core.run.identity import UNNAMED
 from arena_core.run.manifest import MANIFEST, Manifest, read_manifest
 from arena_core.run.roofline import KV_CACHE_BYTES, bytes_per_param
+from arena_core.run.session import default_workloads
 from arena_core.run.store import find_run, list_runs, load_result, workload_dir
 from arena_core.types import (
     SERVER_COUNTS,

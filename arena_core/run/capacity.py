@@ -30,7 +30,7 @@ from arena_core.run.store import workload_dir
 from arena_core.types import ClosedLoopShape, OpenLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
 
 if TYPE_CHECKING:
-    from arena_core.run.engine import RunSession
+    from arena_core.run.session import RunSession
 
 #: How a probe's workload says what it is (its ``custom`` label), so a card can find the probes.
 PROBE_LABEL = "capacity probe"

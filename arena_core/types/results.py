@@ -93,9 +93,9 @@ class WorkloadResult:
     #: Not-a-number and infinity mean "could not be computed": kept as ``None``.
     metrics: Mapping[str, float | None] = field(factory=dict, converter=_finite_or_none)
     verdict: Verdict
-    #: The workload's scale factor: runners leave it at 1, the engine stamps it (:meth:`scaled`).
+    #: The workload's scale factor: runners leave it at 1, the run session stamps it (:meth:`scaled`).
     scale: float = field(default=1.0, validator=bounds.SCALE)
-    #: The workload's changes from its standard shape (:attr:`WorkloadSpec.custom`), stamped by the engine.
+    #: The workload's changes from its standard shape (:attr:`WorkloadSpec.custom`), stamped by the run session.
     custom: str = ""
 
     def customised(self, custom: str) -> WorkloadResult:

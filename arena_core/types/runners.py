@@ -102,7 +102,7 @@ class RunContext:
 
     A runner writes its files under ``output_dir`` (request records as they complete, the
     reference tool's JSON, ``session.json``) through :meth:`write_json` and :meth:`path`, and
-    returns an unscaled :class:`WorkloadResult`; the engine adds telemetry, the ceiling check
+    returns an unscaled :class:`WorkloadResult`; the run session (:mod:`arena_core.run.session`) adds telemetry, the ceiling check
     and the scale.
     """
 

@@ -49,19 +49,16 @@ PREFILL = {
 #: The prefill's parameters that are stepped by adding (a prior of 0 has no factor), each with
 #: its scale in the prior's penalty: how far from its prior weighs as a factor e off one. The
 #: experts' size exponent is held loosely: nothing published says how a grouped GEMM's share
-#: grows with its experts, so its prior (0, every size alike) is a default, not a figure. Held
-#: at a scale of 0.5 the seed cohort's fits kept it near 0.05; at 5 they take 0.22-0.30, and
-#: tier-1 TTFT went from 14.6 % to 11.5 % one run out, 15.2 % to 12.8 % one family out
-#: (docs/prediction.md, "The experts' size and Mamba-2's scan").
+#: grows with its experts, so its prior (0, every size alike) is a default, not a figure. Chosen
+#: on the seed's ledger (docs/prediction-notes.md, "The experts' size and Mamba-2's scan"), which
+#: tests/test_simulator.py::test_leave_one_model_out_over_the_seed_cohort holds.
 ADDITIVE = {"prefill_ramp_tokens": 2048.0, "moe_size_exponent": 5.0}
 #: How firmly the fit holds the prefill's parameters to the engine's priors: the loss adds this
 #: many times the squared log distance of each from its prior (an additive one's: its distance
-#: over its scale, squared: :data:`ADDITIVE`). Free (0), the seven parameters of 2026-12-03 fitted
-#: to the other 16 runs of the seed cohort predicted the run left out worse than the priors do:
-#: median TTFT error 16.5 % one run out and 19.3 % one family out, against 14.6 % and 15.2 % held
-#: at this weight (open-loop TTFT 22.6 % and 19.4 % against 15.6 % and 13.8 %). Chosen on that
-#: same ledger among 0.1 to 1,000 (3 to 50 within a point of each other): docs/prediction.md,
-#: "The prior's weight".
+#: over its scale, squared: :data:`ADDITIVE`). Without it the fit follows a few runs' noise and
+#: predicts a run left out worse than the priors do. Chosen on the seed's ledger
+#: (docs/prediction-notes.md, "The prior's weight"), which test_leave_one_model_out_over_the_seed_cohort
+#: holds; test_the_fit_holds_the_prefill_toward_its_priors holds what the weight does.
 PRIOR_WEIGHT = 10.0
 #: The decoding tokens' attention speed (``Efficiency.decode_attention_speed``) fitted with decode
 #: where an engine's runs need it: llama.cpp's on a CPU runs far below its GEMMs. vLLM's on a GPU
@@ -69,8 +66,8 @@ PRIOR_WEIGHT = 10.0
 DECODE_ATTENTION = {"llama-cpp": (0.01, 0.015, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1.0)}
 #: A step's cost per logit of a sampling sequence (``Efficiency.logit_overhead_s``), fitted with
 #: decode where an engine's grows so: llama.cpp's (its sampling on the host; on a CPU its LM head
-#: too). vLLM's keeps its prior (0: sampled on the GPU in one call; a cost per sequence of 0.5 ms a
-#: step made the seed's tier-1 tokens/s 10.9 % one run out, from 8.2 %).
+#: too). vLLM's keeps its prior (0: sampled on the GPU in one call; docs/prediction-notes.md,
+#: "The constants' histories").
 LOGIT_OVERHEAD = {"llama-cpp": (0.0, 1e-9, 2e-9, 4e-9, 8e-9, 16e-9, 32e-9, 64e-9)}
 #: A request's own cost (``Efficiency.request_overhead_s``, ``prompt_token_overhead_s``), fitted
 #: to the open-loop results' TTFT: a lightly loaded server's first token is one prompt's prefill

@@ -136,7 +136,7 @@ class StepSimulator:
                 f"  left out: {left_out} results of speculative decoding (an MTP build, or a server's stated draft tokens), whose speed rests on the drafts accepted"
             )
         lines.append(f"  {fitted.describe(prior)}")
-        lines.append(f"  the prefill's parameters held toward their priors (weight {PRIOR_WEIGHT:g}: docs/prediction.md, \"The prior's weight\")")
+        lines.append(f"  the prefill's parameters held toward their priors (weight {PRIOR_WEIGHT:g}: docs/prediction-notes.md, \"The prior's weight\")")
         for metric, index in (("tokens/s per user", 0), ("TTFT", 1)):
             before, after = error_of(fitted_to, prior, index), error_of(fitted_to, fitted, index)
             if before is not None and after is not None:

@@ -113,18 +113,15 @@ class Efficiency:
     #: How a mixture of experts' step joins its read and its math: (read^p + compute^p)^(1/p),
     #: between their sum (p = 1) and the larger (p large, a dense layer's roof). A grouped GEMM
     #: loads each expert's weights and multiplies a few rows by them, so the two hide each other
-    #: less than in a dense layer's GEMM: the seed's MoE runs take 1.3-2 times as long to first
-    #: token for five prompts of 256 tokens as for one, where the larger of the two says the same
-    #: time (docs/prediction.md, "A mixture of experts' roof"). 1.75: chosen on the seed's ledger
-    #: (vLLM's runs); other engines take it too, an assumption for calibration to test.
+    #: less than in a dense layer's GEMM. 1.75: chosen on the seed's ledger (vLLM's runs;
+    #: docs/prediction-notes.md, "A mixture of experts' roof"); other engines take it too, an
+    #: assumption for calibration to test. test_simulator's MoE cases hold the formula.
     moe_roof_power: float = field(default=1.75, validator=[ge(1.0), le(64.0)])
     #: and a step of it that only decodes (no prompt in it): 1, their sum. Such a step runs its
     #: attention and then its experts' GEMMs over a few rows each, kernels one after the other
-    #: that each wait on their own reads, so its math (2-4 % of its read at ten users) adds to
-    #: the read rather than hiding in it. Measured on the seed's ledger (vLLM), not fitted:
-    #: tokens/s per user from 7.8 % to 6.2 % one run out and 7.7 % to 5.7 % one family out, TTFT
-    #: as it was. Dense models' decode steps summed as well did worse (6.5 % and 7.2 %), so
-    #: theirs keep the larger (docs/prediction.md, "A decode step's own roof").
+    #: that each wait on their own reads, so its math adds to the read rather than hiding in it.
+    #: Dense models' decode steps keep the larger of the two. Chosen on the seed's ledger, not
+    #: fitted (docs/prediction-notes.md, "A decode step's own roof").
     moe_decode_roof_power: float = field(default=1.0, validator=[ge(1.0), le(64.0)])
     #: and per layer of the model (kernel launches grow with depth)
     layer_overhead_s: float = field(default=0.0, validator=bounds.STEP_OVERHEAD_S)
@@ -196,12 +193,12 @@ class Efficiency:
 #: FP4 (many 4-bit paths upcast); a mixture of experts' low-precision expert GEMMs 1.3 times its
 #: 16-bit ones (GB10's CUTLASS MoE kernels, 120-154 TFLOPS, against BF16's 92: the low end) and
 #: its prefill at 28 % of the 16-bit peak (the one MoE prefill published on GB10, Qwen3.6-35B-A3B;
-#: an NVFP4 figure, taken for the 16-bit one: read strictly, 22 %; docs/prediction.md gives the
+#: an NVFP4 figure, taken for the 16-bit one: read strictly, 22 %; docs/prediction-notes.md gives the
 #: tier-0 error both ways). Gated DeltaNet's scan at 3 %: an assumption (on GB10 it runs a Triton
 #: fallback that "loses efficiency"; no figure is published), for calibration to replace, chosen
-#: on the ledger once the seed's runs were simulated at the step budget they ran (docs/prediction.md,
+#: on the ledger once the seed's runs were simulated at the step budget they ran (docs/prediction-notes.md,
 #: "The seed's servers as they ran"; the cohort alone fits 1.5 %); Mamba-2's
-#: at 20 %, an assumption too (memory-bound kernels; docs/prediction.md gives the ledger at 10-100 %).
+#: at 20 %, an assumption too (memory-bound kernels; docs/prediction-notes.md gives the ledger at 10-100 %).
 #: llama.cpp: 60 % of the bandwidth, 30 % of the peak (assumptions), its step and sampling costs
 #: below. A request's own cost: 5 ms
 #: (the HTTP request, its scheduling and its first token sent back: an assumption, for
@@ -211,7 +208,7 @@ class Efficiency:
 REQUEST_OVERHEAD_S = 0.005
 #: llama.cpp's cost per logit: 4 ns, where two GPU measurements of its sampling agree: its server on
 #: an H200, Gemma 3 270M (262,144 logits a token), ten sequences 11.5-13.9 ms a step against
-#: 2.3 ms for one, 1.1 ms more a sequence: 4.2 ns a logit (docs/prediction.md, "On a GPU");
+#: 2.3 ms for one, 1.1 ms more a sequence: 4.2 ns a logit (docs/prediction-notes.md, "On a GPU");
 #: ggml-org/llama.cpp issue 27050, an RTX 5090 at 32 slots, a step 15.8 ms longer than with
 #: sampling on the GPU for 16.2 MB of logits (32 rows of about 127,000): 3.9 ns a logit.
 LLAMA_CPP_LOGIT_S = 4e-9

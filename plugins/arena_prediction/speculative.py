@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the simulator imports this module: its physics is only a ty
 #: falls as a context grows (vllm issue 47602). The seed cohort's two speculative runs measured
 #: 2.3-2.9 tokens a step (vLLM's spec-decode counters in their open-loop results: Nemotron 3
 #: Super's MTP at 3 draft tokens, 2.54-2.62; Gemma 4's at 4, 2.33-2.86), where this gives 2.53
-#: and 2.77 (docs/prediction.md, "Speculative decoding, simulated"). Calibration does not fit it:
+#: and 2.77 (docs/prediction-notes.md, "Speculative decoding, simulated"). Calibration does not fit it:
 #: a run's speed cannot tell acceptance from bandwidth.
 DRAFT_ACCEPTANCE = 0.7
 

@@ -46,33 +46,16 @@ def prompt_breaks(scheduling: Scheduling, costs: ModelPhysics) -> tuple[int, ...
 
 #: The efficiencies' range around the central ones that makes a prediction's 80 % interval: its
 #: width set so that 80 % of the seed cohort's closed-loop results, each predicted without its
-#: own run (the error ledger), fall inside -- 80 % of tokens/s, 82 % of TTFT, of 85 results
-#: one run out; 79 % and 81 % one family out (tests/test_simulator.py measures it). Compute's
-#: range was narrowed from ×0.77-1.34 when the seed's prompts came in as its servers counted
-#: them (it then held 88 % and 87 % of TTFT; ×0.79-1.30 held 84 % one run out, ×0.82-1.24 71 %).
-#: It was narrowed from ×0.76-1.36 when the layers an FP8 checkpoint keeps in 16 bits came in
-#: (it then held 87 % of TTFT one run out, 86 % one family out; ×0.80-1.30 held 75 %, and 71 % of
-#: the open loop's tokens/s). Compute's
-#: range was widened from ×0.77-1.35 when a request's own cost came in (it then held 74 % of
-#: TTFT); the first, wider range held 86 % and 93 %.
-#: Bandwidth's was narrowed from ×0.86-1.18 when speculative decoding came into the simulator
-#: (its two runs, predicted closer, took tokens/s to 86 %: 73 of 85), and both again when a
-#: mixture of experts' roof came in (×0.87-1.17 and ×0.74-1.4 then held 82 % and 86 %), and
-#: bandwidth's from ×0.88-1.16 when a mixture of experts' decode steps took their read and math
-#: together (it then held 86 % of tokens/s).
+#: own run (the error ledger), fall inside.
+#: tests/test_simulator.py::test_the_80_percent_interval_holds_80_percent_of_the_ledger holds it
+#: (80 % ± 5); docs/prediction-notes.md, "The constants' histories", says how it moved.
 SPREAD = {"bandwidth": (0.90, 1.14), "compute": (0.80, 1.28), "overhead_s": (0.6, 1.7)}
 #: How much further an open-loop result's interval reaches, each way, than the efficiencies' range
 #: takes it: a factor on its tokens/s and one on its TTFT. They stand for what no efficiency
 #: varies: how soon the answers end, the sample of arrivals and lengths, a request's own cost.
 #: Set, like :data:`SPREAD`, on the seed cohort's ledger, so the interval holds 80 % of its
-#: open-loop results (without them: 53 % of tokens/s, 61 % of TTFT; with speculative decoding
-#: simulated, 1.03 and 1.2 held 85 % and 86 %, and a reach of 1.025 on tokens/s held 76 %:
-#: many results lie near the edge; with a mixture of experts' roof, a TTFT reach of 1.15 held
-#: 88 %, and 1.07 held 81 %; with compute's range narrowed for the layers kept in 16 bits, a
-#: TTFT reach of 1.07 held 76 % one run out and 75 % one family out, so it is 1.08; with 1.03 on
-#: tokens/s they hold 80 % and 80 % one run out, 81 % and 76 % one family out; with the seed's
-#: prompts as its servers counted them and compute at ×0.80-1.28, 83 % and 80 % one run out,
-#: 85 % and 78 % one family out).
+#: open-loop results; the same test holds it, apart from the closed loop's, and the same
+#: section of the notes says how it moved.
 OPEN_LOOP_SPREAD = {"tps": 1.03, "ttft": 1.08}
 
 
