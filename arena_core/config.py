@@ -37,7 +37,7 @@ class RunSection:
     backend: str | None = None
     hardware: str | None = None  # None: detect
     workloads: tuple[str, ...] = ()  # empty: all registered workloads
-    engine: Literal["native", "external"] = "native"
+    instrument: Literal["native", "external"] = "native"
     scale: Scale = Scale(1.0)
     output: str = "arena-results"
     #: what to call a model the catalog lacks (default: from what its server reports)
@@ -163,7 +163,11 @@ def parse_config(text: str, *, source: str = "<config>") -> ArenaConfig:
 
 
 def structure_config(data: Any, *, source: str) -> ArenaConfig:
-    """Config data (from TOML, or as a run's manifest recorded it) as an :class:`ArenaConfig`."""
+    """Config data (from TOML, or as a run's manifest recorded it) as an :class:`ArenaConfig`.
+    ``[run] engine``, an earlier Arena's name for ``instrument``, is read as that."""
+    run = data.get("run") if isinstance(data, dict) else None
+    if isinstance(run, dict) and "engine" in run and "instrument" not in run:
+        data = {**data, "run": {("instrument" if key == "engine" else key): value for key, value in run.items()}}
     try:
         config = CONVERTER.structure(data, ArenaConfig)
     except (ClassValidationError, IterableValidationError) as exc:

@@ -72,7 +72,7 @@ def arena_register_runners(register: Callable[[RunnerSpec], None]) -> None:
     Kind: collect. Called once per plugin manager, the first time the registry is needed.
 
     :param register: call it once per :class:`~arena_core.types.RunnerSpec`. A runner names its
-        engines (for example ``native`` and ``external``) and says through
+        instruments (``native`` and ``external``) and says through
         ``RunnerSpec.check_external`` whether its external tool is installed.
     :return: nothing; anything returned is ignored.
     """

@@ -63,7 +63,7 @@ def test_a_stored_run_of_the_model_teaches_the_estimate_its_speed(hooks, tmp_pat
     result = WorkloadResult(
         workload="chat",
         runner="llama-benchy",
-        engine="native",
+        instrument="native",
         requests=10,
         failed=0,
         tokens_per_second=1.0,

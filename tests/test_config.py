@@ -27,7 +27,7 @@ def test_full_config_structures_into_frozen_classes(registry):
         model = "gemma-3-270m"
         hardware = "cpu-host"
         workloads = ["chat", "sharegpt"]
-        engine = "external"
+        instrument = "external"
         scale = 0.05
 
         [endpoint]
@@ -51,7 +51,7 @@ def test_full_config_structures_into_frozen_classes(registry):
     )
     check_config(config, registry)
     assert config.run.workloads == ("chat", "sharegpt")
-    assert config.run.scale == 0.05 and config.run.engine == "external"
+    assert config.run.scale == 0.05 and config.run.instrument == "external"
     assert config.workloads["chat"].concurrency == 4
     assert config.workloads["sharegpt"].request_rate == 2.0
     assert config.scoring.profiles["my-profile"].workload_weights == {"chat": 2.0}

@@ -23,7 +23,7 @@ def probe(users: int, *, attainment: float, total_tps: float, joules: float | No
 
 def card(run_id: str, *, workloads=(), server: str = "", hardware: str = "cpu-host", model: str = "gemma-3-270m", at: str = "2026-12-03T10:00:00") -> ModelCard:
     return ModelCard(
-        run_id=run_id, model=model, model_title=model, hardware=hardware, hardware_title=hardware, backend="llama-cpp", engine="native",
+        run_id=run_id, model=model, model_title=model, hardware=hardware, hardware_title=hardware, backend="llama-cpp", measured_with="native",
         measured_at=at, source="measured by Arena", expected=("chat",), server=server, slo=CardSlo(name="interactive", target=0.95),
         workloads=tuple(workloads) or (CardWorkload(name="chat", tokens_per_second=7.0, ttft_p50_s=1.0),),
     )  # fmt: skip

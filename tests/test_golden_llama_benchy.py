@@ -200,6 +200,6 @@ def test_first_answer_token_is_reported_when_reasoning_streams_first():
     records = [record(0, "rrrcc"), record(1, "RRccc")]
     plan = ClosedLoopPlan(workload="think", model="m", shape=ClosedLoopShape(prompt_tokens=10, generated_tokens=5, concurrency=2, runs=1))
     facts = SessionFacts(latency_s=0.0, delta_user=0, delta_context=0, coherence="skipped")
-    result = closed_loop_result(records, plan, facts, llama_benchy_report(records, plan, facts, "m"), runner="llama-benchy", engine="native")
+    result = closed_loop_result(records, plan, facts, llama_benchy_report(records, plan, facts, "m"), runner="llama-benchy", instrument="native")
     assert result.ttft_p50_s == pytest.approx(0.1)  # reasoning counts as a token for llama-benchy
     assert result.metrics["first_answer_token_p50_s"] == pytest.approx(0.35)  # 0.4 and 0.3

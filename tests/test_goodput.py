@@ -115,7 +115,7 @@ def sweep_card(steps: dict[float, tuple[float, float]]):
         hardware="gb10",
         hardware_title="GB10",
         backend="vllm",
-        engine="e",
+        measured_with="e",
         measured_at="",
         source="s",
         expected=(),

@@ -33,7 +33,7 @@ from arena_core.config import ArenaConfig
 from arena_core.docgen import hookspec_functions
 from arena_core.testing import plugin_manager_with, run_cli
 
-RUN = RunInfo(run_id="r1", model="gemma-3-270m", hardware="cpu-host", backend="llama-cpp", workloads=("chat",), engine="native", scale=0.1)
+RUN = RunInfo(run_id="r1", model="gemma-3-270m", hardware="cpu-host", backend="llama-cpp", workloads=("chat",), instrument="native", scale=0.1)
 
 
 def test_every_hook_has_a_test():
@@ -67,8 +67,8 @@ def test_hook_arena_register_runners():
         name="echo-runner",
         description="Runs nothing; only a test.",
         loop="closed",
-        engines=("native",),
-        create=lambda engine: None,  # type: ignore[arg-type,return-value]
+        instruments=("native",),
+        create=lambda instrument: None,  # type: ignore[arg-type,return-value]
         check_external=lambda: ToolAvailability(available=False, detail="pip install echo-tool"),
     )
 

@@ -47,13 +47,13 @@ def rig_args(tokenizer_path: Path, *extra: str) -> list[str]:
     ]
 
 
-def run(runner, spec, rig, tmp_path: Path, engine: str, tokenizer_path: Path, corpus_path: Path):
+def run(runner, spec, rig, tmp_path: Path, instrument: str, tokenizer_path: Path, corpus_path: Path):
     context = RunContext(
         endpoint=Endpoint(base_url=rig.url, model=MODEL),
-        output_dir=tmp_path / engine / spec.name,
-        options=RunOptions(tokenizer=tokenizer_path if engine == "external" else None, corpus=corpus_path),
+        output_dir=tmp_path / instrument / spec.name,
+        options=RunOptions(tokenizer=tokenizer_path if instrument == "external" else None, corpus=corpus_path),
     )
-    result = runner.create(engine).run(spec, context)
+    result = runner.create(instrument).run(spec, context)
     report = json.loads((context.output_dir / "llama-benchy.json").read_text())
     return result, report
 
@@ -75,7 +75,7 @@ def close(ours: float, theirs: float, relative: float, absolute: float = 0.0) ->
 def test_show_runner(runner):
     result = run_cli(make_plugin_manager(autoload=False), ["show", "runner", "llama-benchy", "--json"])
     data = json.loads(result.stdout)
-    assert data["engines"] == ["native", "external"] and data["loop"] == "closed"
+    assert data["instruments"] == ["native", "external"] and data["loop"] == "closed"
 
 
 @pytest.mark.skipif(
@@ -87,17 +87,17 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{__import__('os').environ['PATH']}")
     spec = workload(f"parity-c{concurrency}", concurrency=concurrency)
     results, reports, logs = {}, {}, {}
-    for engine in ("native", "external"):
+    for instrument in ("native", "external"):
         with FakeServerProcess(rig_args(tokenizer_path)) as rig:
-            results[engine], reports[engine] = run(runner, spec, rig, tmp_path, engine, tokenizer_path, corpus_path)
-            logs[engine] = [e for e in rig.stop() if e["path"] == "/v1/chat/completions" and e.get("stream")]
+            results[instrument], reports[instrument] = run(runner, spec, rig, tmp_path, instrument, tokenizer_path, corpus_path)
+            logs[instrument] = [e for e in rig.stop() if e["path"] == "/v1/chat/completions" and e.get("stream")]
     ours, theirs = reports["native"]["benchmarks"][0], reports["external"]["benchmarks"][0]
     assert {k: v is None for k, v in ours.items()} == {k: v is None for k, v in theirs.items()}
-    # Each engine measured its own run of the rig, and on a busy machine the rig's real decode
-    # speed differs from run to run (a late wake-up of its sleep schedule): so each engine is
+    # Each instrument measured its own run of the rig, and on a busy machine the rig's real decode
+    # speed differs from run to run (a late wake-up of its sleep schedule): so each instrument is
     # held to what the rig did in its run -- its own log, stamped before each write -- and
     # through that to the other.
-    truth_tps = {engine: rig_decode_speed(log[-concurrency * 2 :]) for engine, log in logs.items()}
+    truth_tps = {instrument: rig_decode_speed(log[-concurrency * 2 :]) for instrument, log in logs.items()}
     assert close(ours["tg_req_throughput"]["mean"], truth_tps["native"], 0.03), (ours["tg_req_throughput"]["mean"], truth_tps)
     assert close(theirs["tg_req_throughput"]["mean"], truth_tps["external"], 0.03), (theirs["tg_req_throughput"]["mean"], truth_tps)
     agreement = ours["tg_req_throughput"]["mean"] / truth_tps["native"] - theirs["tg_req_throughput"]["mean"] / truth_tps["external"]
@@ -105,31 +105,32 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
     assert close(ours["tg_throughput"]["mean"] / truth_tps["native"], theirs["tg_throughput"]["mean"] / truth_tps["external"], 0.03)
     assert close(ours["peak_throughput"]["mean"] / truth_tps["native"], theirs["peak_throughput"]["mean"] / truth_tps["external"], 0.05)
     truth_ms = {
-        engine: sum((e["first_content_ns"] - e["received_ns"]) / 1e6 for e in log[-concurrency * 2 :]) / (concurrency * 2) for engine, log in logs.items()
+        instrument: sum((e["first_content_ns"] - e["received_ns"]) / 1e6 for e in log[-concurrency * 2 :]) / (concurrency * 2)
+        for instrument, log in logs.items()
     }
     # Time to first token (the rig's first content write) and to first response (its role chunk):
-    # each engine's holds the rig's own interval of the same requests (its send comes before the
+    # each instrument's holds the rig's own interval of the same requests (its send comes before the
     # rig receives, its arrival after the rig writes), never less. How much more is how late two
     # processes ran on this machine, which no test can bound on a busy one (an absolute 3 ms
     # failed beside other work): bench/client_overhead.py measures that error side by side with
     # llama-benchy's, in one run.
-    truth_role_ms = {engine: statistics.fmean((e["role_ns"] - e["received_ns"]) / 1e6 for e in log[-concurrency * 2 :]) for engine, log in logs.items()}
+    truth_role_ms = {instrument: statistics.fmean((e["role_ns"] - e["received_ns"]) / 1e6 for e in log[-concurrency * 2 :]) for instrument, log in logs.items()}
     for key, truth in (("e2e_ttft", truth_ms), ("ttfr", truth_role_ms)):
         ours_error, theirs_error = ours[key]["mean"] - truth["native"], theirs[key]["mean"] - truth["external"]
         assert ours_error >= 0 and theirs_error >= 0, (key, ours_error, theirs_error)
     # Prefill speed per request (prompt tokens over the time to first response), against the
     # rig's own; a TTFT within 3 ms of ~33 ms bounds it to about 10 %.
     truth_pp = {
-        engine: statistics.fmean(e["prompt_tokens"] / ((e["role_ns"] - e["received_ns"]) / 1e9) for e in log[-concurrency * 2 :])
-        for engine, log in logs.items()
+        instrument: statistics.fmean(e["prompt_tokens"] / ((e["role_ns"] - e["received_ns"]) / 1e9) for e in log[-concurrency * 2 :])
+        for instrument, log in logs.items()
     }
     ours_pp, theirs_pp = (report["pp_throughput" if concurrency == 1 else "pp_req_throughput"]["mean"] for report in (ours, theirs))
     assert close(ours_pp, truth_pp["native"], 0.12), (ours_pp, truth_pp)
     assert theirs_pp / truth_pp["external"] <= ours_pp / truth_pp["native"] * 1.03, (theirs_pp, ours_pp, truth_pp)
-    # Both engines sent the same kind of requests, of the same size.
-    for engine, log in logs.items():
+    # Both instruments sent the same kind of requests, of the same size.
+    for instrument, log in logs.items():
         measured = [e for e in log if e["max_tokens"] == 32]
-        assert len(measured) == concurrency * 3, engine  # warmup run + 2 runs
+        assert len(measured) == concurrency * 3, instrument  # warmup run + 2 runs
         assert all(set(e["body_keys"]) == {"model", "messages", "max_tokens", "stream", "return_token_ids", "stream_options"} for e in measured)
         assert all(e["roles"] == ["user"] for e in measured)
         assert all(abs(e["prompt_tokens"] - 256) <= 2 for e in measured), [e["prompt_tokens"] for e in measured]

@@ -33,8 +33,8 @@ def test_a_run_stored_before_the_manifest_class_reads_as_one(store):
     assert measured.commands["chat"].startswith("llama-benchy --base-url") and measured.hardware_profile.name == "cpu-host"
     assert measured.source == "measured by Arena" and measured.files and measured.telemetry.probes == ("meminfo",)
     imported = read_manifest(store / IMPORTED)
-    assert imported.engine == "imported" and imported.source == "published LLM Arena reference card" and imported.imported_at
-    assert imported.engine_description.startswith("vLLM") and imported.model == "qwen3.6-35b-a3b"
+    assert imported.instrument == "imported" and imported.source == "published LLM Arena reference card" and imported.imported_at
+    assert imported.measured_with.startswith("vLLM") and imported.model == "qwen3.6-35b-a3b"
     assert isinstance(imported.model_memory, ModelMemory) and imported.hardware_profile.name == "gb10"
 
 

@@ -213,7 +213,7 @@ def test_a_manifests_server_settings_are_believed_only_as_the_import_checks_them
     from arena_core.results.cards import _server_settings
     from arena_core.run.manifest import Manifest
 
-    base = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", engine="imported")
+    base = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", instrument="imported")
     hostile = {"kv_cache_dtype": "<script>x</script>", "token_budget": "2048", "slots": 10**12, "speculative_tokens": 10**6, "sixteen_bit_compute": "true"}
     assert _server_settings(attrs.evolve(base, config={"server_settings": hostile}), registry) == ServerSettings()
     assert _server_settings(attrs.evolve(base, config={"server_settings": {"sixteen_bit_compute": 1}}), registry) == ServerSettings()
@@ -254,7 +254,7 @@ def test_the_slots_of_a_server_arena_started_are_what_its_runs_are_simulated_wit
     from arena_core.results.cards import _server_settings
     from arena_core.run.manifest import Manifest
 
-    vllm = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", engine="native")
+    vllm = Manifest(run_id="r", arena_version="0", status="completed", started_at="", model="m", backend="vllm", hardware="gb10", instrument="native")
     assert _server_settings(attrs.evolve(vllm, backend_facts={"max_num_seqs": 4}), registry) == ServerSettings(slots=4)
     assert _server_settings(attrs.evolve(vllm, backend_facts={"max_num_seqs": 4}, config={"server_settings": {"slots": 20}}), registry).slots == 20
     assert _server_settings(attrs.evolve(vllm, backend="llama-cpp", backend_facts={"parallel": 25}), registry).slots == 25
@@ -280,7 +280,7 @@ def test_an_attached_run_on_an_unnamed_machine_says_it_is_not_covered(registry):
         hardware="unnamed",
         hardware_title="the server's machine (not named)",
         backend="openai",
-        engine="native",
+        measured_with="native",
         measured_at="",
         source="measured by Arena",
         expected=("chat",),
@@ -325,7 +325,7 @@ def test_a_run_s_measured_chat_template_is_prefilled_in_its_prediction(registry)
     plan = ClosedLoopPlan(workload="chat", model="m", shape=ClosedLoopShape(prompt_tokens=10, generated_tokens=5, concurrency=1, runs=1))
     for added, kept in ((634, 634.0), (0, None)):
         facts = SessionFacts(latency_s=0.0, delta_user=added, delta_context=13, coherence="skipped")
-        result = closed_loop_result((), plan, facts, llama_benchy_report((), plan, facts, "m"), runner="llama-benchy", engine="native")
+        result = closed_loop_result((), plan, facts, llama_benchy_report((), plan, facts, "m"), runner="llama-benchy", instrument="native")
         assert result.metrics.get("template_tokens") == kept
     card = ModelCard(
         run_id="20261205-000000-abcd",
@@ -334,7 +334,7 @@ def test_a_run_s_measured_chat_template_is_prefilled_in_its_prediction(registry)
         hardware="gb10",
         hardware_title="DGX Spark",
         backend="vllm",
-        engine="native",
+        measured_with="native",
         measured_at="",
         source="measured by Arena",
         expected=("chat",),

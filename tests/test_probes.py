@@ -217,7 +217,7 @@ def test_energy_per_token_counts_tokens_over_the_same_window_as_the_energy(tmp_p
 def energy_card(metrics: dict, notes: tuple[str, ...] = ()) -> ModelCard:
     line = CardWorkload(name="chat", tokens_per_second=10.0, ttft_p50_s=0.5, metrics=metrics)
     return ModelCard(
-        run_id="r", model="m", model_title="M", hardware="cpu-host", hardware_title="CPU", backend="llama-cpp", engine="native",
+        run_id="r", model="m", model_title="M", hardware="cpu-host", hardware_title="CPU", backend="llama-cpp", measured_with="native",
         measured_at="", source=MEASURED_BY_ARENA, expected=("chat",), workloads=(line,), telemetry_notes=notes,
     )  # fmt: skip
 

@@ -13,7 +13,7 @@ def result(**metrics) -> WorkloadResult:
     return WorkloadResult(
         workload="chat",
         runner="llama-benchy",
-        engine="native",
+        instrument="native",
         scale=1.0,
         requests=10,
         failed=0,

@@ -62,7 +62,7 @@ def test_unknown_names_and_bad_flags_are_usage_errors(tmp_path):
     for args, needle in (
         (["run", "--workloads", "chat,nope"], "unknown workload 'nope'"),
         (["run", "--scale", "0"], "--scale"),
-        (["run", "--engine", "fast"], "--engine"),
+        (["run", "--instrument", "fast"], "--instrument"),
         (["run", "no-such-model", "--output", str(tmp_path)], "unknown model 'no-such-model'"),
         (["run", "--base-url", "http://127.0.0.1:9", "--output", str(tmp_path)], "does not answer"),
     ):

@@ -158,13 +158,13 @@ def test_the_external_llama_benchy_never_has_the_key_on_its_command_line(tmp_pat
     with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "5", "--api-key", KEY]) as rig:
         watcher.start()
         argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER / "tokenizer.json", workloads="chat", scale="0.02")
-        done = subprocess.run([*argv, "--engine", "external", "--api-key-env", "ARENA_TEST_KEY"], capture_output=True, text=True, timeout=300, env=env)
+        done = subprocess.run([*argv, "--instrument", "external", "--api-key-env", "ARENA_TEST_KEY"], capture_output=True, text=True, timeout=300, env=env)
         stop.set()
         watcher.join()
     assert done.returncode == 0, done.stderr[-2000:]  # the key reached the server: every request was let in
     assert seen_benchy and not seen_key
     result = json.loads(next((tmp_path / "store").glob("*/workloads/chat/result.json")).read_text())
-    assert result["engine"] == "external" and result["verdict"]["valid"]
+    assert result["instrument"] == "external" and result["verdict"]["valid"]
 
 
 @pytest.mark.slow

@@ -36,15 +36,15 @@ def rig(*extra: str, prefill_ms: int = 20) -> FakeServerProcess:
     return FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "5", "--prefill-base-ms", str(prefill_ms), *extra])
 
 
-def run(runner, spec, url, tmp_path, engine="native", **options):
-    context = RunContext(endpoint=Endpoint(base_url=url, model=MODEL), output_dir=tmp_path / engine / spec.name, options=RunOptions(**options))
-    result = runner.create(engine).run(spec, context)
+def run(runner, spec, url, tmp_path, instrument="native", **options):
+    context = RunContext(endpoint=Endpoint(base_url=url, model=MODEL), output_dir=tmp_path / instrument / spec.name, options=RunOptions(**options))
+    result = runner.create(instrument).run(spec, context)
     return result, json.loads((context.output_dir / "vllm-bench.json").read_text()), context.output_dir
 
 
 def test_show_runner():
     data = json.loads(run_cli(make_plugin_manager(autoload=False), ["show", "runner", "vllm-bench", "--json"]).stdout)
-    assert data["loop"] == "open" and data["engines"] == ["native", "external"]
+    assert data["loop"] == "open" and data["instruments"] == ["native", "external"]
 
 
 def test_command_line_is_in_the_c_locale():
@@ -131,9 +131,9 @@ def test_native_agrees_with_the_real_vllm_bench_serve(runner, tmp_path):
     token puts the figures compared well above that noise, and the bound at 5 %."""
     spec = workload("parity", num_prompts=40, request_rate=20.0, burstiness=0.7, max_concurrency=8)
     reports = {}
-    for engine in ("native", "external"):
+    for instrument in ("native", "external"):
         with rig(prefill_ms=100) as server:
-            _, reports[engine], _ = run(runner, spec, server.url, tmp_path, engine, tokenizer=TOKENIZER)
+            _, reports[instrument], _ = run(runner, spec, server.url, tmp_path, instrument, tokenizer=TOKENIZER)
     ours, theirs = reports["native"], reports["external"]
     assert (ours["completed"], ours["failed"]) == (theirs["completed"], theirs["failed"])
     assert ours["total_input_tokens"] == theirs["total_input_tokens"] and ours["total_output_tokens"] == theirs["total_output_tokens"]
@@ -194,7 +194,7 @@ def verdict_of(outcome, rate=10.0):
         shape=OpenLoopShape(dataset="random", request_rate=rate, num_prompts=max(1, len(outcome.outputs)), input_tokens=16, output_tokens=16),
     )
     metrics, _ = open_loop_report(outcome, plan, tokenizer="t", num_prompts=len(outcome.outputs))
-    return open_loop_result(outcome, plan, metrics, runner="vllm-bench", engine="native", requested=len(outcome.outputs)).verdict
+    return open_loop_result(outcome, plan, metrics, runner="vllm-bench", instrument="native", requested=len(outcome.outputs)).verdict
 
 
 def test_a_client_behind_schedule_invalidates_the_run():

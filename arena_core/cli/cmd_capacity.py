@@ -131,7 +131,7 @@ def _asked(app: CliApp, flags: dict[str, Any]) -> tuple[SearchSettings, RunReque
         probe_seconds=flags.pop("probe_seconds") or None,
         slots=flags["slots"],
     )
-    return settings, RunRequest(workloads=(workload,), engine="native", **flags)
+    return settings, RunRequest(workloads=(workload,), instrument="native", **flags)
 
 
 def _resumed(ctx: click.Context, run_id: str, flags: dict[str, Any]) -> tuple[SearchSettings, RunRequest]:

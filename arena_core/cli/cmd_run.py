@@ -51,7 +51,7 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 
 #: What a resumed run keeps from its start: a flag that would change it is refused, not ignored.
 #: (Given the same as the run had, a flag is fine: a resume command may repeat the original.)
-RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "engine", "exact_output", "budget_s")
+RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output", "budget_s")
 #: What a resumed run takes from the flags when they are given: where to find things, not what to measure.
 RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "dataset", "corpus")
 
@@ -67,7 +67,7 @@ RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tok
     type=Duration(),
     help="Fit the run into this time (10m, 90s, none) by choosing its scale; said before it starts and on the card (default: 10m for the embedded server without --scale).",
 )
-@click.option("--engine", type=click.Choice(["native", "external"]), help="Arena's own instrument, or the reference tools.")
+@click.option("--instrument", type=click.Choice(["native", "external"]), help="Measure with Arena's own instrument, or with the reference tools.")
 @click.option(
     "--dataset",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -176,7 +176,7 @@ def stopped_like_ctrl_c(*signals: signal.Signals) -> Iterator[None]:
 
 def _print_outcome(plan: RunPlan, run_dir: Path, results: list[WorkloadResult], seconds: float, hooks: ArenaHooks) -> None:
     """The card, the model's memory, where the results are; invalid results end in exit 4."""
-    title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.engine})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
+    title = f"{plan.model.title} on {plan.hardware.title} ({plan.backend.name}, {plan.instrument})" + (f", scaled x{plan.scale:g}" if plan.scale != 1 else "")
     server_memory = not plan.backend.attaches and not any(name.startswith("nvml") for name in plan.hardware.probes)
     echo(render_card(title, results, [w.name for w in plan.workloads], server_memory=server_memory))
     memory = read_manifest(run_dir).model_memory

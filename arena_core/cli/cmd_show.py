@@ -65,6 +65,6 @@ def _show_run(store: Path, run_id: str, as_json: bool) -> None:
     if as_json:
         echo(render_json({"manifest": manifest_data(manifest), "results": [describe(r) for r in results]}))
         return
-    title = f"{manifest.model} on {manifest.hardware} ({manifest.backend}, {manifest.engine}), scale {manifest.scale}, {manifest.status}"
+    title = f"{manifest.model} on {manifest.hardware} ({manifest.backend}, {manifest.instrument}), scale {manifest.scale}, {manifest.status}"
     echo(render_card(title, results, list(manifest.workloads)))
     echo(f"results: {run_dir}")

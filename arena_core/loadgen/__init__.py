@@ -10,7 +10,7 @@ Open loop (``vllm bench serve``'s): :func:`sample_random` / :func:`sample_shareg
 measure, :func:`open_loop_report` and :func:`open_loop_result` summarise.
 Shared: :class:`ChatClient`, codecs, :class:`RecordWriter`, :func:`verdict_for`, statistics,
 and :func:`run_measurement` to drive a coroutine on the measuring event loop;
-:func:`run_reference_tool` runs a reference tool for an external engine.
+:func:`run_reference_tool` runs a reference tool for the external instrument.
 """
 
 from arena_core.loadgen.arrivals import arrival_offsets

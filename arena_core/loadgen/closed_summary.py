@@ -55,7 +55,7 @@ def llama_benchy_report(records: Sequence[RequestRecord], plan: ClosedLoopPlan, 
         "prefix_caching_enabled": plan.prefix_caching,
         "max_concurrency": plan.shape.concurrency,
         "benchmarks": entries,
-        "generator": "arena native engine (llama-benchy 0.4.0 semantics)",
+        "generator": "arena native instrument (llama-benchy 0.4.0 semantics)",
     }
 
 
@@ -65,7 +65,7 @@ def _mean_of(entry: dict[str, Any], key: str) -> float | None:
 
 
 def closed_loop_result(
-    records: Sequence[RequestRecord], plan: ClosedLoopPlan, facts: SessionFacts, report: dict[str, Any], *, runner: str, engine: str
+    records: Sequence[RequestRecord], plan: ClosedLoopPlan, facts: SessionFacts, report: dict[str, Any], *, runner: str, instrument: str
 ) -> WorkloadResult:
     """The Arena result: the card's figures (per-user decode t/s at c, TTFT p50) and the rest."""
     measured = [r for r in records if not r.warmup]
@@ -113,7 +113,7 @@ def closed_loop_result(
     return WorkloadResult(
         workload=plan.workload,
         runner=runner,
-        engine=engine,
+        instrument=instrument,
         requests=len(measured),
         failed=len(measured) - len(ok),
         tokens_per_second=metrics["decode_tps_per_user"],

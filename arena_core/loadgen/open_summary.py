@@ -38,18 +38,18 @@ def open_loop_report(outcome: OpenLoopOutcome, plan: OpenLoopPlan, *, tokenizer:
         "max_concurrency": plan.shape.max_concurrency,
     }
     report = vllm_result(outcome.outputs, metrics, header=header, duration=outcome.duration_s, goodput=False)
-    report["generator"] = "arena native engine (vllm bench serve 0.33 semantics)"
+    report["generator"] = "arena native instrument (vllm bench serve 0.33 semantics)"
     return metrics, report
 
 
-def open_loop_result(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, Any], *, runner: str, engine: str, requested: int) -> WorkloadResult:
+def open_loop_result(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, Any], *, runner: str, instrument: str, requested: int) -> WorkloadResult:
     """The Arena result of a finished open-loop run: the card's figures, the rest, the verdict."""
     summary = _summary(outcome, plan, metrics)
     failed = metrics["failed"] + (requested - len(outcome.outputs))
     return WorkloadResult(
         workload=plan.workload,
         runner=runner,
-        engine=engine,
+        instrument=instrument,
         requests=requested,
         failed=failed,
         tokens_per_second=metrics["output_throughput"],

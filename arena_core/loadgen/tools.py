@@ -1,5 +1,5 @@
 """Running a reference tool (llama-benchy, ``vllm bench serve``) to completion for a runner's
-external engine: its output kept as a log beside the results, its saved JSON read back."""
+external instrument: its output kept as a log beside the results, its saved JSON read back."""
 
 from __future__ import annotations
 

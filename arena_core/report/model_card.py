@@ -83,7 +83,7 @@ def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
         rows.append(("memory", card.hardware_memory))
     if card.hardware_reason:
         rows.append(("why this profile", card.hardware_reason))
-    rows.append(("backend", f"{card.backend}, {card.engine}"))
+    rows.append(("backend", f"{card.backend}, {card.measured_with}"))
     backend = card.backend_facts
     for key in card.layout.backend_facts:
         if backend.get(key) is not None:
@@ -391,7 +391,7 @@ def render_model_card(
     figures = big_figures(card, scores)
     out = [
         f"{h1}{card.model_title} on {card.hardware_title}",
-        wrap(f"{card.backend} · {card.engine} · measured {card.measured_at or 'unknown'} · run {card.run_id}{scale}"),
+        wrap(f"{card.backend} · {card.measured_with} · measured {card.measured_at or 'unknown'} · run {card.run_id}{scale}"),
         wrap(f"Figures: {card.source}."),
         *([wrap(line)] if (line := time_line(card)) else []),
         "",

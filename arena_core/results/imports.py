@@ -81,7 +81,7 @@ def read_json(path: Path) -> Any:
 
 def _store(output: Path, results: list[WorkloadResult], registry: Registry, **origin: Any) -> str:
     """Store ``results`` as a run of their own; ``origin`` is what the imported file says about
-    itself, as the manifest's fields (model, hardware, backend, source, engine_description,
+    itself, as the manifest's fields (model, hardware, backend, source, measured_with,
     started_at, model_memory)."""
     run_id, run_dir = new_run_dir(output)
     profile, model = registry.hardware.get(origin["hardware"]), registry.models.get(origin["model"])
@@ -108,7 +108,7 @@ def _store(output: Path, results: list[WorkloadResult], registry: Registry, **or
         imported_at=imported_at,
         hardware_profile=profile.item if profile else None,
         hardware_reason="named at import",
-        engine="imported",
+        instrument="imported",
         workloads=tuple(r.workload for r in results),
         commands=commands,
         **origin,
@@ -170,7 +170,7 @@ def _card(card: Any, where: str, registry: Registry) -> tuple[list[WorkloadResul
         result = WorkloadResult(
             workload=name,
             runner=registry.workloads[name].item.runner,
-            engine="imported",
+            instrument="imported",
             requests=0,
             failed=0,
             tokens_per_second=metrics.get("tokens_per_second"),
@@ -181,7 +181,7 @@ def _card(card: Any, where: str, registry: Registry) -> tuple[list[WorkloadResul
         results.append(result)
     memory = card.get("model_memory_gb")
     origin = {"model": card["model"], "hardware": card["hardware"], "backend": card["backend"], "source": card["source"]}
-    origin |= {"engine_description": card.get("engine", ""), "started_at": card.get("measured_at", "")}
+    origin |= {"measured_with": card.get("engine", ""), "started_at": card.get("measured_at", "")}
     origin["model_memory"] = ModelMemory(gb=_figure(memory, f"{where}.model_memory_gb"), source=card["source"]) if memory is not None else None
     origin |= _model_part(card, where)
     return results, origin
@@ -332,7 +332,7 @@ def import_file(path: Path, output: Path, registry: Registry, *, workload: str |
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
     label = f"imported from {reader.tool}" + (f" ({reader.caveat})" if reader.caveat else "")
-    result = attrs.evolve(result, engine="imported", verdict=attrs.evolve(result.verdict, labels=(*result.verdict.labels, label)))
+    result = attrs.evolve(result, instrument="imported", verdict=attrs.evolve(result.verdict, labels=(*result.verdict.labels, label)))
     measured = str(data.get("timestamp") or data.get("date") or "")[:10]
     origin = {"model": model, "hardware": hardware, "backend": backend, "source": f"imported from {path.name} ({reader.tool})"}
-    return [_store(output, [result], registry, **origin, engine_description=f"{reader.tool} (imported)", started_at=measured)]
+    return [_store(output, [result], registry, **origin, measured_with=f"{reader.tool} (imported)", started_at=measured)]

@@ -1,6 +1,6 @@
 """The run record: ``RUN/manifest.json`` as a frozen :class:`Manifest`.
 
-It says what was measured and how (model, hardware profile, backend, engine, scale, options),
+It says what was measured and how (model, hardware profile, backend, instrument, scale, options),
 what the server was (its facts, its memory), how far the run got (``status``), and, once the run
 ends, the SHA-256 of every results file (``files``). :func:`write_manifest` is the one function
 that writes it; :func:`read_manifest` reads it back, manifests written by earlier versions too.
@@ -51,7 +51,7 @@ class TelemetrySetup:
 @frozen(kw_only=True)
 class Manifest:
     """One stored run. Measured runs fill the options; imported ones say where they came from
-    (``source``, ``imported_at``, ``engine_description``)."""
+    (``source``, ``imported_at``, ``measured_with``)."""
 
     run_id: str
     arena_version: str
@@ -63,7 +63,7 @@ class Manifest:
     hardware: str
     hardware_reason: str = ""
     hardware_profile: HardwareProfile | None = None
-    engine: str
+    instrument: str
     scale: float = 1.0
     workloads: tuple[str, ...] = ()
     #: The server measured, when Arena attached to one (resume attaches to it again).
@@ -88,7 +88,7 @@ class Manifest:
     seal: str | None = None
     source: str = MEASURED_BY_ARENA
     imported_at: str | None = None
-    engine_description: str | None = None
+    measured_with: str | None = None
     #: What an imported card says of its model, for a model Arena's catalog may not know: its
     #: title, quality scores (with their provenance) and facts (vendor, parameters, architecture,
     #: the publisher's own scores); the catalog's entry is used where these are empty.
@@ -113,10 +113,15 @@ class Manifest:
         return str(self.started_at or "")[:10]
 
 
+#: Keys an earlier Arena wrote, by today's name for them.
+LEGACY_KEYS = {"engine": "instrument", "engine_description": "measured_with"}
+
+
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """A manifest of an earlier shape in today's: the attached server's URL lived only among the
-    backend's facts; empty profiles and absent memory were written as ``{}`` and ``null``."""
-    data = dict(data)
+    backend's facts; empty profiles and absent memory were written as ``{}`` and ``null``; the
+    instrument was called ``engine`` (and an imported card's text ``engine_description``)."""
+    data = {LEGACY_KEYS.get(key, key) if LEGACY_KEYS.get(key) not in data else key: value for key, value in data.items()}
     facts = data.get("backend_facts") or {}
     if "base_url" not in data and isinstance(facts, dict) and facts.get("base_url"):  # only an attaching backend recorded one
         data["base_url"] = facts.get("base_url")

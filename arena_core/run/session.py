@@ -87,7 +87,7 @@ class RunRequest:
     served_model: str | None = None
     workloads: tuple[str, ...] = ()
     scale: float | None = None
-    engine: str | None = None
+    instrument: str | None = None
     output: Path | None = None
     tokenizer: Path | None = None
     api_key_env: str | None = None
@@ -116,7 +116,7 @@ class RunRequest:
     def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
         """The request that carries on the run ``manifest`` records; ``given`` (the API key's
         source, the output folder, a request timeout) is what a manifest never holds."""
-        kept = {name: getattr(manifest, name) for name in ("backend", "hardware", "base_url", "workloads", "scale", "engine", "exact_output")}
+        kept = {name: getattr(manifest, name) for name in ("backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output")}
         paths = {name: Path(value) for name in RECORDED_PATHS if (value := getattr(manifest, name))}
         settings = {key: value for key, value in given.items() if value is not None}
         # a model the catalog lacks was named from what its server said: it is asked again
@@ -134,7 +134,7 @@ class RunPlan:
     hardware: HardwareProfile
     hardware_reason: str
     workloads: tuple[WorkloadSpec, ...]
-    engine: str
+    instrument: str
     scale: float
     output: Path
     options: RunOptions
@@ -192,8 +192,8 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     elif timing is None:
         budget = None  # the embedded default's budget, where its time cannot be estimated: not claimed
     workloads = _scaled(unscaled, scale)
-    engine = request.engine or run.engine
-    _check_engine(engine, workloads, registry)
+    instrument = request.instrument or run.instrument
+    _check_instrument(instrument, workloads, registry)
     exact = request.exact_output if request.exact_output is not None else bool(embedded and embedded.exact_output)
     timeout = request.request_timeout or RunOptions().request_timeout_s
     options = RunOptions(tokenizer=request.tokenizer, exact_output=exact, request_timeout_s=timeout, dataset=request.dataset, corpus=request.corpus)
@@ -203,7 +203,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         hardware=hardware,
         hardware_reason=reason,
         workloads=tuple(workloads),
-        engine=engine,
+        instrument=instrument,
         scale=scale,
         output=request.output or Path(run.output),
         options=options,
@@ -324,12 +324,12 @@ def _choose_hardware(name: str | None, config: ArenaConfig, hooks: ArenaHooks, *
     return profile.measured(), reason
 
 
-def _check_engine(engine: str, workloads: list[WorkloadSpec], registry: Registry) -> None:
+def _check_instrument(instrument: str, workloads: list[WorkloadSpec], registry: Registry) -> None:
     for runner in {w.runner: registry.get("runners", w.runner) for w in workloads}.values():
-        if engine not in runner.engines:
-            raise UsageError(f"--engine {engine}: runner {runner.name!r} has engines {', '.join(runner.engines)}")
-        if engine == "external" and runner.check_external is not None and not (available := runner.check_external()).available:
-            raise UsageError(f"--engine external: {available.detail}")
+        if instrument not in runner.instruments:
+            raise UsageError(f"--instrument {instrument}: runner {runner.name!r} has instruments {', '.join(runner.instruments)}")
+        if instrument == "external" and runner.check_external is not None and not (available := runner.check_external()).available:
+            raise UsageError(f"--instrument external: {available.detail}")
 
 
 def _now() -> str:
@@ -348,7 +348,7 @@ def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
         hardware=plan.hardware.name,
         hardware_reason=plan.hardware_reason,
         hardware_profile=plan.hardware,
-        engine=plan.engine,
+        instrument=plan.instrument,
         scale=plan.scale,
         workloads=tuple(w.name for w in plan.workloads),
         config_source=plan.config.source,
@@ -584,7 +584,7 @@ class RunSession:
         for workload in self.plan.workloads:
             runner = self.hooks.registry.get("runners", workload.runner)
             if runner.preflight is not None and not (self.resuming and load_result(self.run_dir, workload.name)):
-                runner.preflight(workload, self.plan.engine, context)
+                runner.preflight(workload, self.plan.instrument, context)
 
     def run_probe(self, workload: WorkloadSpec, endpoint: Endpoint) -> WorkloadResult:
         """Measure a workload the plan did not list (a capacity search chooses each probe from the
@@ -613,7 +613,7 @@ class RunSession:
         self.measuring = True
         folder = _fresh_folder(workload_dir(self.run_dir, workload.name))
         runner = self.hooks.registry.get("runners", workload.runner)
-        self.progress(f"[{index}/{count}] {workload.name} ({runner.name}, {plan.engine})")
+        self.progress(f"[{index}/{count}] {workload.name} ({runner.name}, {plan.instrument})")
         started = time.perf_counter()
         counts = Counts("requests")
 
@@ -636,7 +636,7 @@ class RunSession:
         self.sampler.start()  # (assigned first: the watchdog may already fire in the first sample)
         try:
             with self.pulse.phase(f"[{index}/{count}] {workload.name}", counts, has_live_line=True):
-                result = runner.create(plan.engine).run(workload, context)
+                result = runner.create(plan.instrument).run(workload, context)
         except HttpError as exc:
             raise ServerLost(
                 f"{workload.name}: the server stopped answering ({exc}); {len(self.results)} finished workloads are kept; {self.resume_hint()}"

@@ -118,7 +118,10 @@ def load_result(run_dir: Path, name: str) -> WorkloadResult | None:
     if not path.is_file():
         return None
     try:
-        return CONVERTER.structure(read_json_file(path, max_bytes=MAX_RESULT_BYTES), WorkloadResult)
+        data = read_json_file(path, max_bytes=MAX_RESULT_BYTES)
+        if isinstance(data, dict) and "engine" in data and "instrument" not in data:  # an earlier Arena's name for it
+            data = {("instrument" if key == "engine" else key): value for key, value in data.items()}
+        return CONVERTER.structure(data, WorkloadResult)
     except Exception as exc:  # not JSON, or not a result (cattrs raises its own validation group)
         raise UsageError(f"{path}: not a readable workload result ({type(exc).__name__}: {str(exc)[:120]})") from None
 
@@ -126,7 +129,7 @@ def load_result(run_dir: Path, name: str) -> WorkloadResult | None:
 # --- the index of runs ---------------------------------------------------------------------
 
 INDEX = "index.sqlite"
-_COLUMNS = ("run_id", "started_at", "finished_at", "status", "model", "backend", "hardware", "engine", "scale", "workloads")
+_COLUMNS = ("run_id", "started_at", "finished_at", "status", "model", "backend", "hardware", "instrument", "scale", "workloads")
 #: How long to wait for another process's transaction on the index before giving up on it.
 LOCK_WAIT_S = 10.0
 
@@ -181,6 +184,9 @@ def list_runs(output: Path) -> list[dict[str, Any]]:
             with sqlite3.connect(output / INDEX, timeout=LOCK_WAIT_S) as db:
                 rows = [dict(zip(_COLUMNS, row)) for row in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs ORDER BY started_at")]
         except sqlite3.OperationalError as exc:
+            if "no such column" in str(exc):  # an earlier Arena's index: the folders hold the truth
+                (output / INDEX).unlink(missing_ok=True)
+                return list_runs(output)
             if "locked" in str(exc) or "busy" in str(exc):
                 raise UsageError(f"{output / INDEX}: locked by another Arena process for over {LOCK_WAIT_S:g} s; try again when it is done") from None
             raise UsageError(f"{output / INDEX}: not a usable index ({exc}); delete it to rebuild it") from None

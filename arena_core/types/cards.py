@@ -239,7 +239,9 @@ class ModelCard:
     hardware: str
     hardware_title: str
     backend: str
-    engine: str
+    #: How it was measured: ``native``, ``external``, or what an imported card says of its
+    #: engine and tools.
+    measured_with: str
     measured_at: str
     source: str
     expected: tuple[str, ...]

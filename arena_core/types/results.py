@@ -85,7 +85,9 @@ class WorkloadResult:
 
     workload: str
     runner: str
-    engine: str
+    #: How it was measured: ``native`` (Arena's own instrument), ``external`` (the reference
+    #: tool), or ``imported``.
+    instrument: str
     requests: int = field(validator=bounds.REQUESTS_RESULT)
     failed: int = field(validator=bounds.REQUESTS_RESULT)
     tokens_per_second: float | None = field(validator=optional(bounds.RATE_RESULT))
@@ -122,7 +124,7 @@ class RunInfo:
     hardware: str
     backend: str
     workloads: tuple[str, ...]
-    engine: str
+    instrument: str
     scale: float
 
 

@@ -142,7 +142,7 @@ class Runner(Protocol):
 @frozen(kw_only=True)
 class ReportReader:
     """How a runner reads its reference tool's saved JSON (``arena import`` and the external
-    engine use the same reader): ``recognises(data)`` says whether a document is this tool's,
+    instrument use the same reader): ``recognises(data)`` says whether a document is this tool's,
     ``read(data, workload, expected_requests)`` returns the Arena result (``expected_requests``
     is ``None`` when unknown, as for an imported file). ``caveat`` is what the format cannot say,
     shown on imported results."""
@@ -155,12 +155,13 @@ class ReportReader:
 
 @frozen(kw_only=True)
 class RunnerSpec:
-    """A load generator. ``create(engine)`` returns a :class:`Runner` for one of ``engines``."""
+    """A load generator. ``create(instrument)`` returns a :class:`Runner` for one of its
+    ``instruments`` (``native``: Arena's own; ``external``: the reference tool)."""
 
     name: str = field(validator=valid_name)
     description: str
     loop: LoopKind = field(validator=in_(("closed", "open")))
-    engines: tuple[str, ...]
+    instruments: tuple[str, ...]
     create: Callable[[str], Runner]
     check_external: Callable[[], ToolAvailability] | None = None
     #: ``command(workload, base_url, model)``: the reference tool's command line for a workload.
@@ -170,7 +171,7 @@ class RunnerSpec:
     command_options: Callable[[WorkloadSpec, RunOptions], list[str]] | None = None
     #: The reader of the reference tool's JSON, when the runner has one.
     report: ReportReader | None = None
-    #: ``preflight(workload, engine, context)``: raise :class:`UsageError` (naming the flag that
+    #: ``preflight(workload, instrument, context)``: raise :class:`UsageError` (naming the flag that
     #: would help) when the workload cannot run against this server with these options. Called for
     #: every workload once the server is up, before the run's first request, so a run never stops
     #: half-way for something that could have been known at the start.

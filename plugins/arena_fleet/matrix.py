@@ -58,7 +58,7 @@ class BackendEntry:
     tokenizer: str | None = field(default=None, validator=optional(max_len(MAX_TEXT)))
     #: The name of the environment variable holding the key, on the box (never the key).
     api_key_env: str | None = field(default=None, validator=optional(max_len(MAX_TEXT)))
-    engine: Literal["native", "external"] = "native"
+    instrument: Literal["native", "external"] = "native"
 
 
 @frozen(kw_only=True)
@@ -133,7 +133,7 @@ class Cell:
     def run_argv(self) -> list[str]:
         """``arena run`` for this cell, less ``--output`` (the box chooses); no key on the
         command line, only its variable's name."""
-        argv = ["run", self.model, "--backend", self.backend.name, "--hardware", self.hardware, "--engine", self.backend.engine]
+        argv = ["run", self.model, "--backend", self.backend.name, "--hardware", self.hardware, "--instrument", self.backend.instrument]
         if self.workloads:
             argv += ["--workloads", ",".join(self.workloads)]
         if self.scale is not None:

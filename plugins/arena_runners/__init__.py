@@ -1,7 +1,7 @@
 """Runners: the load generators that turn a workload into request records.
 
 ``llama-benchy`` drives closed-loop workloads, ``vllm-bench`` open-loop ones; each has a
-``native`` engine (Arena's instrument) and an ``external`` one (the real tool).
+``native`` instrument (Arena's own) and an ``external`` one (the real tool).
 ``cache-states`` measures one prompt shape's TTFT cold, uncached and as a prefix hit (native only).
 """
 

@@ -56,7 +56,7 @@ def _shape(workload: arena.WorkloadSpec) -> arena.ClosedLoopShape:
     return shape
 
 
-class NativeEngine:
+class NativeInstrument:
     """Arena's own: there is no reference tool for cache states."""
 
     def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
@@ -114,7 +114,7 @@ class NativeEngine:
             await client.close()
         context.write_json(
             "session.json",
-            {"tokenizer": codec.description, "corpus": corpus.source, "engine": "native", "cache_cleared_by": cleared, "cache_block_tokens": block},
+            {"tokenizer": codec.description, "corpus": corpus.source, "instrument": "native", "cache_cleared_by": cleared, "cache_block_tokens": block},
         )
         return cache_states_result(records, shape, workload.name, cleared=cleared, block=block)
 
@@ -168,7 +168,7 @@ def cache_states_result(
     return arena.WorkloadResult(
         workload=workload,
         runner=NAME,
-        engine="native",
+        instrument="native",
         requests=len(records),
         failed=len(records) - len(ok),
         tokens_per_second=None,
@@ -182,6 +182,6 @@ SPEC = arena.RunnerSpec(
     name=NAME,
     description="One prompt shape's TTFT cold (cache emptied), warm but uncached, and with its context a prefix hit",
     loop="closed",
-    engines=("native",),
-    create=lambda engine: NativeEngine(),
+    instruments=("native",),
+    create=lambda instrument: NativeInstrument(),
 )

@@ -1,6 +1,6 @@
 """The ``llama-benchy`` runner: closed-loop load in llama-benchy 0.4.0's style.
 
-``native`` (default) is Arena's own engine with llama-benchy's semantics and a lighter,
+``native`` (default) is Arena's own instrument with llama-benchy's semantics and a lighter,
 more exact client; ``external`` runs the real ``llama-benchy`` program offline and parses its
 JSON. Both write ``llama-benchy.json`` in llama-benchy's schema beside the Arena result, and
 :func:`read_report` (the one reader of that schema) also serves ``arena import``.
@@ -95,8 +95,8 @@ def _corpus_chars(shape: arena.ClosedLoopShape) -> int:
     return max(4 * (shape.prompt_tokens + shape.depth), 20_000) * CHARS_PER_TOKEN_GUESS
 
 
-class NativeEngine:
-    """Arena's own closed-loop engine."""
+class NativeInstrument:
+    """Arena's own closed-loop instrument."""
 
     def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         return arena.run_measurement(self._run(workload, context))
@@ -127,18 +127,18 @@ class NativeEngine:
             await client.close()
         report = arena.llama_benchy_report(records, plan, facts, context.endpoint.model)
         context.write_json("llama-benchy.json", report)
-        context.write_json("session.json", {**attrs.asdict(facts), "tokenizer": codec.description, "corpus": corpus.source, "engine": "native"})
-        return arena.closed_loop_result(records, plan, facts, report, runner=NAME, engine="native")
+        context.write_json("session.json", {**attrs.asdict(facts), "tokenizer": codec.description, "corpus": corpus.source, "instrument": "native"})
+        return arena.closed_loop_result(records, plan, facts, report, runner=NAME, instrument="native")
 
 
-class ExternalEngine:
+class ExternalInstrument:
     """The real ``llama-benchy``, run offline: local tokenizer, corpus pre-seeded in its cache."""
 
     def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         shape = _shape(workload)
         if shape.duration_s is not None:
             raise arena.UsageError(
-                f"workload {workload.name!r} runs for a stated duration, which llama-benchy has no flag for: measure it with --engine native"
+                f"workload {workload.name!r} runs for a stated duration, which llama-benchy has no flag for: measure it with --instrument native"
             )
         check_external().require()
         if context.options.tokenizer is None:
@@ -162,7 +162,7 @@ class ExternalEngine:
                 env[KEY_VARIABLE] = context.endpoint.api_key
                 launcher = key_from_environment(check_external().detail)
             report = arena.run_reference_tool(line, context, env=env, log_name="llama-benchy.log", report_name=result_file.name, launcher=launcher)
-        context.write_json("session.json", {"engine": "external", "command": line, "corpus": corpus.source})
+        context.write_json("session.json", {"instrument": "external", "command": line, "corpus": corpus.source})
         result = read_report(report, workload.name, expected_requests=shape.concurrency * shape.runs * max(1, len(_measured(report))))
         failures = sum(
             1
@@ -173,7 +173,7 @@ class ExternalEngine:
             reason = f"llama-benchy printed {failures} request errors (it drops failed requests from every metric)"
             verdict = attrs.evolve(result.verdict, valid=False, reasons=(reason, *result.verdict.reasons))
             result = attrs.evolve(result, failed=max(failures, result.failed), verdict=verdict)
-        return attrs.evolve(result, engine="external")
+        return attrs.evolve(result, instrument="external")
 
 
 def _measured(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -217,7 +217,7 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
     return arena.WorkloadResult(
         workload=workload,
         runner=NAME,
-        engine="external",
+        instrument="external",
         requests=expected_requests or len(ttfts),
         failed=missing,
         tokens_per_second=metrics["decode_tps_per_user"],
@@ -227,15 +227,15 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
     )
 
 
-def preflight(workload: arena.WorkloadSpec, engine: str, context: arena.RunContext) -> None:
-    """The real llama-benchy runs offline and needs a local tokenizer; Arena's own engine uses the
+def preflight(workload: arena.WorkloadSpec, instrument: str, context: arena.RunContext) -> None:
+    """The real llama-benchy runs offline and needs a local tokenizer; Arena's own instrument uses the
     server's tokenizer, or an approximation, when none is given."""
-    if engine == "external" and context.options.tokenizer is None:
+    if instrument == "external" and context.options.tokenizer is None:
         raise arena.UsageError(f"{workload.name}: the external llama-benchy needs a local tokenizer.json (--tokenizer FILE)")
 
 
-def _create(engine: str) -> NativeEngine | ExternalEngine:
-    return {"native": NativeEngine, "external": ExternalEngine}[engine]()
+def _create(instrument: str) -> NativeInstrument | ExternalInstrument:
+    return {"native": NativeInstrument, "external": ExternalInstrument}[instrument]()
 
 
 def command_options(workload: arena.WorkloadSpec, options: arena.RunOptions) -> list[str]:
@@ -251,7 +251,7 @@ SPEC = arena.RunnerSpec(
     name=NAME,
     description="Closed-loop load in llama-benchy 0.4.0's style: runs of c simultaneous requests.",
     loop="closed",
-    engines=("native", "external"),
+    instruments=("native", "external"),
     create=_create,
     check_external=check_external,
     command=workload_command,

@@ -1,6 +1,6 @@
 """The ``vllm-bench`` runner: open-loop load in ``vllm bench serve`` 0.33's style.
 
-``native`` (default) is Arena's own engine with vLLM's semantics; ``external`` runs the real
+``native`` (default) is Arena's own instrument with vLLM's semantics; ``external`` runs the real
 ``vllm bench serve`` (when vLLM is installed) and parses its saved JSON. Both write
 ``vllm-bench.json`` in vLLM's schema beside the Arena result, and :func:`read_report` (the one
 reader of that schema) also serves ``arena import``.
@@ -96,7 +96,7 @@ def _shape(workload: arena.WorkloadSpec) -> arena.OpenLoopShape:
     return workload.shape
 
 
-class NativeEngine:
+class NativeInstrument:
     def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         return arena.run_measurement(self._run(workload, context))
 
@@ -137,11 +137,11 @@ class NativeEngine:
             await client.close()
         metrics, report = arena.open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=shape.num_prompts)
         context.write_json("vllm-bench.json", report)
-        context.write_json("session.json", {"engine": "native", "tokenizer": codec.description, "dataset": dataset_note})
-        return arena.open_loop_result(outcome, plan, metrics, runner=NAME, engine="native", requested=len(requests))
+        context.write_json("session.json", {"instrument": "native", "tokenizer": codec.description, "dataset": dataset_note})
+        return arena.open_loop_result(outcome, plan, metrics, runner=NAME, instrument="native", requested=len(requests))
 
 
-class ExternalEngine:
+class ExternalInstrument:
     """The real ``vllm bench serve``, offline: local tokenizer, the ShareGPT conversations copied
     whole into a temporary file (vLLM's loader cannot read the package's cut-off file)."""
 
@@ -170,7 +170,7 @@ class ExternalEngine:
             report = arena.run_reference_tool(line, context, env=env, log_name="vllm-bench.log", report_name=result_file.name, launcher=launcher)
         context.write_json(
             "session.json",
-            {"engine": "external", "command": line, "launched_as": launcher[0] if len(launcher) == 1 else f"{launcher[0]} (vLLM's CLI through its module)"},
+            {"instrument": "external", "command": line, "launched_as": launcher[0] if len(launcher) == 1 else f"{launcher[0]} (vLLM's CLI through its module)"},
         )
         return read_report(report, workload.name, expected_requests=shape.num_prompts)
 
@@ -219,7 +219,7 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
     return arena.WorkloadResult(
         workload=workload,
         runner=NAME,
-        engine="external",
+        instrument="external",
         requests=completed + failed,
         failed=failed,
         tokens_per_second=metrics["output_tps"],
@@ -229,13 +229,13 @@ def read_report(report: Mapping[str, Any], workload: str, expected_requests: int
     )
 
 
-def preflight(workload: arena.WorkloadSpec, engine: str, context: arena.RunContext) -> None:
+def preflight(workload: arena.WorkloadSpec, instrument: str, context: arena.RunContext) -> None:
     """What a workload needs that a run would otherwise find missing only when it gets there: a
     local tokenizer for the real tool; else a server that tokenizes and, for the random dataset,
     reports its vocabulary (llama.cpp does; vLLM does not)."""
     shape, tokenizer = _shape(workload), context.options.tokenizer
-    if engine == "external" or tokenizer:
-        if engine == "external" and tokenizer is None:
+    if instrument == "external" or tokenizer:
+        if instrument == "external" and tokenizer is None:
             raise arena.UsageError(f"{workload.name}: the external vllm bench serve needs a local tokenizer directory (--tokenizer)")
         return
 
@@ -255,8 +255,8 @@ def preflight(workload: arena.WorkloadSpec, engine: str, context: arena.RunConte
     arena.run_measurement(check())
 
 
-def _create(engine: str) -> NativeEngine | ExternalEngine:
-    return {"native": NativeEngine, "external": ExternalEngine}[engine]()
+def _create(instrument: str) -> NativeInstrument | ExternalInstrument:
+    return {"native": NativeInstrument, "external": ExternalInstrument}[instrument]()
 
 
 #: The file ``vllm bench serve`` reads ShareGPT from, when the run named none (--dataset).
@@ -281,7 +281,7 @@ SPEC = arena.RunnerSpec(
     name=NAME,
     description="Open-loop load in vllm bench serve 0.33's style: seeded gamma arrivals at a request rate.",
     loop="open",
-    engines=("native", "external"),
+    instruments=("native", "external"),
     create=_create,
     check_external=check_external,
     command=workload_command,

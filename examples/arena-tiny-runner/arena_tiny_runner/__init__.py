@@ -2,7 +2,7 @@
 
 Everything it uses comes from ``arena_core``'s public names: the streaming client and its
 records, the record writer, the verdict, the statistics, and the run context that says where
-to write. Arena's engine adds telemetry, the decode-ceiling check and the scale label.
+to write. Arena's run session adds telemetry, the decode-ceiling check and the scale label.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def decode_speed(record: RequestRecord) -> float | None:
     return (record.completion_tokens_server - 1) / span if span > 0 and record.completion_tokens_server > 1 else None
 
 
-class TinyEngine:
+class TinyInstrument:
     def run(self, workload: WorkloadSpec, context: RunContext) -> WorkloadResult:
         if not isinstance(workload.shape, ClosedLoopShape):
             raise UsageError(f"workload {workload.name!r} is open-loop; {NAME} drives closed-loop workloads")
@@ -73,7 +73,7 @@ class TinyEngine:
         return WorkloadResult(
             workload=workload.name,
             runner=NAME,
-            engine="native",
+            instrument="native",
             requests=len(records),
             failed=sum(1 for r in records if not r.ok),
             tokens_per_second=sum(speeds) / len(speeds) if speeds else None,
@@ -96,7 +96,11 @@ TINY_CHAT = WorkloadSpec(
 def arena_register_runners(register: Callable[[RunnerSpec], None]) -> None:
     register(
         RunnerSpec(
-            name=NAME, description="A tiny closed-loop runner (an example plugin).", loop="closed", engines=("native",), create=lambda engine: TinyEngine()
+            name=NAME,
+            description="A tiny closed-loop runner (an example plugin).",
+            loop="closed",
+            instruments=("native",),
+            create=lambda instrument: TinyInstrument(),
         )
     )
 
