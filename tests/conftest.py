@@ -133,10 +133,10 @@ LONGEST_FILES = (
     "test_attach.py",
     "test_fleet.py",
     "test_site.py",
-    "test_embedded.py",  # after about as long as the vLLM test takes: the two take turns (one_real_server_at_a_time)
     "test_simulator.py",
     "test_faults.py",
     "test_trust_round2.py",
+    "test_embedded.py",  # after about as long as the vLLM test takes: the two take turns (one_real_server_at_a_time)
 )
 
 

@@ -38,19 +38,24 @@ pytestmark = [
 ]
 
 
-def _arena(*args: str, timeout: int) -> subprocess.CompletedProcess:
+def _arena(*args: str, timeout: int, cwd: Path | None = None) -> subprocess.CompletedProcess:
     # wide: a table's long labels (an output-parity row) stay on one line for the checks below
-    return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env={**os.environ, "COLUMNS": "200"}
+    )
 
 
 @pytest.mark.slow
 def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     store = tmp_path / "store"
     # x0.15: cache-states' 307-token context is two of vLLM's 128-token blocks (77 % a prefix
-    # hit, held above 50 % below); multi-turn's answers of 77 tokens keep its run to minutes
+    # hit, held above 50 % below); multi-turn's answers of 77 tokens keep its run to minutes,
+    # and its four conversations at once (ten by default), as ./arena.toml shapes a workload,
+    # prefill four tenths of the tokens: six minutes of a loaded 2-core machine become two or three
+    (tmp_path / "arena.toml").write_text("[workloads.multi-turn]\nconcurrency = 4\n")
     done = _arena(
         "run", "--backend", "vllm", "--workloads", "ttft-cache-states,multi-turn", "--scale", "0.15",
-        "--quality-suite", "instruction-canary", "--output", str(store), timeout=1800,
+        "--quality-suite", "instruction-canary", "--output", str(store), timeout=1800, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
@@ -72,6 +77,7 @@ def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     turns = results["multi-turn"]["metrics"]
     assert results["multi-turn"]["verdict"]["valid"], results["multi-turn"]["verdict"]
     assert turns["prompt_cache_block_tokens"] == 128 and turns["prompt_cache_hit_rate"] > 0.2
+    assert turns["concurrency"] == 4 and manifest["config_source"].endswith("arena.toml")  # the file's shape was measured
     # usage and vLLM's /metrics counters say the same rate, and its KV cache was read while loaded
     assert abs(turns["prefix_cache_hit_rate"] - turns["prompt_cache_hit_rate"]) < 0.05 and turns["kv_cache_usage_peak"] > 0
     card = _arena("card", run_dir.name, "--output", str(store), "--wide", timeout=120).stdout
