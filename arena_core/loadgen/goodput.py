@@ -117,8 +117,9 @@ def error_adjusted_percentile(values: Sequence[float], failures: int, q: float) 
 #: (a sweep's card) or predicted (``arena predict --capacity``).
 SEED_TTFT_P95_LIMITS_S = (2.0, 5.0, 10.0)
 #: A server kept up with an offered request rate when it served at least this share of it: the
-#: one rule of a capacity probe (:func:`served_share`) and of a rate sweep's step (achieved over
-#: configured rate).
+#: one rule of a capacity probe and of an open-loop result's "saturated" label (:func:`served_share`
+#: of its records), of an imported result without records (served over offered rate) and of a
+#: rate sweep's step (achieved over configured rate).
 KEPT_UP_SHARE = 0.95
 
 
@@ -129,13 +130,20 @@ def kept_up(share: float | None) -> bool:
 
 
 def served_share(records: Sequence[RequestRecord]) -> float | None:
-    """How much of an open-loop schedule the server kept up with: 1 when the requests due last
-    waited no longer than those due first; below 1 as a backlog grows. Above its service rate μ a
-    server given λ requests/s answers the request due at t after about t·(λ/μ - 1) more seconds,
-    so the growth of the median latency (due → end) from the first quarter of requests to the
-    last, over the time between them, is λ/μ - 1: the share served, μ/λ, is 1/(1 + that).
-    None for closed-loop records (nothing was due) and for fewer than 8 answered requests."""
-    answered = sorted((r.scheduled_ns, r.end_ns) for r in records if r.ok and r.scheduled_ns is not None and r.end_ns is not None)
+    """How much of an open-loop schedule the server kept up with (:func:`share_kept_up` of the
+    answered requests' due and end times); None for closed-loop records (nothing was due)."""
+    return share_kept_up([(r.scheduled_ns, r.end_ns) for r in records if r.ok and r.scheduled_ns is not None and r.end_ns is not None])
+
+
+def share_kept_up(due_and_end: Sequence[tuple[int, int]]) -> float | None:
+    """The share of an offered rate a server kept up with, from its answered requests' due and
+    end times (ns): 1 when the requests due last waited no longer than those due first; below 1
+    as a backlog grows. Above its service rate μ a server given λ requests/s answers the request
+    due at t after about t·(λ/μ - 1) more seconds, so the growth of the median latency (due →
+    end) from the first quarter of requests to the last, over the time between them, is λ/μ - 1:
+    the share served, μ/λ, is 1/(1 + that). Unlike completions over the arrival window, it does
+    not move with the arrivals' own randomness. None for fewer than 8 answered requests."""
+    answered = sorted(due_and_end)
     if len(answered) < 8:
         return None
     quarter = len(answered) // 4

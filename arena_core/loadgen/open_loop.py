@@ -23,6 +23,7 @@ from attrs import field, frozen
 from arena_core.loadgen.cache_state import cache_rates
 from arena_core.loadgen.chat import ChatClient, encode_json, record_from
 from arena_core.loadgen.datasets import SampledRequest
+from arena_core.loadgen.goodput import share_kept_up
 from arena_core.loadgen.open_metrics import VllmOutput, vllm_output
 from arena_core.loadgen.records_io import RecordWriter
 from arena_core.loadgen.stream import ANSWER
@@ -68,6 +69,8 @@ class OpenLoopOutcome:
     #: the prefix cache's part (:func:`~arena_core.loadgen.cache_state.cache_rates`); empty when
     #: no request said what it took from the cache
     cache: Mapping[str, float] = field(factory=dict)
+    #: the share of the offered rate the server kept up with (:func:`~arena_core.loadgen.goodput.share_kept_up`)
+    served_share: float | None = None
 
 
 def chat_body(plan: OpenLoopPlan, request: SampledRequest) -> dict[str, Any]:
@@ -265,6 +268,7 @@ class _Tally:
         self.answers: list[float] = []
         self.server_tokens = self.client_tokens = 0
         self.suspicious: list[RequestRecord] = []
+        self.due_and_end: list[tuple[int, int]] = []
         # prompt tokens, those from the cache, those of them the template's opening explains, requests
         self.cache_sums = [0, 0, 0, 0]
 
@@ -273,6 +277,8 @@ class _Tally:
         self.lateness[index] = lateness_s
         if ANSWER in record.chunk_kinds and record.chunk_kinds[0] != ANSWER:
             self.answers.append((record.chunk_ns[record.chunk_kinds.index(ANSWER)] - record.sent_ns) / 1e9)
+        if record.ok and record.scheduled_ns is not None and record.end_ns is not None:
+            self.due_and_end.append((record.scheduled_ns, record.end_ns))
         self.server_tokens += record.completion_tokens_server or 0
         self.client_tokens += record.completion_tokens_client or 0
         cached, prompt = record.cached_prompt_tokens_server, record.prompt_tokens_server
@@ -298,6 +304,7 @@ class _Tally:
             completion_tokens_client=self.client_tokens,
             suspicious=tuple(self.suspicious),
             cache=cache_rates(prompt=self.cache_sums[0], cached=self.cache_sums[1], template=self.cache_sums[2], intended=0, requests=self.cache_sums[3]),
+            served_share=share_kept_up(self.due_and_end),
         )
 
 

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from arena_core.loadgen.cache_state import cache_problem
+from arena_core.loadgen.goodput import kept_up
 from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan
 from arena_core.loadgen.open_metrics import request_rate_label, vllm_metrics, vllm_result
 from arena_core.loadgen.stats import percentile, tail_metrics
@@ -16,10 +17,9 @@ PERCENTILES = (50, 90, 95, 99)
 LATE_P99_S = 0.010  # lateness p99 above this means the client, not the server, fell behind
 RATE_SHORTFALL = 0.05
 MIN_REQUESTS_FOR_SATURATION = 20  # fewer say little about a served rate
-#: Served below this share of the offered rate over the arrival window (not the drain after it),
-#: an open-loop workload saturated its server: the one threshold of the verdict's label, the
-#: card's table and its findings.
-SATURATED_BELOW = 0.9
+#: The label of an open-loop result whose server did not keep up with the offered rate
+#: (:func:`~arena_core.loadgen.goodput.kept_up`): a finding, not an error.
+SATURATED = "saturated"
 
 
 def open_loop_report(outcome: OpenLoopOutcome, plan: OpenLoopPlan, *, tokenizer: str, num_prompts: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -72,6 +72,7 @@ def _summary(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, An
         # the seed site's open-loop "tokens/sec": total token throughput over peak concurrency
         "site_tps": metrics["total_token_throughput"] / metrics["max_concurrent_requests"] if metrics["max_concurrent_requests"] else None,
         "request_throughput": metrics["request_throughput"],
+        "served_share": outcome.served_share,
         "served_rate": metrics["completed"] / served_window if served_window > 0 else metrics["request_throughput"],
         "requested_rate": plan.shape.request_rate,
         "dispatch_rate": (len(outcome.lateness_s) / outcome.dispatch_span_s) if outcome.dispatch_span_s > 0 else float("inf"),
@@ -104,8 +105,8 @@ def _verdict(outcome: OpenLoopOutcome, plan: OpenLoopPlan, summary: dict[str, An
         reasons.append(f"{failed} of {requested} requests failed (first: {first.strip().splitlines()[-1][:120] if first.strip() else 'unknown'})")
     if lateness_p99 > LATE_P99_S and dispatched < offered * (1 - RATE_SHORTFALL):
         reasons.append(f"the client fell behind the schedule: sent {dispatched:.2f} req/s of {offered:.2f} asked, lateness p99 {lateness_p99 * 1000:.1f} ms")
-    elif served < offered * SATURATED_BELOW and len(successes) >= MIN_REQUESTS_FOR_SATURATION:
-        labels.append(f"saturated: the server completed {served:.2f} req/s of {offered:.2f} offered")
+    elif not kept_up(share := outcome.served_share) and len(successes) >= MIN_REQUESTS_FOR_SATURATION:
+        labels.append(f"{SATURATED}: the server kept up with {share * 100:.0f} % of the offered rate (completed {served:.2f} req/s of {offered:.2f})")
     server, client = outcome.completion_tokens_server, outcome.completion_tokens_client
     if client and abs(server - client) > TOKEN_COUNT_TOLERANCE * max(server, 1):
         reasons.append(f"server and client token counts disagree: {server} vs {client} output tokens")

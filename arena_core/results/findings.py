@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from arena_core.loadgen.open_summary import SATURATED_BELOW
+from arena_core.loadgen.goodput import kept_up
+from arena_core.loadgen.open_summary import SATURATED
 from arena_core.report.formats import fmt_tps
 from arena_core.run.capacity import PROBE_LABEL
 from arena_core.run.manifest import MEASURED_BY_ARENA
@@ -25,8 +26,8 @@ class Served:
     offered: float
     #: completions per second over the arrival window; for an imported card an upper bound
     served: float | None
-    #: True/False: judged against :data:`SATURATED_BELOW`; None: the figures cannot tell a
-    #: backlog from the drain after the last arrival
+    #: True/False: judged by :func:`~arena_core.loadgen.goodput.kept_up`; None: the figures cannot
+    #: tell a backlog from the drain after the last arrival
     saturated: bool | None
     bound: bool = False
 
@@ -36,17 +37,20 @@ class Served:
 
 
 def served_over_arrivals(line: CardWorkload) -> Served | None:
-    """The served rate of an open-loop line over its arrival window, judged: a measured run's own
-    (completions over the run less one median request); an imported card's bounded from its
-    figures -- the run (completions ÷ throughput) less the longest a request can have taken by
-    Little's law (TTFT p50 + peak in flight ÷ throughput) -- so that a server that only drained
-    its last requests is never called saturated. None for a closed-loop line."""
+    """The served rate of an open-loop line over its arrival window, judged by the one rule of
+    keeping up (:func:`~arena_core.loadgen.goodput.kept_up`): a measured run's rate is its own
+    (completions over the run less one median request) and its judgement its verdict's
+    (``saturated`` among its labels: the share its records say it kept up with, where there were
+    enough of them); an imported card's rate is bounded from its figures -- the run (completions
+    ÷ throughput) less the longest a request can have taken by Little's law (TTFT p50 + peak in
+    flight ÷ throughput) -- so that a server that only drained its last requests is never
+    called saturated, and judged as served over offered. None for a closed-loop line."""
     metrics = line.metrics
     offered = metrics.get("requested_rate")
     if not offered:
         return None
     if (served := metrics.get("served_rate")) is not None:
-        return Served(offered=offered, served=served, saturated=served < SATURATED_BELOW * offered)
+        return Served(offered=offered, served=served, saturated=any(label.startswith(SATURATED) for label in line.labels))
     rate, completed, peak = metrics.get("request_throughput"), metrics.get("completed"), metrics.get("peak_concurrency")
     if not rate or not completed or peak is None:
         return Served(offered=offered, served=None, saturated=None)
@@ -54,7 +58,7 @@ def served_over_arrivals(line: CardWorkload) -> Served | None:
     if window <= 0:
         return Served(offered=offered, served=None, saturated=None)
     served = completed / window
-    return Served(offered=offered, served=served, saturated=served < SATURATED_BELOW * offered, bound=True)
+    return Served(offered=offered, served=served, saturated=not kept_up(served / offered), bound=True)
 
 
 def _fmt_s(seconds: float) -> str:
