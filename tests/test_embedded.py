@@ -189,7 +189,15 @@ def test_embedded_run_measures_quality_within_its_budget_and_ends_with_a_score(t
     assert manifest["budget_s"] == 120 and any(said.startswith(change) for said in manifest["budget_changes"]), manifest["budget_changes"]
     assert f"to keep the budget: {change}" in done.stderr
     assert manifest["model_facts"]["gguf_name"] == "Gemma 3 270m" and manifest["model_facts"]["quantisation"] == "Q4_K_M"
-    card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    # wide: the quality table's first column keeps "HumanEval (measured)" on one line whatever the
+    # canary's source column says (its long line squeezed it onto two at 80 columns)
+    card = subprocess.run(
+        [sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert "HumanEval (measured)" in card.stdout and "Q4_K_M" in card.stdout
     assert f"to keep it, {change}" in " ".join(card.stdout.split()), card.stdout
 
