@@ -82,7 +82,7 @@ def closed_loop_result(
         "peak_tps": _mean_of(entries[0], "peak_throughput") if entries else None,
         "latency_s": facts.latency_s,
         "output_tokens": float(sum(r.completion_tokens_server or 0 for r in ok)),
-        "concurrency": float(plan.shape.concurrency),  # as the external engine's reading of the tool's JSON has it
+        "concurrency": float(plan.shape.concurrency),  # as the external instrument's reading of the tool's JSON has it
     }
     if len(decode) >= 2:  # a 95 % interval of the mean per-user speed (normal approximation)
         spread = 1.96 * statistics.stdev(decode) / math.sqrt(len(decode))
