@@ -429,3 +429,23 @@ def test_the_leaderboard_sorts_times_with_their_units_and_labels(tmp_path):
     dom = _chromium("--allow-file-access-from-files", "--dump-dom", (tmp_path / "page.html").as_uri(), user_data=tmp_path / "chromium")
     assert dom.returncode == 0 and console_errors(dom.stderr) == [], dom.stderr[-2000:]
     assert 'data-order="m1,m3,m0,m4,m2"' in dom.stdout  # ascending: 0.261 s, 0.9 s, 1.21 s, 2.5 s, then the row without one
+
+
+def test_every_page_renders_from_runs_stored_by_an_earlier_arena(tmp_path):
+    """The site's templates read only what the card's values have: the two runs of
+    tests/fixtures/stored-runs (written before 'engine' became 'instrument') publish in-process,
+    each card page saying how it was measured (its instrument, or an imported card's own words). A template that names a field the card lacks
+    fails here, without a browser or a child process."""
+    import shutil
+
+    from arena_core import make_plugin_manager
+    from arena_core.testing import run_cli
+
+    store = Path(shutil.copytree(Path(__file__).resolve().parent / "fixtures" / "stored-runs", tmp_path / "store"))
+    pm = make_plugin_manager(autoload=False, disabled=("arena_prediction",))
+    published = run_cli(pm, ["publish", str(tmp_path / "site"), "--output", str(store)])
+    assert published.exit_code == 0, published.stderr
+    pages = {page.name.split("-")[0]: page.read_text(encoding="utf-8") for page in (tmp_path / "site" / "cards").glob("*.html")}
+    # measured by Arena: its instrument; imported: what the card said of its engine and tools
+    assert " · openai · native · measured 2026-11-30 · " in pages["an"]
+    assert " · vllm · vLLM cu130-nightly (reference tools: llama-benchy, vllm bench serve) · measured 2026-05-04 · " in pages["qwen3"]
