@@ -398,6 +398,8 @@ def describe_source(query: ModelQuery) -> DescribedModel | None:
         )
     except UsageError as exc:
         raise UsageError(str(exc).replace("--model-config", query.named_by, 1)) from None
+    except (ValueError, ArithmeticError) as exc:  # a config's numbers that no layout can hold: outside data, not a bug
+        raise UsageError(f"{query.named_by}: {given}: not a layout Arena can read ({type(exc).__name__}: {str(exc)[:120]})") from None
     architectures = data.get("architectures")
     described = attrs.evolve(
         described,
