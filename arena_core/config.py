@@ -19,7 +19,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn, override
 
 from arena_core import bounds
-from arena_core.converter import CONVERTER, Fraction, Scale, Weight
+from arena_core.converter import CONVERTER, Fraction, Scale, Weight, with_todays_names
 from arena_core.errors import ConfigError, UnknownNameError
 from arena_core.files import unreadable
 from arena_core.registry import Registry
@@ -165,9 +165,8 @@ def parse_config(text: str, *, source: str = "<config>") -> ArenaConfig:
 def structure_config(data: Any, *, source: str) -> ArenaConfig:
     """Config data (from TOML, or as a run's manifest recorded it) as an :class:`ArenaConfig`.
     ``[run] engine``, an earlier Arena's name for ``instrument``, is read as that."""
-    run = data.get("run") if isinstance(data, dict) else None
-    if isinstance(run, dict) and "engine" in run and "instrument" not in run:
-        data = {**data, "run": {("instrument" if key == "engine" else key): value for key, value in run.items()}}
+    if isinstance(data, dict) and "run" in data:
+        data = {**data, "run": with_todays_names(data["run"])}
     try:
         config = CONVERTER.structure(data, ArenaConfig)
     except (ClassValidationError, IterableValidationError) as exc:

@@ -8,6 +8,7 @@ never leave the process: an :class:`~arena_core.types.Endpoint` is unstructured 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NewType, get_origin
 
 import cattrs
@@ -93,3 +94,15 @@ def make_converter() -> cattrs.Converter:
 
 
 CONVERTER = make_converter()
+
+#: Keys an earlier Arena wrote (a run's manifest and results, a config file's ``[run]``), by
+#: today's name for them.
+EARLIER_NAMES: Mapping[str, str] = {"engine": "instrument", "engine_description": "measured_with"}
+
+
+def with_todays_names(data: Any) -> Any:
+    """``data`` (an object read from a file) with each key of :data:`EARLIER_NAMES` under
+    today's name, unless today's is there too; anything else as it is."""
+    if not isinstance(data, dict):
+        return data
+    return {EARLIER_NAMES[key] if key in EARLIER_NAMES and EARLIER_NAMES[key] not in data else key: value for key, value in data.items()}

@@ -144,3 +144,13 @@ def test_endpoint_key_never_leaves_the_process():
     endpoint = Endpoint(base_url="http://127.0.0.1:8000", model="m", api_key="sk-very-secret")
     assert "sk-very-secret" not in repr(endpoint)
     assert CONVERTER.unstructure(endpoint) == {"base_url": "http://127.0.0.1:8000", "model": "m", "on_this_machine": True}
+
+
+def test_a_config_an_earlier_arena_read_still_reads():
+    """``[run] engine`` was the instrument's earlier name: read as ``instrument``; a file that
+    says both keeps today's and the other is an unknown key, as any."""
+    from arena_core.config import parse_config
+
+    assert parse_config('[run]\nengine = "external"\n').run.instrument == "external"
+    with pytest.raises(ConfigError, match="engine"):
+        parse_config('[run]\nengine = "external"\ninstrument = "native"\n')

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from attrs import field, frozen
 
 from arena_core import bounds
-from arena_core.converter import CONVERTER
+from arena_core.converter import CONVERTER, with_todays_names
 from arena_core.errors import UsageError
 from arena_core.files import read_json_file, write_json_atomic
 from arena_core.redaction import redact
@@ -113,15 +113,11 @@ class Manifest:
         return str(self.started_at or "")[:10]
 
 
-#: Keys an earlier Arena wrote, by today's name for them.
-LEGACY_KEYS = {"engine": "instrument", "engine_description": "measured_with"}
-
-
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """A manifest of an earlier shape in today's: the attached server's URL lived only among the
     backend's facts; empty profiles and absent memory were written as ``{}`` and ``null``; the
     instrument was called ``engine`` (and an imported card's text ``engine_description``)."""
-    data = {LEGACY_KEYS.get(key, key) if LEGACY_KEYS.get(key) not in data else key: value for key, value in data.items()}
+    data = with_todays_names(data)
     facts = data.get("backend_facts") or {}
     if "base_url" not in data and isinstance(facts, dict) and facts.get("base_url"):  # only an attaching backend recorded one
         data["base_url"] = facts.get("base_url")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from arena_core.converter import CONVERTER
+from arena_core.converter import CONVERTER, with_todays_names
 from arena_core.errors import UsageError
 from arena_core.files import read_json_file, write_json_atomic
 from arena_core.run.manifest import MANIFEST, Manifest
@@ -118,10 +118,7 @@ def load_result(run_dir: Path, name: str) -> WorkloadResult | None:
     if not path.is_file():
         return None
     try:
-        data = read_json_file(path, max_bytes=MAX_RESULT_BYTES)
-        if isinstance(data, dict) and "engine" in data and "instrument" not in data:  # an earlier Arena's name for it
-            data = {("instrument" if key == "engine" else key): value for key, value in data.items()}
-        return CONVERTER.structure(data, WorkloadResult)
+        return CONVERTER.structure(with_todays_names(read_json_file(path, max_bytes=MAX_RESULT_BYTES)), WorkloadResult)
     except Exception as exc:  # not JSON, or not a result (cattrs raises its own validation group)
         raise UsageError(f"{path}: not a readable workload result ({type(exc).__name__}: {str(exc)[:120]})") from None
 
