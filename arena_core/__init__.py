@@ -8,8 +8,9 @@ the tables of bytes per weight and per KV element and the ``bounds`` on outside 
 predictor), and what a command plugin needs (``CliApp``, ``render_table``, ``CONVERTER`` for its own TOML, and the
 store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box), and
 the memory watchdog's margin (``watchdog_margin_bytes``) for a backend that sizes its server,
-``Pulse``, which keeps a long command from going silent, and ``card_kit``, the rows the built-in
-renderers lay a card out from (for a renderer of another format).
+``Pulse``, which keeps a long command from going silent, ``card_kit``, the rows the built-in
+renderers lay a card out from (for a renderer of another format), and ``launch_kit``, what a
+backend that starts a server on this machine shares (``LocalServer``).
 Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``plugins/`` and
 ``examples/`` and fails on any other import.
 """
@@ -31,6 +32,7 @@ from arena_core.registry import Registration, Registry
 from arena_core.report import kit as card_kit
 from arena_core.report import render_table
 from arena_core.results.cards import load_card, load_cards
+from arena_core.run import launch as launch_kit
 from arena_core.run.integrity import sha256_of
 from arena_core.run.integrity import verify as verify_run
 from arena_core.run.manifest import read_manifest
@@ -68,6 +70,7 @@ __all__ = [
     "bytes_per_param",
     "known_precision",
     "card_kit",
+    "launch_kit",
     "hookimpl",
     "check_key",
     "echo",

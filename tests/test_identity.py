@@ -18,13 +18,14 @@ from pathlib import Path
 import attrs
 import pytest
 
+from arena_backends.gguf_header import gguf_metadata
+from arena_backends.server_dialects import LLAMA_CPP_DIALECT, VLLM_DIALECT
 from arena_core import CardSlo, CardWorkload, ModelCard, ModelFacts
 from arena_core.report.capacity_card import capacity_column
-from arena_core.run.gguf import gguf_metadata
 from arena_core.run.identity import UNNAMED, identify, served_facts, unique_name
 from arena_core.testing import arena as run_arena
 from arena_core.testing.fake_server import FakeServerProcess
-from arena_core.types import slug
+from arena_core.types import ServerAnswers, ServerDialect, slug
 
 ARENA = [sys.executable, "-m", "arena_core"]
 
@@ -41,6 +42,12 @@ def _gguf(path: Path, pairs: list[tuple[str, int, bytes]], *, keys: int | None =
         body += struct.pack("<Q", len(key)) + key.encode() + struct.pack("<I", kind) + value
     path.write_bytes(body)
     return path
+
+
+def said(entry: dict, props: dict | None = None, *, here: bool) -> dict:
+    """The facts the built-in backends' dialects read from a model-list ``entry`` and ``/props``."""
+    answers = ServerAnswers(model_entry=entry, pages={"/props": props} if props else {}, here=here)
+    return served_facts(answers, (VLLM_DIALECT, LLAMA_CPP_DIALECT))
 
 
 def _text(value: str) -> bytes:
@@ -76,23 +83,42 @@ def test_hostile_gguf_files_give_nothing_quickly(tmp_path):
 
 def test_a_model_is_named_from_what_its_server_reports(tmp_path, registry):
     catalog = {r.item.name: r.item for r in registry.registrations("models")}
-    facts = served_facts({"id": "Qwen/Qwen3-8B-FP8", "root": "/models/Qwen3-8B-FP8"}, {}, here=False)
+    facts = said({"id": "Qwen/Qwen3-8B-FP8", "root": "/models/Qwen3-8B-FP8"}, {}, here=False)
     served = identify(facts, catalog)
     assert served.name == "qwen3-8b-fp8" and served.catalog is None and served.facts["identity"] == "the server's model list"
     gguf = _gguf(tmp_path / "m.gguf", [("general.name", 8, _text("Llama 3.2 1B")), ("general.file_type", 4, struct.pack("<I", 15))])
-    local = identify(served_facts({"id": "m.gguf"}, {"model_path": str(gguf)}, here=True), catalog)
+    local = identify(said({"id": "m.gguf"}, {"model_path": str(gguf)}, here=True), catalog)
     assert local.name == "llama-3.2-1b-q4-k-m" and local.title == "Llama 3.2 1B (Q4_K_M)" and local.facts["quantisation"] == "Q4_K_M"
-    elsewhere = identify(served_facts({"id": "m.gguf"}, {"model_path": str(gguf)}, here=False), catalog)
+    elsewhere = identify(said({"id": "m.gguf"}, {"model_path": str(gguf)}, here=False), catalog)
     assert elsewhere.name == "m" and "quantisation" not in elsewhere.facts  # a path on another machine is not read here
     known = next(spec for spec in catalog.values() if spec.hf_id)
-    assert identify(served_facts({"id": known.hf_id}, {}, here=False), catalog).name == known.name
-    assert identify(served_facts({"id": "x"}, {}, here=False), catalog, title="My Fine-Tune v2").name == "my-fine-tune-v2"
+    assert identify(said({"id": known.hf_id}, {}, here=False), catalog).name == known.name
+    assert identify(said({"id": "x"}, {}, here=False), catalog, title="My Fine-Tune v2").name == "my-fine-tune-v2"
     assert identify({}, catalog).name == UNNAMED
-    hostile = served_facts({"id": "\x1b[31mevil\x07" + "a" * 10_000, "meta": {"n_params": 1e300, "size": -5}}, {}, here=False)
+    hostile = said({"id": "\x1b[31mevil\x07" + "a" * 10_000, "meta": {"n_params": 1e300, "size": -5}}, {}, here=False)
     assert "\x1b" not in hostile["served_name"] and len(hostile["served_name"]) <= 120 and "params_total_b" not in hostile and "file_gb" not in hostile
-    pathed = served_facts({"id": "/home/alice/models/x.gguf", "root": "/home/alice/models/x.gguf"}, {}, here=False)
+    pathed = said({"id": "/home/alice/models/x.gguf", "root": "/home/alice/models/x.gguf"}, {}, here=False)
     assert pathed == {"served_name": "x.gguf"}  # llama.cpp lists its file's path: a card shows the file, not the folders
     assert slug("../../etc/passwd") == "etc-passwd" and slug("MODEL_NAME.gguf") == "model-name.gguf"
+
+
+def test_a_new_engines_dialect_names_its_model_and_every_fact_it_states_is_checked():
+    """A third party's engine declares the pages it answers and what they say: the core keeps
+    only the facts it knows, each of its kind, cleaned, bounded and without a path, and the first
+    dialect to state a fact wins."""
+
+    def info(answers: ServerAnswers) -> dict:
+        page = answers.pages.get("/get_model_info", {})
+        hostile = {"quantisation": 4, "api_key": "sk-secret", "architecture": "\x1b[2J" + "q" * 500, "file_gb": float("inf")}
+        return {"served_root": page.get("model_path"), "params_total_b": page.get("params_b"), **hostile}
+
+    dialect = ServerDialect(pages=("/get_model_info",), model_facts=info)
+    answers = ServerAnswers(
+        model_entry={"id": "qwen", "meta": {"n_params": 8e9}}, pages={"/get_model_info": {"model_path": "/home/bob/qwen3-8b", "params_b": 7.6}}
+    )
+    facts = served_facts(answers, (dialect, LLAMA_CPP_DIALECT))
+    assert facts == {"served_name": "qwen", "served_root": "qwen3-8b", "params_total_b": 7.6, "architecture": "[2J" + "q" * 117}
+    assert identify(facts, {}).name == "qwen3-8b"
 
 
 def test_runs_of_different_models_never_share_a_name():

@@ -15,7 +15,7 @@ import pytest
 from arena_backends import vllm_server, vllm_weights
 from arena_core import ArenaHooks, MeasuredQuality, UsageError, make_plugin_manager, sha256_of
 from arena_core.results.parity import output_parity, quality_difference
-from arena_core.types import ModelQuery, ModelSpec
+from arena_core.types import ModelQuery, ModelSpec, ServerAnswers
 
 GIB = 2**30
 HOOKS = ArenaHooks(make_plugin_manager(autoload=False, strict=True))
@@ -230,15 +230,19 @@ def test_an_attached_vllm_serving_a_folder_here_is_named_from_its_config(tmp_pat
     machine, its config.json names the model, not the folder's name."""
     from arena_core.run.identity import identify, served_facts
 
+    def said(here: bool) -> dict:
+        answers = ServerAnswers(model_entry={"id": "g270", "root": str(folder), "owned_by": "vllm"}, here=here, describe=HOOKS.describe_model)
+        return served_facts(answers, HOOKS.registry.server_dialects())
+
     folder = _folder(tmp_path)
-    facts = served_facts({"id": "g270", "root": str(folder), "owned_by": "vllm"}, {}, here=True, describe=HOOKS.describe_model)
+    facts = said(here=True)
     assert facts["served_root"] == "my-gemma" and str(tmp_path) not in json.dumps(facts)  # never a path of this machine
     assert (facts["config_name"], facts["architecture"], facts["precision"]) == ("Gemma 3 270m", "Gemma3ForCausalLM", "BF16")
     served = identify(facts, {})
     assert served.name == "gemma-3-270m-bf16" and served.title == "Gemma 3 270m (BF16, Gemma3ForCausalLM)"
     assert served.facts["identity"] == "the served folder's config.json"
     # a server elsewhere: its root is a name only, nothing is read
-    assert "config_name" not in served_facts({"id": "g270", "root": str(folder)}, {}, here=False, describe=HOOKS.describe_model)
+    assert "config_name" not in said(here=False)
 
 
 def test_a_cached_hugging_face_id_is_served_from_its_snapshot_folder(tmp_path, monkeypatch):

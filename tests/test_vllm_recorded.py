@@ -9,7 +9,10 @@ import json
 from pathlib import Path
 
 from arena_backends.llama_cpp import LLAMA_CPP_METRICS as LLAMA_CPP_DIALECT
+from arena_backends.server_dialects import LLAMA_CPP_DIALECT as LLAMA_CPP_SERVER
+from arena_backends.server_dialects import VLLM_DIALECT as VLLM_SERVER
 from arena_backends.vllm_dialect import CPU_SAID, GPU_SAID, VLLM_METRICS, log_facts
+from arena_core import ServerAnswers
 from arena_core.loadgen.cache_state import cache_block_tokens
 from arena_core.loadgen.codec import _token_list
 from arena_core.loadgen.stream import ChatStreamSink
@@ -67,14 +70,14 @@ def test_the_cache_block_and_the_machine_are_read_from_cache_config_info():
     assert cache_block_tokens(text) == 128  # the CPU build's block: a prefix is found 128 tokens at a time
     assert cache_block_tokens("") == 1 and cache_block_tokens('vllm:cache_config_info{block_size="999999999"} 1.0') == 1
     # 0.32 no longer says its device, and counts a CPU's blocks as num_gpu_blocks: never "on a GPU"
-    said = what_the_server_says(None, text, DIALECTS)
+    said = what_the_server_says(ServerAnswers(metrics_page=text), (VLLM_SERVER, LLAMA_CPP_SERVER))
     assert not said.startswith("vLLM on a") and "657,333 tokens" in said and "does not say whether on a GPU or a CPU" in said
 
 
 def test_the_model_list_names_the_served_model_and_its_folder():
     entry = json.loads((REAL / "models.json").read_text())["data"][0]
     assert entry["owned_by"] == "vllm" and entry["max_model_len"] == 4096
-    facts = served_facts(entry, {}, here=False)
+    facts = served_facts(ServerAnswers(model_entry=entry), (VLLM_SERVER, LLAMA_CPP_SERVER))
     assert facts == {"served_name": "gemma-3-270m-bf16", "served_root": "g270"}  # the folder's name, never its path
 
 

@@ -225,7 +225,7 @@ def _measured_shapes(stated: Any) -> dict[str, dict[str, int]]:
 
 def _draft_tokens(lines: Sequence[CardWorkload], registry: Registry) -> int | None:
     """The draft tokens a step of speculative decoding, from the server's own counters over the
-    run's workloads (draft tokens over drafts: vLLM's MTP and draft-model proposers propose that
+    run's workloads (draft tokens over drafts: an MTP or draft-model proposer proposes that
     many each time; an n-gram proposer that finds no match proposes fewer, so this is the least
     it ran); None where it proposed none, or where a page's figures are no count Arena can
     believe (each workload's pair both present and in :data:`~arena_core.bounds.DRAFTED`: no NaN, no infinity)."""
@@ -253,9 +253,9 @@ def _server_settings(manifest: Manifest, registry: Registry, lines: Sequence[Car
     cards file's (its KV cache type, else the one the backend recorded; a step's token budget, the
     slots, speculative decoding's draft tokens, a 16-bit compute path and its prefix cache where
     it says them), else the prefix cache and slots the server
-    ran with: those of a server Arena started, where its backend records them (vLLM's
-    ``--max-num-seqs``, llama.cpp's ``--parallel``: its ``slots_fact``), or those an attached
-    server reported (``slots``: llama.cpp's ``/props``); and speculative decoding where the
+    ran with: those of a server Arena started, where its backend records them (the fact its
+    ``slots_fact`` names), or those an attached server reported (``slots``, from what it answers);
+    and speculative decoding where the
     server's own counters say it drafted tokens during the run's ``lines``, started or attached."""
     stated = manifest.config.get("server_settings") or {}
     if not isinstance(stated, Mapping):  # a manifest is outside data too: a setting of the wrong shape states nothing

@@ -1,30 +1,28 @@
 """Which model a server serves, from what the server and its files say -- never a placeholder.
 
-The server is asked (each read bounded, with a deadline): the OpenAI model list (``id``, vLLM's
-``root``, llama.cpp's ``meta`` with parameters and size) and llama.cpp's ``/props`` (its
-``model_path``). Where that path is a GGUF file on this machine, its header gives
-``general.name``, the architecture and the quantisation (:mod:`arena_core.run.gguf`). From these:
+The server is asked (each read bounded, with a deadline) for the OpenAI model list and for each
+page a registered :class:`~arena_core.ServerDialect` reads; each dialect states the facts its
+engine's answers hold (a served folder, a model file and its header, parameters, size), and every
+fact is checked here again: known fields only, strings cleaned and cut, numbers bounded, no path
+of the server's machine kept. From these:
 
 * a catalog entry, when the served id or root is its Hugging Face id or its name;
-* else a name made from ``--model-title``, else the GGUF name and quantisation, else the served
-  root or id -- with a fingerprint of the facts, so that two runs that share a name but not their
-  facts are told apart (:func:`unique_name`).
+* else a name made from ``--model-title``, else the model file's name and quantisation, else the
+  served folder's config, else the served root or id -- with a fingerprint of the facts, so that
+  two runs that share a name but not their facts are told apart (:func:`unique_name`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from arena_core.errors import UsageError
-from arena_core.run.gguf import gguf_metadata
-from arena_core.types import DescribedModel, Endpoint, ModelQuery, ModelSpec, slug
+from arena_core.types import DescribedModel, Endpoint, ModelQuery, ModelSpec, ServerAnswers, ServerDialect, slug
 
 #: The name recorded before Arena named models (and still, where a server says nothing at all).
 UNNAMED = "served-model"
@@ -51,106 +49,89 @@ class ServedModel:
         return str(self.facts.get("fingerprint", ""))
 
 
-def clean(value: Any) -> str:
-    """A server's string, printable and at most :data:`TEXT_CHARS` long ("" for anything else)."""
+def clean(value: Any, chars: int = TEXT_CHARS) -> str:
+    """A server's string, printable and at most ``chars`` long ("" for anything else)."""
     if not isinstance(value, str):
         return ""
     text = "".join(char for char in value if char.isprintable())
-    return text[:TEXT_CHARS]
+    return text[:chars]
 
 
-def _count(value: Any, most: float) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= most else None
+#: The facts a dialect may state of a served model, each of its kind; the most a number among
+#: them may be (billions of parameters, gigabytes).
+DIALECT_FACTS = {
+    **dict.fromkeys(("served_root", "model_file", "gguf_name", "architecture", "quantisation", "config_name", "precision"), str),
+    **dict.fromkeys(("params_total_b", "file_gb"), float),
+}
+MOST_FIGURE = 1e6
+#: Facts that may hold a path of the server's machine: only its last part is kept.
+PATH_FACTS = ("served_name", "served_root", "model_file", "config_name")
 
 
-def ask_the_server(endpoint: Endpoint) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-    """The served model's entry of ``/v1/models`` and ``/props`` (``{}`` for what is absent)."""
+def ask_the_server(
+    endpoint: Endpoint,
+    dialects: Sequence[ServerDialect],
+    *,
+    here: bool,
+    describe: Callable[[ModelQuery], DescribedModel | None] | None = None,
+    metrics: bool = False,
+) -> ServerAnswers:
+    """The served model's entry of ``/v1/models``, the JSON object of every page a dialect reads
+    (``{}`` for what is absent or not an object) and, with ``metrics``, the Prometheus page."""
     from arena_core.loadgen import ChatClient, run_measurement
+    from arena_core.run.telemetry import read_metrics_page
 
-    async def both() -> tuple[Any, Any]:
+    async def ask() -> tuple[Any, dict[str, Mapping[str, Any]]]:
         client = ChatClient(endpoint, request_timeout=IDENTITY_DEADLINE_S)
         try:
             _, models, _ = await client.call("GET", "/v1/models", deadline_s=IDENTITY_DEADLINE_S)
-            _, props, _ = await client.call("GET", "/props", deadline_s=IDENTITY_DEADLINE_S)
-            return models, props
+            pages = {}
+            for page in dict.fromkeys(page for dialect in dialects for page in dialect.pages):
+                status, answer, exchange = await client.call("GET", page, deadline_s=IDENTITY_DEADLINE_S)
+                if status == 200 and isinstance(answer, dict) and not exchange.error:
+                    pages[page] = answer
+            return models, pages
         finally:
             await client.close()
 
-    models, props = run_measurement(both())
+    models, pages = run_measurement(ask())
     listed = models.get("data") if isinstance(models, dict) else None
     entries = [entry for entry in listed if isinstance(entry, dict)] if isinstance(listed, list) else []
     entry = next((e for e in entries if e.get("id") == endpoint.model), entries[0] if entries else {})
-    return entry, props if isinstance(props, dict) else {}
+    page = (read_metrics_page(f"{endpoint.base_url}/metrics") or "") if metrics else ""
+    return ServerAnswers(model_entry=entry, pages=pages, metrics_page=page, here=here, describe=describe)
 
 
-def served_facts(
-    entry: Mapping[str, Any], props: Mapping[str, Any], *, here: bool, describe: Callable[[ModelQuery], DescribedModel | None] | None = None
-) -> dict[str, Any]:
-    """The facts of the served model, each checked: strings cleaned and cut, numbers bounded. A
-    folder served on this machine is described by ``describe`` (the model sources' hook)."""
-    facts: dict[str, Any] = {}
-    served_id, root = _no_path(clean(entry.get("id"))), _no_path(clean(entry.get("root")))
-    if served_id:
-        facts["served_name"] = served_id
-    if root and root != served_id:
-        facts["served_root"] = root
-    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
-    if (params := _count(meta.get("n_params"), 1e13)) is not None:
-        facts["params_total_b"] = round(params / 1e9, 3)
-    if (size := _count(meta.get("size"), 1e13)) is not None:
-        facts["file_gb"] = round(size / 1e9, 3)
-    raw_root = entry.get("root") if isinstance(entry.get("root"), str) else ""
-    if (
-        describe
-        and here
-        and len(raw_root) <= 4096
-        and raw_root.isprintable()
-        and os.path.isabs(raw_root)
-        and os.path.isfile(os.path.join(raw_root, "config.json"))
-    ):
-        facts.update(_config_facts(Path(raw_root) / "config.json", describe))  # vLLM serving a folder on this machine
-    path = props.get("model_path") if isinstance(props.get("model_path"), str) else ""
-    path = path if len(path) <= 4096 and path.isprintable() else ""  # read whole: it is opened, not shown
-    if path:
-        facts["model_file"] = Path(path).name
-        if here and path.endswith(".gguf") and Path(path).is_file():
-            facts.update(_gguf_facts(gguf_metadata(Path(path))))
+def served_facts(answers: ServerAnswers, dialects: Sequence[ServerDialect]) -> dict[str, Any]:
+    """The facts of the served model: its id, then what each dialect states (the first to state
+    a fact wins), each checked."""
+    stated: dict[str, Any] = {"served_name": answers.model_entry.get("id")}
+    kinds = {**DIALECT_FACTS, "served_name": str}
+    for dialect in dialects:
+        if dialect.model_facts is not None:
+            for key, value in dialect.model_facts(answers).items():
+                if key in DIALECT_FACTS:
+                    stated.setdefault(key, value)
+    facts = {key: checked for key, value in stated.items() if (checked := _checked(key, value, kinds[key])) not in ("", None)}
+    if facts.get("served_root") == facts.get("served_name"):
+        facts.pop("served_root", None)
     return facts
+
+
+def _checked(key: str, value: Any, kind: type) -> str | float | None:
+    """A stated fact as it may be kept: a number within bounds, a string cleaned and cut (only
+    its last part where it may be a path); anything else is dropped."""
+    if kind is str and isinstance(value, str):
+        return _no_path(clean(value)) if key in PATH_FACTS else clean(value)
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MOST_FIGURE:
+        return float(value)
+    return None
 
 
 def _no_path(name: str) -> str:
-    """A served name that is a file path (llama.cpp lists its model file's path) as the file's
-    name: a card is published, and a path shows a machine's folders."""
+    """A name that is a file path (a server may list its model file's path) as the file's name:
+    a card is published, and a path shows a machine's folders."""
     return Path(name).name if name.startswith(("/", "~")) or (len(name) > 2 and name[1:3] in (":\\", ":/")) else name
-
-
-def _config_facts(config: Path, describe: Callable[[ModelQuery], DescribedModel | None]) -> dict[str, Any]:
-    """What a served folder's config.json says of its model -- its name, architecture, parameters
-    and precision -- as a model source reads it (nothing where none can)."""
-    try:
-        described = describe(ModelQuery(source=str(config), named_by="the served folder"))
-    except UsageError:
-        return {}
-    if described is None:
-        return {}
-    facts: dict[str, Any] = {}
-    if name := clean(described.config_name):
-        facts["config_name"] = _no_path(name)
-    if kind := clean(described.architecture_class):
-        facts["architecture"] = kind
-    facts["params_total_b"] = described.spec.params_total_b
-    facts["precision"] = clean(described.spec.precision)
-    return facts
-
-
-def _gguf_facts(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    facts: dict[str, Any] = {}
-    for key, fact in (("general.name", "gguf_name"), ("general.architecture", "architecture"), ("quantisation", "quantisation")):
-        if text := clean(metadata.get(key)):
-            facts[fact] = text
-    if (size := _count(metadata.get("file_bytes"), 1e13)) is not None:
-        facts["file_gb"] = round(size / 1e9, 3)
-    return facts
 
 
 def identify(facts: Mapping[str, Any], catalog: Mapping[str, ModelSpec], *, title: str | None = None) -> ServedModel:

@@ -445,7 +445,7 @@ class RunSession:
                 endpoint = self.backend.start()
             except BaseException:
                 # a server that died while starting leaves its log in the run folder, kept: the
-                # error names it (arena_backends.process), and it is what the user reads next
+                # error names it (arena_core.launch_kit), and it is what the user reads next
                 log = self.backend.log_path
                 self.keep_failed = log is not None and log.is_file() and log.stat().st_size > 0
                 raise
@@ -481,8 +481,8 @@ class RunSession:
         """Record what the server says it serves; a model the catalog lacks is named from it.
         A resumed run whose server now serves other weights stops: its results would mix two
         models under one name."""
-        entry, props = ask_the_server(endpoint)
-        facts = served_facts(entry, props, here=here, describe=self.hooks.describe_model)
+        dialects = self.hooks.registry.server_dialects()
+        facts = served_facts(ask_the_server(endpoint, dialects, here=here, describe=self.hooks.describe_model), dialects)
         plan, recorded = self.plan, self.manifest.model_facts
         if plan.model.name != UNCATALOGUED_MODEL:
             self._record(model_facts={**recorded, **facts, "identity": CATALOG_IDENTITY})
@@ -578,7 +578,7 @@ class RunSession:
         check that the server answers a question with text (:mod:`arena_core.run.sanity`), and ask
         each runner whether its workloads can run here."""
         if self.plan.hardware.name == UNNAMED_SERVER.name:
-            self.progress(ask_about_its_machine(endpoint, self.hooks.registry.hardware_elsewhere(), self.hooks.registry.metrics_dialects()))
+            self.progress(ask_about_its_machine(endpoint, self.hooks.registry.hardware_elsewhere(), self.hooks.registry.server_dialects()))
         check_the_server_answers(endpoint, min(DEADLINE_S, self.plan.options.request_timeout_s))
         context = RunContext(endpoint=endpoint, output_dir=self.run_dir, options=self.plan.options, progress=self.progress)
         for workload in self.plan.workloads:

@@ -111,16 +111,14 @@ def model_memory(
     facts: Mapping[str, Any], before: int | None, after: int | None, *, unified: bool = True, server_rss: int | None = None, cpu_only: bool = False
 ) -> ModelMemory | None:
     """The memory the model takes ("VRAM" on the card): the server's own figure when it prints
-    one (vLLM's "Model loading took X GiB"); on a machine without a GPU, the resident memory of
+    one (a backend's ``model_memory_gib`` fact, read from its log); on a machine without a GPU, the resident memory of
     the server's processes (all it holds is there, and no other program's memory is counted);
     else what the probe saw grow while it loaded. When that did not grow (other processes freed
     more while the server loaded: a machine-wide figure on a busy machine), the server's own
     resident memory once loaded, where it could be read."""
     if "model_memory_gib" in facts:
         said = facts.get("model_memory_source")
-        return ModelMemory(
-            gb=facts["model_memory_gib"] * 2**30 / 1e9, source=said if isinstance(said, str) and said else "the server's log (Model loading took ... GiB)"
-        )
+        return ModelMemory(gb=facts["model_memory_gib"] * 2**30 / 1e9, source=said if isinstance(said, str) and said else "the server's log")
     if cpu_only and server_rss:
         return ModelMemory(gb=server_rss / 1e9, source="the server's own processes once loaded (VmRSS of its process tree; no GPU holds any of it)")
     if before is not None and after is not None:

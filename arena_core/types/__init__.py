@@ -14,6 +14,8 @@ from arena_core.types.backends import (
     MetricsDialect,
     PrecisionPath,
     Scheduling,
+    ServerAnswers,
+    ServerDialect,
     version_numbers,
 )
 from arena_core.types.cards import (
@@ -84,6 +86,8 @@ __all__ = [
     "LedgerLine",
     "LoopKind",
     "MetricsDialect",
+    "ServerAnswers",
+    "ServerDialect",
     "ModelArchitecture",
     "ModelCard",
     "ModelFacts",

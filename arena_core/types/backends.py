@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from attrs import field, frozen
 from attrs.validators import deep_iterable, instance_of, min_len, optional
 
 from arena_core import bounds
 from arena_core.types.hardware import HardwareProfile
-from arena_core.types.models import ModelSpec
+from arena_core.types.models import DescribedModel, ModelQuery, ModelSpec
 from arena_core.types.names import valid_name
 from arena_core.types.runners import Endpoint
 
@@ -199,6 +199,40 @@ class MetricsDialect:
 
 
 @frozen(kw_only=True)
+class ServerAnswers:
+    """What a running server answered Arena's questions about itself, as it came (``{}`` or ""
+    where it said nothing): outside data, which a :class:`ServerDialect` reads and the core
+    checks again (strings cleaned and cut, numbers bounded, unknown facts dropped)."""
+
+    #: the served model's entry of the OpenAI model list (``/v1/models``)
+    model_entry: Mapping[str, Any] = field(factory=dict)
+    #: the JSON object each page a dialect asked for answered (``{"/props": {...}}``)
+    pages: Mapping[str, Mapping[str, Any]] = field(factory=dict)
+    #: the server's Prometheus page ("" where it was not read or is absent)
+    metrics_page: str = ""
+    #: the server runs on this machine: a path it names may be opened
+    here: bool = False
+    #: the model sources' reading of a config.json, a folder or a file (``describe_model``)
+    describe: Callable[[ModelQuery], DescribedModel | None] | None = None
+
+
+@frozen(kw_only=True)
+class ServerDialect:
+    """How an engine's server speaks of itself beyond the OpenAI API, so that a server of a new
+    engine -- launched or attached -- is named and described without a core edit. Every
+    registered backend's dialect is read on any server (an attached one may be any engine);
+    for each fact, the first dialect that states it wins."""
+
+    #: JSON pages of its own that the server answers (``/props``), each asked for with a deadline
+    pages: tuple[str, ...] = ()
+    #: the facts of the served model the answers state, by :class:`~arena_core.types.ModelFacts`
+    #: field name (``gguf_name``, ``params_total_b``, ...); ``{}`` where they state none
+    model_facts: Callable[[ServerAnswers], Mapping[str, Any]] | None = None
+    #: what the server says of the machine it runs on, in one line ("" where it says nothing)
+    machine: Callable[[ServerAnswers], str] | None = None
+
+
+@frozen(kw_only=True)
 class BackendSpec:
     """An inference-server lifecycle; ``create(request)`` returns a :class:`Backend`.
 
@@ -223,6 +257,8 @@ class BackendSpec:
     #: cache, token counters): telemetry reads every registered backend's dialect on any server,
     #: an attached one included. ``None``: its server has no Prometheus page Arena reads.
     metrics: MetricsDialect | None = None
+    #: What its server says of its model and its machine beyond the OpenAI API (:class:`ServerDialect`).
+    dialect: ServerDialect | None = None
     #: What starting its server and seeing it answer takes on a small machine, in seconds (a run's
     #: expected time counts it; an attached server's is 0 to Arena, which only checks it answers).
     start_s: float = field(default=20.0, validator=bounds.DURATION_S)

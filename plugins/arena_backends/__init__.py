@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from arena_backends.llama_cpp import LLAMA_CPP_METRICS, LlamaCppServer
 from arena_backends.openai_endpoint import ExistingEndpoint
+from arena_backends.server_dialects import LLAMA_CPP_DIALECT, VLLM_DIALECT
 from arena_backends.vllm_dialect import VLLM_METRICS
 from arena_backends.vllm_server import VllmServer
 from arena_core import BackendSpec, EmbeddedRun, PrecisionPath, Scheduling, hookimpl
@@ -63,6 +64,7 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
             embedded=EmbeddedRun(model="gemma-3-270m-bf16", scale=0.1, exact_output=True, default=False),
             scheduling=VLLM_SCHEDULING,
             metrics=VLLM_METRICS,
+            dialect=VLLM_DIALECT,
             # vLLM 0.32's CPU build on 2 cores: 97-197 s from launch to /health (graphs compiled or
             # read from torch.compile's cache), plus a GGUF's conversion once (62-138 s)
             start_s=180.0,
@@ -79,6 +81,7 @@ def arena_register_backends(register: Callable[[BackendSpec], None]) -> None:
             embedded=EmbeddedRun(model="gemma-3-270m", scale=0.1, exact_output=True),
             scheduling=LLAMA_CPP_SCHEDULING,
             metrics=LLAMA_CPP_METRICS,
+            dialect=LLAMA_CPP_DIALECT,
             card_facts=("llama_cpp_bin", "parallel", "ctx_size"),
             slots_fact="parallel",
         )

