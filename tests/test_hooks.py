@@ -218,6 +218,33 @@ def test_hook_arena_register_renderers(seed_store, tmp_path):
     assert "plugin 'broken-renderer': renderer 'broken' failed: AttributeError: 'ModelCard' object has no attribute 'no_such_field'" in said[0]
 
 
+def test_a_renderer_of_predictions_lays_out_arena_predict():
+    """``arena predict --format NAME`` offers every renderer with a ``prediction``: a third
+    party's reads the same figures as the built-in JSON; ``--json`` is ``--format json``; with
+    the built-in renderers left out, one line says so."""
+    from arena_core import PredictionView, RendererSpec
+
+    def tsv(view: PredictionView) -> str:
+        return "".join(f"{p.workload}\t{p.central.per_user_tps}\n" for p in view.workloads)
+
+    class Plugin:
+        @hookimpl
+        def arena_register_renderers(self, register):
+            register(RendererSpec(name="tsv", description="tab-separated", prediction=tsv))
+
+    manager = make_plugin_manager(autoload=False, extra_plugins=[("tsv-renderer", Plugin())])
+    asked = ["predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--workloads", "chat,rag-8k"]
+    shown = run_cli(manager, [*asked, "--format", "tsv"])
+    document = json.loads(run_cli(manager, [*asked, "--format", "json"]).output)
+    assert json.loads(run_cli(manager, [*asked, "--json"]).output) == document
+    assert shown.exit_code == 0 and shown.output == "".join(f"{w['workload']}\t{w['central']['per_user_tps']}\n" for w in document["workloads"])
+    unknown = run_cli(manager, [*asked, "--format", "markdown"])
+    assert unknown.exit_code == 2 and "--format markdown: no renderer of predictions by that name is registered; renderers of predictions: text, json, tsv" in unknown.stderr
+    without = run_cli(make_plugin_manager(autoload=False, disabled=["arena_renderers"]), asked)
+    said = without.stderr.strip().splitlines()
+    assert without.exit_code == 2 and len(said) == 1 and "(ARENA_DISABLED_PLUGINS leaves out arena_renderers); renderers of predictions: none" in said[0]
+
+
 @pytest.mark.slow
 def test_hook_arena_register_quality_suites(tmp_path):
     """A third party's quality suite runs in ``arena quality`` beside the built-in ones, and its

@@ -3,7 +3,7 @@ it, each figure with an interval: the default predictor's answer (``arena list p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import click
 from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
-from arena_core.cli.params import OUTPUT, Within, results_dir
+from arena_core.cli.params import OUTPUT, Within, renderer_named, results_dir
 from arena_core.config import ArenaConfig, apply_override, check_config
 from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
@@ -21,9 +21,6 @@ from arena_core.hookspecs import hookimpl
 from arena_core.loadgen.goodput import SEED_TTFT_P95_LIMITS_S, Slo, parse_slo
 from arena_core.loadgen.plausible import TEMPLATE_TOKENS
 from arena_core.registry import Registry
-from arena_core.report import render_json, render_table
-from arena_core.report.formats import fmt_seconds, fmt_tps
-from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.predicted_capacity import PredictedCapacity, rate_capacity, users_capacity
 from arena_core.results.predictions import load_calibration, predicting_backend, require_predictor
 from arena_core.run.roofline import KV_CACHE_BYTES, known_precision
@@ -32,13 +29,11 @@ from arena_core.types import (
     BackendSpec,
     Calibration,
     ClosedLoopShape,
-    Figures,
-    HardwareProfile,
     ModelQuery,
     ModelSpec,
     PredictionSetup,
+    PredictionView,
     Predictor,
-    WorkloadPrediction,
     WorkloadSpec,
     slug,
     version_numbers,
@@ -70,6 +65,7 @@ class PredictQuery:
     workloads: str | None
     with_capacity: bool
     slo: str
+    fmt: str
     as_json: bool
     wide: bool
     output: Path | None
@@ -138,7 +134,10 @@ class PredictQuery:
     help="Also predict the capacity both ways, each with its interval: the chat users served within --slo, and the request rate served with TTFT p95 within 2, 5 and 10 s.",
 )
 @click.option("--slo", default="interactive", show_default=True, help="The SLO of --capacity: interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+@click.option(
+    "--format", "fmt", default="text", show_default=True, help="A registered renderer of predictions: text, json, and any a plugin adds (arena list renderers)."
+)
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--wide", is_flag=True, help="One line per workload, with what bounds it (wider than 80 columns).")
 @OUTPUT
 @click.pass_obj
@@ -148,6 +147,7 @@ def predict_command(app: CliApp, **given: Any) -> None:
     ``arena calibrate`` stored for HARDWARE and the backend, else tier 0 (the specs and the
     engine's priors)."""
     query = PredictQuery(**given)
+    render = renderer_named(app, "json" if query.as_json else query.fmt, "prediction", "--json" if query.as_json else "--format")
     registry = app.hooks.registry
     chosen_predictor = require_predictor(registry).predictor
     spec, assumptions = _described(app.hooks, query.model, query.config_path, query.params_b, query.active_params_b, query.precision)
@@ -182,66 +182,17 @@ def predict_command(app: CliApp, **given: Any) -> None:
         capacity = _capacities(chosen_predictor, setup, registry, objective) if query.with_capacity else []
     except ValueError as exc:
         raise UsageError(f"cannot predict {model} on {query.hardware}: {exc}") from None
-    shown = Predicted(
+    view = PredictionView(
         spec=spec,
         hardware=profile,
         backend=served_by.name,
         tier=chosen_predictor.basis(setup),
-        workloads=found,
+        workloads=tuple(found),
         assumptions=tuple(assumptions),
-        capacity=capacity,
+        capacity=tuple(capacity) if query.with_capacity else None,
+        wide=query.wide,
     )
-    if query.as_json:
-        echo(render_json(shown.as_dict(with_capacity=query.with_capacity)))
-    else:
-        _print_predicted(shown, wide=query.wide)
-
-
-@attrs.frozen(kw_only=True)
-class Predicted:
-    """What ``arena predict`` answers, before it is laid out: as JSON or as text."""
-
-    spec: ModelSpec
-    hardware: HardwareProfile
-    backend: str
-    tier: str
-    workloads: Sequence[WorkloadPrediction]
-    assumptions: tuple[str, ...]
-    capacity: Sequence[PredictedCapacity]
-
-    def as_dict(self, *, with_capacity: bool) -> dict[str, Any]:
-        return {
-            "model": self.spec.name,
-            "title": self.spec.title,
-            "hardware": self.hardware.name,
-            "backend": self.backend,
-            "tier": self.tier,
-            "assumptions": list(self.assumptions),
-            "workloads": [_as_dict(p) for p in self.workloads],
-            "capacity": [found.as_dict() for found in self.capacity] if with_capacity else None,
-        }
-
-
-def _print_predicted(shown: Predicted, *, wide: bool) -> None:
-    """The prediction as text: a line of what was predicted and on what basis, the table, what
-    its figures are, the assumptions, the notes and the capacity."""
-    found = shown.workloads
-    echo(wrap_text(f"Predicted: {shown.spec.title} on {shown.hardware.title} ({shown.backend}); {shown.tier}; not measured", hanging="  "))
-    rows = [(p.workload, *(_range(p, key, shown_as, one_line=wide) for key, shown_as in FIGURES), *([p.central.bound] if wide else [])) for p in found]
-    headers = ["workload", "tok/s per user", "tok/s total", "TTFT", "seed's G", *(["bound by"] if wide else [])]
-    echo(render_table(headers, rows, width=WIDEST if wide else None))
-    about = (
-        "Each figure with its interval [low–high] below it. TTFT: the mean over a closed-loop workload's requests (as llama-benchy gives it), "
-        "the p50 of an open-loop one's (as vllm bench serve does). G: the seed site's throughput per workload (closed loop: total decode tok/s "
-        "of a round, answers of full length assumed; open loop: total tok/s ÷ peak concurrent requests)."
-    )
-    echo(wrap_text(about + ("" if wide else " --wide: one line per workload, with what bounds it.")))
-    for assumed in shown.assumptions:
-        echo(wrap_text(f"assumed: {assumed}", hanging="  "))
-    for note in sorted({note for p in found for note in p.notes}):
-        echo(wrap_text(f"note: {note}", hanging="  "))
-    for found_capacity in shown.capacity:
-        echo(wrap_text(f"Predicted capacity: {found_capacity.describe()}", hanging="  "))
+    echo(render(view), nl=False)
 
 
 #: How a catalog entry's fact that a flag changed is said: its label, and how a value is shown.
@@ -369,38 +320,6 @@ def _calibration(given: str | None, store: Path, hardware: str, backend: Backend
     if found is None:
         raise UsageError(f"--calibration: {given}: not a readable calibration (arena calibrate writes one into the store's calibrations/)")
     return found
-
-
-#: The figures a prediction shows, each with how it is written.
-FIGURES: tuple[tuple[str, Callable[[float | None], str]], ...] = (
-    ("per_user_tps", fmt_tps),
-    ("total_tps", fmt_tps),
-    ("ttft_p50_s", fmt_seconds),
-    ("site_tps", fmt_tps),
-)
-
-
-def _range(prediction: WorkloadPrediction, key: str, shown: Callable[[float | None], str], *, one_line: bool = False) -> str:
-    """ "145 [121–176]": the central figure and its interval, on one line or two."""
-    central, low, high = (getattr(f, key) for f in (prediction.central, prediction.low, prediction.high))
-    if central is None:
-        return "—"
-    # an open-loop schedule can reorder at other efficiencies: the interval always holds the central figure
-    ends = sorted(v for v in (low, central, high) if v is not None)
-    return f"{shown(central)}{' ' if one_line else chr(10)}[{shown(ends[0])}–{shown(ends[-1])}]" if ends else shown(central)
-
-
-def _as_dict(prediction: WorkloadPrediction) -> dict:
-    def figures(f: Figures) -> dict:
-        return {"per_user_tps": f.per_user_tps, "total_tps": f.total_tps, "ttft_p50_s": f.ttft_p50_s, "site_tps": f.site_tps, "bound": f.bound}
-
-    return {
-        "workload": prediction.workload,
-        "central": figures(prediction.central),
-        "low": figures(prediction.low),
-        "high": figures(prediction.high),
-        "notes": list(prediction.notes),
-    }
 
 
 def _headline(registry: Registry) -> WorkloadSpec:

@@ -45,7 +45,7 @@ OUTPUT = click.option("--output", type=click.Path(file_okay=False, path_type=Pat
 
 
 def renderer_named(app: CliApp, name: str, use: str, flag: str) -> Any:
-    """The ``use`` callable (``card`` or ``site``) of the renderer registered as ``name``; a
+    """The ``use`` callable (``card``, ``site`` or ``prediction``) of the renderer registered as ``name``; a
     usage error in one line naming the renderers that offer it, and the plugins left out where
     a default one may be among them."""
     registry = app.hooks.registry
@@ -63,7 +63,7 @@ def renderer_named(app: CliApp, name: str, use: str, flag: str) -> Any:
 
         return guarded
     offering = [r.item.name for r in registry.registrations("renderers") if getattr(r.item, use) is not None]
-    what = "cards" if use == "card" else "sites"
+    what = {"card": "cards", "site": "sites", "prediction": "predictions"}[use]
     left_out = f" ({ENV_DISABLED} leaves out {', '.join(sorted(app.pm.disabled))})" if app.pm.disabled else ""
     raise UsageError(f"{flag} {name}: no renderer of {what} by that name is registered{left_out}; renderers of {what}: {', '.join(offering) or 'none'}")
 

@@ -14,7 +14,7 @@ import attrs
 from arena_core.converter import CONVERTER
 from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
 from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, TTFT_NOTE, prediction_rows
-from arena_core.report.formats import fmt_score, fmt_tps
+from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.model_card import (
     big_figures,
     cost_rows,
@@ -33,7 +33,7 @@ from arena_core.report.model_card import (
     workload_rows,
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
-from arena_core.report.text import render_json
+from arena_core.report.text import WIDEST, render_json, wrap_text
 from arena_core.report.workload_blocks import summary_lines, workload_blocks
 from arena_core.results.findings import ttft_is_mean
 from arena_core.results.leaderboard import Row, rank, row_dict
@@ -46,6 +46,7 @@ __all__ = [
     "PREDICTION_HEADERS",
     "PREDICTION_NOTE",
     "TTFT_NOTE",
+    "WIDEST",
     "Row",
     "big_figures",
     "capacity_column",
@@ -56,6 +57,7 @@ __all__ = [
     "cost_rows",
     "decode_totals",
     "fmt_score",
+    "fmt_seconds",
     "fmt_tps",
     "headline_label",
     "headline_tps",
@@ -78,6 +80,7 @@ __all__ = [
     "ttft_is_mean",
     "workload_blocks",
     "workload_rows",
+    "wrap_text",
 ]
 
 

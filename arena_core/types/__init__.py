@@ -45,7 +45,7 @@ from arena_core.types.prediction import (
     WorkloadPrediction,
 )
 from arena_core.types.quality import MeasuredQuality, QualityRequest, QualitySuiteSpec
-from arena_core.types.renderers import CardView, CostLine, Progress, RendererSpec, SiteView
+from arena_core.types.renderers import CardView, CostLine, PredictionView, Progress, RendererSpec, SiteView
 from arena_core.types.results import RequestRecord, RunInfo, RunResult, Verdict, WorkloadResult
 from arena_core.types.runners import Endpoint, ReportReader, RunContext, Runner, RunnerSpec, RunOptions, ToolAvailability
 from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec, publishable
@@ -70,6 +70,7 @@ __all__ = [
     "Progress",
     "RendererSpec",
     "SiteView",
+    "PredictionView",
     "CardSlo",
     "CardWorkload",
     "ClosedLoopShape",

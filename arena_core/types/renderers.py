@@ -1,8 +1,9 @@
 """Renderers: what lays a card out as a document and a store out as a site, and the values they read.
 
-A renderer is data plus two optional callables: ``card`` turns one :class:`CardView` into a
+A renderer is data plus optional callables: ``card`` turns one :class:`CardView` into a
 document (``arena card --format NAME``), ``site`` writes a :class:`SiteView` into a folder
-(``arena publish --format NAME``). Both views are plain values the core computes once -- the card,
+(``arena publish --format NAME``), ``prediction`` lays out a :class:`PredictionView`
+(``arena predict --format NAME``). Both views are plain values the core computes once -- the card,
 its scores, findings, error-ledger lines and cost -- so a third party's renderer reads the same
 figures as the built-in ones and lays them out in its own way. ``arena_core.card_kit`` has the
 row builders the built-in renderers use, for a renderer that wants the same tables.
@@ -12,13 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attrs import field, frozen
 
 from arena_core.types.cards import ModelCard
+from arena_core.types.hardware import HardwareProfile
+from arena_core.types.models import ModelSpec
 from arena_core.types.names import valid_name
-from arena_core.types.prediction import LedgerLine
+from arena_core.types.prediction import LedgerLine, WorkloadPrediction
 from arena_core.types.scoring import Score
+
+if TYPE_CHECKING:  # a result of the core's capacity search, read here through its methods only
+    from arena_core.results.predicted_capacity import PredictedCapacity
 
 
 @frozen(kw_only=True)
@@ -97,6 +104,23 @@ class SiteView:
         return [view.card for view in self.views.values()]
 
 
+@frozen(kw_only=True)
+class PredictionView:
+    """What ``arena predict`` answers, as every renderer of predictions sees it: the model and
+    the machine, the backend whose scheduling was simulated, the predictor's tier, each
+    workload's prediction with its interval, what had to be assumed, and the capacities asked
+    for (``None``: not asked; each has ``describe()`` and ``as_dict()``); ``wide`` as for a card."""
+
+    spec: ModelSpec
+    hardware: HardwareProfile
+    backend: str
+    tier: str
+    workloads: tuple[WorkloadPrediction, ...]
+    assumptions: tuple[str, ...] = ()
+    capacity: tuple[PredictedCapacity, ...] | None = None
+    wide: bool = False
+
+
 #: ``progress(done, total, what)``: told after each page a site renderer writes.
 Progress = Callable[[int, int, str], None]
 
@@ -112,3 +136,5 @@ class RendererSpec:
     description: str
     card: Callable[[CardView], str] | None = None
     site: Callable[[SiteView, Path, Progress], Path] | None = None
+    #: lays out what ``arena predict`` answers (``arena predict --format``)
+    prediction: Callable[[PredictionView], str] | None = None

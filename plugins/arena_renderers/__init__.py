@@ -1,4 +1,5 @@
-"""The built-in card formats: ``text`` (fitted to the terminal), ``markdown`` and ``json``.
+"""The built-in formats of cards and predictions: ``text`` (fitted to the terminal), ``markdown``
+(cards) and ``json``.
 
 A default plugin like any other: it registers through ``arena_register_renderers`` and lays the
 card out with ``arena_core.card_kit`` alone, so disabling it (``ARENA_DISABLED_PLUGINS``) leaves
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from arena_core import CardView, RendererSpec, card_kit, hookimpl
+from arena_renderers.prediction import prediction_json, prediction_text
 
 
 def _text(view: CardView) -> str:
@@ -26,6 +28,20 @@ def _json(view: CardView) -> str:
 
 @hookimpl
 def arena_register_renderers(register: Callable[[RendererSpec], None]) -> None:
-    register(RendererSpec(name="text", description="the card fitted to the terminal (--wide: tables as wide as they are)", card=_text))
+    register(
+        RendererSpec(
+            name="text",
+            description="the card or the prediction fitted to the terminal (--wide: tables as wide as they are)",
+            card=_text,
+            prediction=prediction_text,
+        )
+    )
     register(RendererSpec(name="markdown", description="the card as a markdown document", card=_markdown))
-    register(RendererSpec(name="json", description="the card, its scores, findings and predictions as one JSON document (arena-card/1)", card=_json))
+    register(
+        RendererSpec(
+            name="json",
+            description="the card, its scores, findings and predictions as one JSON document (arena-card/1); a prediction as one document",
+            card=_json,
+            prediction=prediction_json,
+        )
+    )
