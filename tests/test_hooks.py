@@ -239,7 +239,10 @@ def test_a_renderer_of_predictions_lays_out_arena_predict():
     assert json.loads(run_cli(manager, [*asked, "--json"]).output) == document
     assert shown.exit_code == 0 and shown.output == "".join(f"{w['workload']}\t{w['central']['per_user_tps']}\n" for w in document["workloads"])
     unknown = run_cli(manager, [*asked, "--format", "markdown"])
-    assert unknown.exit_code == 2 and "--format markdown: no renderer of predictions by that name is registered; renderers of predictions: text, json, tsv" in unknown.stderr
+    assert (
+        unknown.exit_code == 2
+        and "--format markdown: no renderer of predictions by that name is registered; renderers of predictions: text, json, tsv" in unknown.stderr
+    )
     without = run_cli(make_plugin_manager(autoload=False, disabled=["arena_renderers"]), asked)
     said = without.stderr.strip().splitlines()
     assert without.exit_code == 2 and len(said) == 1 and "(ARENA_DISABLED_PLUGINS leaves out arena_renderers); renderers of predictions: none" in said[0]
