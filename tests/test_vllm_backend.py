@@ -35,6 +35,7 @@ def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
         max_context_tokens=4096,
         max_concurrency=10,
         hardware=registry.get("hardware", "gb10"),
+        server_args=("--enforce-eager", "--max-num-batched-tokens=4096"),
     )
     backend = registry.get("backends", "vllm").create(request)
     endpoint = backend.start()
@@ -51,12 +52,39 @@ def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path):
         assert command[command.index("--kv-cache-dtype") + 1] == "fp8" and "--no-enable-prefix-caching" in command
         assert command[command.index("--max-model-len") + 1] == "131072"
         assert facts["kv_cache_dtype"] == "fp8" and facts["prefix_caching"] is False
+        assert command[-2:] == ["--enforce-eager", "--max-num-batched-tokens=4096"]  # the user's --server-arg, after Arena's own
     finally:
         backend.stop()
     assert backend.process._process.poll() is not None  # stopped, with its process group
     # elsewhere vLLM's own defaults, with room for the OS on unified memory, and the context the workloads need
     elsewhere = registry.get("backends", "vllm").create(attrs.evolve(request, hardware=registry.get("hardware", "m3-ultra")))
     assert (elsewhere.defaults.memory_utilization, elsewhere.defaults.kv_cache_dtype, elsewhere.max_model_len) == (0.80, "auto", 4096)
+
+
+def test_a_server_arg_that_would_undo_arenas_own_settings_or_carry_a_secret_is_refused(tmp_path):
+    """``--server-arg`` goes to a server Arena starts, after its own arguments; one that sets
+    what Arena sets itself (and its runs and predictions read), that names a secret, or that is
+    no text, is one line naming it -- before anything starts."""
+    from arena_core import UsageError
+
+    manager = make_plugin_manager(autoload=False, strict=True)
+    registry = ArenaHooks(manager).registry
+    request = BackendRequest(model=registry.get("models", "qwen3.5-0.8b"), run_dir=tmp_path, max_context_tokens=4096, max_concurrency=4)
+    for backend, given, said in (
+        ("vllm", "--max-num-seqs=8", "--server-arg --max-num-seqs: the vllm backend sets --max-num-seqs itself"),
+        ("llama-cpp", "--parallel", "--server-arg --parallel: the llama-cpp backend sets --parallel itself"),
+        ("vllm", "--api-key=sk-1", "--server-arg --api-key: a secret on a command line"),
+        ("llama-cpp", "--hf-token", "--server-arg --hf-token: a secret on a command line"),
+        ("vllm", "--x\x1b[2J", "not an argument"),
+    ):
+        model = registry.get("models", "gemma-3-270m" if backend == "llama-cpp" else "qwen3.5-0.8b")
+        with pytest.raises(UsageError, match=r"^" + __import__("re").escape(said) if said.startswith("--") else said):
+            registry.get("backends", backend).create(attrs.evolve(request, model=model, server_args=(given,)))
+    refused = run_cli(manager, ["run", "--base-url", "http://127.0.0.1:9", "--server-arg=--enforce-eager", "--workloads", "chat"])
+    assert (
+        refused.exit_code == 2
+        and "--server-arg passes arguments to a server Arena starts; the server at http://127.0.0.1:9 was started with its own" in refused.stderr
+    )
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from arena_core.run.store import find_run
 from arena_core.types import ClosedLoopShape
 
 #: The flags that say what a search measures; a resumed search keeps its own and refuses others.
-SEARCH_FLAGS = ("model", "backend", "hardware", "base_url", "scale", "slots", "workload", "load", "slo")
+SEARCH_FLAGS = ("model", "backend", "hardware", "base_url", "scale", "slots", "server_args", "workload", "load", "slo")
 SEARCH_FLAGS += ("start", "limit", "precision", "probe_requests", "probe_seconds")
 #: What a resumed search takes from the flags when they are given: where to find things.
 RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "served_model")
@@ -147,7 +147,7 @@ def _resumed(ctx: click.Context, run_id: str, flags: dict[str, Any]) -> tuple[Se
         raise UsageError(f"run {run_id} is not a capacity search: finish it with arena run --resume {run_id}")
     if manifest.status == "completed":
         raise UsageError(f"the capacity search {run_id} has finished: arena card {run_id} shows it")
-    had = {**attrs.asdict(settings), **{name: getattr(manifest, name) for name in ("model", "backend", "hardware", "base_url", "scale")}}
+    had = {**attrs.asdict(settings), **{name: getattr(manifest, name) for name in ("model", "backend", "hardware", "base_url", "scale", "server_args")}}
     changed = [
         "MODEL" if name == "model" else f"--{name.replace('_', '-')}"
         for name in SEARCH_FLAGS

@@ -51,7 +51,7 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 
 #: What a resumed run keeps from its start: a flag that would change it is refused, not ignored.
 #: (Given the same as the run had, a flag is fine: a resume command may repeat the original.)
-RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output", "budget_s")
+RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output", "budget_s", "server_args")
 #: What a resumed run takes from the flags when they are given: where to find things, not what to measure.
 RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "dataset", "corpus")
 

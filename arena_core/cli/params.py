@@ -133,6 +133,13 @@ _SERVER_OPTIONS = (
     click.option(
         "--model-title", help="What to call a model the catalog lacks (default: from what the server reports: its GGUF name and quantisation, or its model id)."
     ),
+    click.option(
+        "--server-arg",
+        "server_args",
+        multiple=True,
+        metavar="ARG",
+        help="An argument for the command line of a server Arena starts, after its own (repeatable; --server-arg=--enforce-eager).",
+    ),
     click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key."),
     click.option("--api-key-file", metavar="FILE", help="File holding the API key."),
     click.option("--tokenizer", type=click.Path(exists=True, path_type=Path), help="The model's tokenizer.json (default: the server's /tokenize)."),

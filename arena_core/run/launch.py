@@ -17,11 +17,39 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from arena_core.errors import ToolFailed
+from arena_core.errors import ToolFailed, UsageError
 from arena_core.loadgen import clean_text
 from arena_core.types import Endpoint
+
+#: A flag whose value is a secret: on a command line every process of the machine reads it, and
+#: the run records its server's command line.
+SECRET_FLAG = re.compile(r"(?:^|[-_])(?:key|token|secret|password)(?:$|[-_])", re.IGNORECASE)
+#: The most arguments, and the longest, ``--server-arg`` passes to a server.
+MOST_ARGS, LONGEST_ARG = 64, 4096
+
+
+def extra_args(given: Sequence[str], own: Collection[str], backend: str) -> list[str]:
+    """The user's ``--server-arg`` arguments for a server ``backend`` starts, checked: none is a
+    flag of ``own`` (what the backend sets itself: the port, the model, the slots its runs and
+    predictions read), none names a secret, each printable; a usage error in one line otherwise."""
+    if len(given) > MOST_ARGS:
+        raise UsageError(f"--server-arg: {len(given)} arguments; at most {MOST_ARGS}")
+    for arg in given:
+        flag = arg.split("=", 1)[0]
+        if not arg or len(arg) > LONGEST_ARG or not arg.isprintable():
+            raise UsageError(f"--server-arg {arg[:40]!r}: not an argument (printable text of 1 to {LONGEST_ARG} characters)")
+        if flag in own:
+            raise UsageError(
+                f"--server-arg {flag}: the {backend} backend sets {flag} itself (its runs and predictions read it); use Arena's own option where there is one"
+            )
+        if flag.startswith("-") and SECRET_FLAG.search(flag.lstrip("-")):
+            raise UsageError(
+                f"--server-arg {flag}: a secret on a command line is read by every process of the machine and recorded with the run; give it through the server's environment"
+            )
+    return list(given)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

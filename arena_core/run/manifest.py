@@ -72,6 +72,8 @@ class Manifest:
     #: The configuration as read (names of key variables and files only, never a key).
     config: Mapping[str, Any] = field(factory=dict)
     exact_output: bool = False
+    #: Arguments the user gave for the command line of the server Arena started (``--server-arg``).
+    server_args: tuple[str, ...] = ()
     request_timeout_s: float | None = None
     tokenizer: str | None = None
     dataset: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -99,6 +100,8 @@ class RunRequest:
     #: The parallel slots of a server Arena starts (llama.cpp ``-np``, vLLM ``--max-num-seqs``);
     #: None: as many as the workloads' most concurrent requests.
     slots: int | None = None
+    #: Arguments for the command line of a server Arena starts (``--server-arg``), after its own.
+    server_args: tuple[str, ...] = ()
     #: The model's title (and so its name) where the server's own facts are not what to call it.
     model_title: str | None = None
     #: Measure quality after the workloads; None: for a run of the standard suite, not for a run
@@ -116,7 +119,9 @@ class RunRequest:
     def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
         """The request that carries on the run ``manifest`` records; ``given`` (the API key's
         source, the output folder, a request timeout) is what a manifest never holds."""
-        kept = {name: getattr(manifest, name) for name in ("backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output")}
+        kept = {
+            name: getattr(manifest, name) for name in ("backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output", "server_args")
+        }
         paths = {name: Path(value) for name in RECORDED_PATHS if (value := getattr(manifest, name))}
         settings = {key: value for key, value in given.items() if value is not None}
         # a model the catalog lacks was named from what its server said: it is asked again
@@ -141,6 +146,7 @@ class RunPlan:
     endpoint: EndpointSettings
     config: ArenaConfig
     slots: int | None = None
+    server_args: tuple[str, ...] = ()
     quality: tuple[QualitySuiteSpec, ...] = ()
     quality_full: bool = False
     model_title: str | None = None
@@ -209,7 +215,7 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         options=options,
         endpoint=endpoint,
         config=config,
-        slots=_slots(request.slots, backend, endpoint),
+        **_for_a_started_server(request, backend, endpoint),
         quality=quality,
         quality_full=request.quality_full,
         model_title=request.model_title or run.model_title,
@@ -260,12 +266,16 @@ def _quality_suites(request: RunRequest, registry: Registry) -> tuple[QualitySui
     return tuple(r.item for r in registry.registrations("quality-suites") if r.item.default) if wanted else ()
 
 
-def _slots(slots: int | None, backend: BackendSpec, endpoint: EndpointSettings) -> int | None:
-    """The slots the user fixed, refused for a server Arena does not start (it has its own)."""
-    if slots is not None and backend.attaches:
+def _for_a_started_server(request: RunRequest, backend: BackendSpec, endpoint: EndpointSettings) -> dict[str, Any]:
+    """The slots and the server arguments the user gave, refused for a server Arena does not
+    start (it was started with its own)."""
+    if backend.attaches:
         where = f" at {endpoint.base_url}" if endpoint.base_url else ""
-        raise UsageError(f"--slots sizes a server Arena starts; the server{where} was started with its own (llama.cpp -np, vLLM --max-num-seqs)")
-    return slots
+        if request.slots is not None:
+            raise UsageError(f"--slots sizes a server Arena starts; the server{where} was started with its own (llama.cpp -np, vLLM --max-num-seqs)")
+        if request.server_args:
+            raise UsageError(f"--server-arg passes arguments to a server Arena starts; the server{where} was started with its own")
+    return {"slots": request.slots, "server_args": request.server_args}
 
 
 def _endpoint_settings(request: RunRequest, section: EndpointSettings, source: str) -> EndpointSettings:
@@ -360,6 +370,7 @@ def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
         budget_s=plan.budget_s,
         expected_s=round(plan.expected.total_s) if plan.expected is not None else None,
         exact_output=options.exact_output,
+        server_args=plan.server_args,
         request_timeout_s=options.request_timeout_s,
         **{name: str(value) for name in RECORDED_PATHS if (value := getattr(options, name))},
     )
@@ -411,6 +422,7 @@ class RunSession:
                 max_context_tokens=max((w.shape.context_needed() for w in plan.workloads), default=QUALITY_CONTEXT_TOKENS),
                 max_concurrency=max((w.shape.concurrency_needed() for w in plan.workloads), default=QUALITY_CONCURRENCY),
                 slots=plan.slots,
+                server_args=plan.server_args,
             )
         )
         # what observers are told: the run's identity as its manifest records it

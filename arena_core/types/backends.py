@@ -61,6 +61,10 @@ class BackendRequest:
     hardware: HardwareProfile | None = None
     #: The parallel slots the user fixed for a server Arena starts; None: ``max_concurrency``.
     slots: int | None = field(default=None, validator=optional(bounds.CONCURRENCY))
+    #: Arguments the user gave for the server's command line (``--server-arg``), to follow the
+    #: backend's own; a backend refuses one that would undo a setting it makes itself
+    #: (``arena_core.launch_kit.extra_args``).
+    server_args: tuple[str, ...] = ()
 
 
 @frozen(kw_only=True)

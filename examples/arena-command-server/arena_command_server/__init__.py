@@ -11,7 +11,6 @@ header and its KV cache and queue are read from its ``/metrics``, as when Arena 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -28,19 +27,22 @@ MOST_START_S = 3600.0
 LIST_DEADLINE_S = 15.0
 LIST_MAX_BYTES = 1 << 20
 MAX_MODEL_ID = 512
-#: A flag whose value is a secret: it is recorded as ``[redacted]``.
-SECRET_FLAG = re.compile(r"^--?[\w-]*(key|token|secret|password)[\w-]*$", re.IGNORECASE)
+
+
+def _secret(flag: str) -> bool:
+    return flag.startswith("-") and bool(launch_kit.SECRET_FLAG.search(flag.lstrip("-")))
 
 
 def recorded(argv: list[str]) -> list[str]:
-    """``argv`` as the manifest keeps it: the value after a flag that names a secret (and one
-    given as ``--api-key=VALUE``) replaced by ``[redacted]``."""
+    """``argv`` as the manifest keeps it: the value after a flag that names a secret (the launch
+    kit's rule: ``--api-key``, ``--hf-token``; and one given as ``--api-key=VALUE``) replaced by
+    ``[redacted]``."""
     kept: list[str] = []
     for part in argv:
         flag, equals, _ = part.partition("=")
-        if kept and SECRET_FLAG.match(kept[-1]):
+        if kept and _secret(kept[-1]) and "=" not in kept[-1]:
             kept.append("[redacted]")
-        elif equals and SECRET_FLAG.match(flag):
+        elif equals and _secret(flag):
             kept.append(f"{flag}=[redacted]")
         else:
             kept.append(part)
@@ -70,6 +72,7 @@ class CommandServer(launch_kit.LocalServer):
             self.argv = shlex.split(template)
         except ValueError as exc:
             raise UsageError(f"{COMMAND_ENV}: {exc}") from None
+        self.argv += list(request.server_args)  # --server-arg: after the command line's own
         if not any("{port}" in part for part in self.argv):
             raise UsageError(f"{COMMAND_ENV}: the command line has no {{port}}; the server must listen on the port Arena chose")
         self.health = os.environ.get(HEALTH_ENV, "/health")
