@@ -140,6 +140,18 @@ LONGEST_FILES = (
 )
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``pytest -n auto``: two workers per core, at most eight. Most slow tests wait -- on a rig
+    that paces its tokens, a server that starts, a deadline that must pass -- rather than compute:
+    with one worker per core the suite kept 2 cores 42 % busy (``time``: 21 CPU-minutes in 25).
+    The real servers still take turns (``one_real_server_at_a_time``)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(2, min(8, 2 * cores))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: place for place, name in enumerate(LONGEST_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

@@ -127,16 +127,16 @@ def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
 
     from arena_core.loadgen.goodput import first_token_s as first_token
 
-    def capacity(slots: int, slo: str, start: int, limit: int) -> subprocess.CompletedProcess:
+    def capacity(slots: int, slo: str, start: int, limit: int, requests: int) -> subprocess.CompletedProcess:
         argv = [sys.executable, "-m", "arena_core", "capacity", "--slots", str(slots), "--scale", "0.125", "--slo", slo]
-        argv += ["--start", str(start), "--limit", str(limit), "--probe-requests", "8", "--probe-seconds", "0", "--output", str(tmp_path / "store")]
+        argv += ["--start", str(start), "--limit", str(limit), "--probe-requests", str(requests), "--probe-seconds", "0", "--output", str(tmp_path / "store")]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         assert f"server slots: {slots} (fixed by --slots)" in done.stderr
         return done
 
     # this machine now: four users on four slots (a 128-token prompt and answer each)
-    measured = capacity(4, "ttft=600s,tps=none", 4, 4)
+    measured = capacity(4, "ttft=600s,tps=none", 4, 4, requests=8)
     run_dir = Path(re.search(r"results: (\S+)", measured.stdout).group(1))
     records = [r for path in run_dir.glob("**/records.jsonl") for r in read_records(path) if r.ok and not r.warmup and r.chunk_ns and r.end_ns]
     assert len(records) == 8, len(records)
@@ -147,10 +147,11 @@ def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
     limit_s = math.sqrt(eight_at_once_s * answer_s)
 
     # with 4 slots the search goes up to a fifth user, which is what the verdict needs (four
-    # pass, the fifth fails); up to 8 it would also probe 8, 6 and 5 users, the slowest probes
+    # pass, the fifth fails: one of five requests waits a whole answer); with 8 slots one probe
+    # of eight users. Each probe measures one round of its users (its warm-up round aside).
     found = {}
-    for slots, limit in ((4, 5), (8, 8)):
-        done = capacity(slots, f"ttft={limit_s:.3f}s,tps=none", 4, limit)
+    for slots, start, limit in ((4, 4, 5), (8, 8, 8)):
+        done = capacity(slots, f"ttft={limit_s:.3f}s,tps=none", start, limit, requests=start)
         found[slots] = int(re.search(r"Capacity: (\d+) users", done.stdout).group(1))
     assert found[4] <= 4 < found[8] <= 8, (found, first_token_s, answer_s, limit_s)
 
