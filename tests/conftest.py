@@ -87,9 +87,11 @@ def seed_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def one_real_server_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Held while a test runs a real inference server (vLLM, the embedded llama.cpp) under
-    ``pytest -n``: two at once on a 2-core machine starve each other (with vLLM beside it the
-    embedded server's capacity premise and its quality budget failed), so workers take turns."""
+    """Held by the real vLLM's test and by the embedded server's capacity search, which sets
+    its TTFT limit from this machine's speed measured just before: with vLLM's decode taking a
+    core beside it on 2 cores, the search's premise failed. The real servers' other tests
+    (the embedded quality budget, the cache states, a server a command line starts) run beside
+    vLLM: they adapt to, or do not depend on, the machine's speed."""
     with FileLock(shared_across_workers(tmp_path_factory, "real-server.lock")):
         yield
 
@@ -121,30 +123,10 @@ def rig_run(tmp_path: Path):
     return run
 
 
-#: The files that take longest (each over a minute on 2 cores: a real vLLM or llama.cpp started,
-#: the seed cohort fitted, a Ray cluster), longest first. Under ``pytest -n`` each worker takes a
-#: whole file at a time (``--dist loadfile``), so starting these first keeps one long file from
-#: running alone at the end while the other workers wait. The order only schedules; a file not
-#: named runs after them in its usual order.
-LONGEST_FILES = (
-    "test_vllm_live.py",
-    "test_attached_engine.py",  # builds the shared seed template first thing
-    "test_capacity.py",
-    "test_attach.py",
-    "test_fleet.py",
-    "test_site.py",
-    "test_simulator.py",
-    "test_faults.py",
-    "test_trust_round2.py",
-    "test_embedded.py",  # after about as long as the vLLM test takes: the two take turns (one_real_server_at_a_time)
-)
-
-
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``pytest -n auto``: two workers per core, at most eight. Most slow tests wait -- on a rig
     that paces its tokens, a server that starts, a deadline that must pass -- rather than compute:
-    with one worker per core the suite kept 2 cores 42 % busy (``time``: 21 CPU-minutes in 25).
-    The real servers still take turns (``one_real_server_at_a_time``)."""
+    with one worker per core the suite kept 2 cores 42 % busy (``time``: 21 CPU-minutes in 25)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
@@ -152,9 +134,29 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(2, min(8, 2 * cores))
 
 
+#: The files that take longest (each over a minute on 2 cores: a real vLLM or llama.cpp, the seed
+#: cohort fitted, a Ray cluster, a rig searched), longest first. Under ``pytest -n`` each worker
+#: takes a whole file at a time (``--dist loadfile``: module fixtures are built once), in this
+#: order (``--no-loadscope-reorder``), so that no long file starts last while the other workers
+#: wait. The order only schedules; a file not named runs after them in its usual order.
+LONGEST_FILES = (
+    "test_vllm_live.py",
+    "test_embedded.py",  # its capacity search last: it takes turns with the vLLM test (one_real_server_at_a_time)
+    "test_attached_engine.py",  # builds the shared seed template first thing
+    "test_fleet.py",
+    "test_capacity.py",
+    "test_attach.py",
+    "test_site.py",
+    "test_simulator.py",
+    "test_faults.py",
+    "test_trust_round2.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: place for place, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+    # stable: the rest keep their order; within a file, a test holding the real-server lock last
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), "one_real_server_at_a_time" in getattr(item, "fixturenames", ())))
 
 
 #: argv of the child processes started while the current test runs (set up, call and tear down)

