@@ -141,11 +141,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 #: wait. The order only schedules; a file not named runs after them in its usual order.
 LONGEST_FILES = (
     "test_vllm_live.py",
-    "test_embedded.py",  # its capacity search last: it takes turns with the vLLM test (one_real_server_at_a_time)
     "test_attached_engine.py",  # builds the shared seed template first thing
     "test_fleet.py",
     "test_capacity.py",
     "test_attach.py",
+    # sixth: a worker's second file (xdist gives each worker two at the start), begun after the
+    # seed template; its capacity search comes last and takes turns with the vLLM test
+    # (one_real_server_at_a_time), which has about finished by then: no worker sits waiting
+    "test_embedded.py",
     "test_site.py",
     "test_simulator.py",
     "test_faults.py",
