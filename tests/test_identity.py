@@ -119,6 +119,8 @@ def test_a_new_engines_dialect_names_its_model_and_every_fact_it_states_is_check
     facts = served_facts(answers, (dialect, LLAMA_CPP_DIALECT))
     assert facts == {"served_name": "qwen", "served_root": "qwen3-8b", "params_total_b": 7.6, "architecture": "[2J" + "q" * 117}
     assert identify(facts, {}).name == "qwen3-8b"
+    wrong = ServerDialect(model_facts=lambda answers: ["served_root", "x"])  # not a mapping: it states nothing
+    assert served_facts(answers, (wrong,)) == {"served_name": "qwen"}
 
 
 def test_runs_of_different_models_never_share_a_name():

@@ -108,10 +108,10 @@ def served_facts(answers: ServerAnswers, dialects: Sequence[ServerDialect]) -> d
     stated: dict[str, Any] = {"served_name": answers.model_entry.get("id")}
     kinds = {**DIALECT_FACTS, "served_name": str}
     for dialect in dialects:
-        if dialect.model_facts is not None:
-            for key, value in dialect.model_facts(answers).items():
-                if key in DIALECT_FACTS:
-                    stated.setdefault(key, value)
+        said = dialect.model_facts(answers) if dialect.model_facts is not None else {}
+        for key, value in said.items() if isinstance(said, Mapping) else ():
+            if key in DIALECT_FACTS:
+                stated.setdefault(key, value)
     facts = {key: checked for key, value in stated.items() if (checked := _checked(key, value, kinds[key])) not in ("", None)}
     if facts.get("served_root") == facts.get("served_name"):
         facts.pop("served_root", None)
