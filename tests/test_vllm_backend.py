@@ -72,6 +72,7 @@ def test_a_server_arg_that_would_undo_arenas_own_settings_or_carry_a_secret_is_r
     request = BackendRequest(model=registry.get("models", "qwen3.5-0.8b"), run_dir=tmp_path, max_context_tokens=4096, max_concurrency=4)
     for backend, given, said in (
         ("vllm", "--max-num-seqs=8", "--server-arg --max-num-seqs: the vllm backend sets --max-num-seqs itself"),
+        ("vllm", "--max_num_seqs", "--server-arg --max_num_seqs: the vllm backend sets --max_num_seqs itself"),
         ("llama-cpp", "--parallel", "--server-arg --parallel: the llama-cpp backend sets --parallel itself"),
         ("vllm", "--api-key=sk-1", "--server-arg --api-key: a secret on a command line"),
         ("llama-cpp", "--hf-token", "--server-arg --hf-token: a secret on a command line"),

@@ -31,6 +31,12 @@ SECRET_FLAG = re.compile(r"(?:^|[-_])(?:key|token|secret|password)(?:$|[-_])", r
 MOST_ARGS, LONGEST_ARG = 64, 4096
 
 
+def names_a_secret(flag: str) -> bool:
+    """Whether ``flag`` (``--api-key``, ``--hf-token``; not ``--max-num-batched-tokens``) is one
+    whose value is a secret."""
+    return flag.startswith("-") and bool(SECRET_FLAG.search(flag.lstrip("-")))
+
+
 def extra_args(given: Sequence[str], own: Collection[str], backend: str) -> list[str]:
     """The user's ``--server-arg`` arguments for a server ``backend`` starts, checked: none is a
     flag of ``own`` (what the backend sets itself: the port, the model, the slots its runs and
@@ -41,11 +47,11 @@ def extra_args(given: Sequence[str], own: Collection[str], backend: str) -> list
         flag = arg.split("=", 1)[0]
         if not arg or len(arg) > LONGEST_ARG or not arg.isprintable():
             raise UsageError(f"--server-arg {arg[:40]!r}: not an argument (printable text of 1 to {LONGEST_ARG} characters)")
-        if flag in own:
+        if flag.replace("_", "-") in own:  # vLLM's parser reads --max_num_seqs as --max-num-seqs
             raise UsageError(
                 f"--server-arg {flag}: the {backend} backend sets {flag} itself (its runs and predictions read it); use Arena's own option where there is one"
             )
-        if flag.startswith("-") and SECRET_FLAG.search(flag.lstrip("-")):
+        if names_a_secret(flag):
             raise UsageError(
                 f"--server-arg {flag}: a secret on a command line is read by every process of the machine and recorded with the run; give it through the server's environment"
             )

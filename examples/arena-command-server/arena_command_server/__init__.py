@@ -29,10 +29,6 @@ LIST_MAX_BYTES = 1 << 20
 MAX_MODEL_ID = 512
 
 
-def _secret(flag: str) -> bool:
-    return flag.startswith("-") and bool(launch_kit.SECRET_FLAG.search(flag.lstrip("-")))
-
-
 def recorded(argv: list[str]) -> list[str]:
     """``argv`` as the manifest keeps it: the value after a flag that names a secret (the launch
     kit's rule: ``--api-key``, ``--hf-token``; and one given as ``--api-key=VALUE``) replaced by
@@ -40,9 +36,9 @@ def recorded(argv: list[str]) -> list[str]:
     kept: list[str] = []
     for part in argv:
         flag, equals, _ = part.partition("=")
-        if kept and _secret(kept[-1]) and "=" not in kept[-1]:
+        if kept and launch_kit.names_a_secret(kept[-1]) and "=" not in kept[-1]:
             kept.append("[redacted]")
-        elif equals and _secret(flag):
+        elif equals and launch_kit.names_a_secret(flag):
             kept.append(f"{flag}=[redacted]")
         else:
             kept.append(part)
