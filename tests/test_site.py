@@ -117,8 +117,13 @@ def test_card_leaderboard_compare_from_the_cli(store):
     batch = json.loads(arena("leaderboard", "--output", "store", "--json", "--profile", "batch", cwd=store).stdout)
     assert [(r["model"], r["score"]) for r in batch if r["rank"]][:2] == [("qwen3.5-0.8b", 84.8), ("qwen-3.5-2b-bf16", 47.6)]  # the seed's batch column
     assert "gemma-3-270m" not in {r["model"] for r in seeds}  # scaled runs are left out unless asked for
-    runs = json.loads(arena("leaderboard", "--output", "store", "--json", "--include-scaled", cwd=store).stdout)
+    # --include-invalid: the fixture's run may hold a result judged invalid (its exit 4), which
+    # the leaderboard then labels rather than leaves out
+    runs = json.loads(arena("leaderboard", "--output", "store", "--json", "--include-scaled", "--include-invalid", cwd=store).stdout)
     (embedded,) = [r for r in runs if r["model"] == "gemma-3-270m"]
+    (run,) = [path for path in (store / "store").iterdir() if (path / "server.log").is_file()]
+    judged = [json.loads((run / "workloads" / name / "result.json").read_text())["verdict"]["valid"] for name in ("chat", "monday-peak")]
+    assert ("invalid results" in embedded["labels"]) == (not all(judged)), embedded["labels"]
     assert embedded["rank"] is None and "scaled x0.02" in embedded["labels"] and embedded["hardware"] == "cpu-host"
     assert "not ranked: no quality" in embedded["labels"]  # listed beside the cohort, not ranked
     runs = [r for r in runs if r["model"] in ("qwen3.6-35b-a3b", "qwen3.5-0.8b")] + [embedded]
