@@ -134,12 +134,16 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
         assert all(set(e["body_keys"]) == {"model", "messages", "max_tokens", "stream", "return_token_ids", "stream_options"} for e in measured)
         assert all(e["roles"] == ["user"] for e in measured)
         assert all(abs(e["prompt_tokens"] - 256) <= 2 for e in measured), [e["prompt_tokens"] for e in measured]
-    # The rig did inject what was asked -- 10 ms a token, prefill 20 ms + 0.05 ms a token -- in
-    # its least disturbed request (a busy machine can only make it late, never early) ...
-    injected = [(e["first_content_ns"] - e["received_ns"]) / 1e6 for e in logs["native"][-concurrency * 2 :]]
-    nominal_ms = PREFILL_BASE_MS + PREFILL_PER_TOKEN_MS * 256
-    assert nominal_ms - 1.0 <= min(injected) <= nominal_ms * 1.10, injected
-    assert close(max(rig_decode_speeds(logs["native"][-concurrency * 2 :])), 1000 / DECODE_GAP_MS, 0.10)
+    # The rig did inject what was asked -- 10 ms a token, prefill 20 ms + 0.05 ms a token: it
+    # planned exactly that prefill, and no first token came early. How late one came is this
+    # machine's load, not the rig's doing (with the suite's other workers beside it, the least
+    # late of two was 11 % late once), and the card is checked against what the rig did ...
+    measured_log = logs["native"][-concurrency * 2 :]
+    planned_ms = [e["prefill_planned_s"] * 1000 for e in measured_log]
+    assert planned_ms == [pytest.approx(PREFILL_BASE_MS + PREFILL_PER_TOKEN_MS * e["prompt_tokens"]) for e in measured_log]
+    injected = [(e["first_content_ns"] - e["received_ns"]) / 1e6 for e in measured_log]
+    assert all(took >= plan - 1.0 for took, plan in zip(injected, planned_ms)), (injected, planned_ms)
+    assert close(max(rig_decode_speeds(measured_log)), 1000 / DECODE_GAP_MS, 0.10)
     # ... and the card's figures are what the rig did.
     assert close(results["native"].tokens_per_second, truth_tps["native"], 0.03)
     assert close(results["native"].ttft_p50_s * 1000, statistics.median(injected), 0.05, 3.0)

@@ -484,6 +484,7 @@ class FakeOpenAIServer:
         if self.config.early_role_chunk:
             entry["role_ns"] = time.perf_counter_ns()
             conn.write_chunk(role)
+        entry["prefill_planned_s"] = prefill  # what it was asked to take; a busy machine may make it late
         # The prefill is measured from the request's arrival, so the rig's own work before this
         # point does not lengthen it.
         # (timers may fire a little early at millisecond granularity: wait out the remainder)
