@@ -21,6 +21,7 @@ from arena_core.report.text import WIDEST, render_table, without_empty_columns, 
 from arena_core.report.workload_blocks import summary_lines, workload_blocks
 from arena_core.results.findings import ttft_is_mean
 from arena_core.run.budget import minutes
+from arena_core.run.launch import MOST_SETTINGS
 from arena_core.run.manifest import MEASURED_BY_ARENA
 from arena_core.types import CardWorkload, LedgerLine, MeasuredQuality, ModelCard, ModelFacts, Score, ServerSettings
 
@@ -89,10 +90,18 @@ def platform_rows(card: ModelCard) -> list[tuple[str, str]]:
         if backend.get(key) is not None:
             rows.append((key.replace("_", " "), str(backend[key])))
     if isinstance(backend.get("command"), list):
-        rows.append(("server command", shlex.join(str(part) for part in backend["command"])))
+        rows.append(("server command", shlex.join([*_settings_before(backend.get("environment")), *(str(part) for part in backend["command"])])))
     if settings := server_settings_text(card.server_settings):
         rows.append(("server settings", settings))
     return rows
+
+
+def _settings_before(environment: object) -> list[str]:
+    """``NAME=value`` for each setting the server was started with (its ``environment`` fact),
+    as a shell writes them before the command; at most :data:`MOST_SETTINGS`."""
+    if not isinstance(environment, dict):
+        return []
+    return [f"{name}={value}" for name, value in list(environment.items())[:MOST_SETTINGS] if isinstance(name, str) and isinstance(value, str)]
 
 
 def server_settings_text(settings: ServerSettings) -> str:

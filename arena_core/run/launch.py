@@ -17,7 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from arena_core.errors import ToolFailed, UsageError
@@ -29,12 +29,27 @@ from arena_core.types import Endpoint
 SECRET_FLAG = re.compile(r"(?:^|[-_])(?:key|token|secret|password)(?:$|[-_])", re.IGNORECASE)
 #: The most arguments, and the longest, ``--server-arg`` passes to a server.
 MOST_ARGS, LONGEST_ARG = 64, 4096
+#: The most inherited settings a card states, and the longest value (:func:`inherited_settings`).
+MOST_SETTINGS, LONGEST_SETTING = 32, 200
 
 
 def names_a_secret(flag: str) -> bool:
     """Whether ``flag`` (``--api-key``, ``--hf-token``; not ``--max-num-batched-tokens``) is one
     whose value is a secret."""
     return flag.startswith("-") and bool(SECRET_FLAG.search(flag.lstrip("-")))
+
+
+def inherited_settings(environ: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """The variables of ``environ`` whose names start with ``prefix`` (``VLLM_``): the settings a
+    server started from this environment inherits, for its card to say beside the backend's own.
+    A name that names a secret (``VLLM_API_KEY``) is left out, and so is a value that is not
+    short printable text; at most :data:`MOST_SETTINGS` of them, by name."""
+    found = {
+        name: value
+        for name, value in sorted(environ.items())
+        if name.startswith(prefix) and not SECRET_FLAG.search(name) and len(value) <= LONGEST_SETTING and value.isprintable()
+    }
+    return dict(list(found.items())[:MOST_SETTINGS])
 
 
 def extra_args(given: Sequence[str], own: Collection[str], backend: str) -> list[str]:

@@ -229,9 +229,10 @@ class VllmServer(launch_kit.LocalServer):
             command += ["--chat-template", str(template)]
             self.chat_template = vllm_weights.CHATML_SAID
         command += self.extra
-        # exposes POST /reset_prefix_cache (ttft-cache-states' cold TTFT) and vLLM's other
-        # development endpoints; the server listens on 127.0.0.1 only
-        self.environment = {"VLLM_SERVER_DEV_MODE": "1"}
+        # VLLM_SERVER_DEV_MODE exposes POST /reset_prefix_cache (ttft-cache-states' cold TTFT) and
+        # vLLM's other development endpoints; the server listens on 127.0.0.1 only. The VLLM_*
+        # settings it inherits from Arena's environment change how it runs too: the card says them
+        self.environment = {**launch_kit.inherited_settings(os.environ, "VLLM_"), "VLLM_SERVER_DEV_MODE": "1"}
         # nothing of the working folder is imported (python -m puts it first on sys.path)
         safe_path = {"PYTHONSAFEPATH": "1"}
         started = time.monotonic()
