@@ -33,4 +33,5 @@ def join_command(app: CliApp, address: str, hardware: str | None) -> None:
         hardware, reason = found.profile.name, found.reason
     resources = json.dumps({f"hw:{hardware}": 1})
     echo(f"# this box: {hardware} ({reason}); one cell at a time runs here")
-    echo(f"ray start --address={shlex.quote(address)} --resources={shlex.quote(resources)}")
+    # Ray nices its workers (15) by default: a cell's server would be measured behind everything else
+    echo(f"RAY_worker_niceness=0 ray start --address={shlex.quote(address)} --resources={shlex.quote(resources)}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
+import os
 import socket
 import threading
 import time
@@ -110,11 +111,23 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
+def at_normal_priority() -> None:
+    """This process, and the cell it starts, at the box's normal priority: Ray starts its workers
+    niced (``RAY_worker_niceness``, 15), and a server started by a niced cell would be measured
+    behind every other process of the box. Lowering a niceness needs privilege (root, or
+    CAP_SYS_NICE); without it the cell runs as Ray started it, which ``arena fleet join``'s line
+    avoids by starting Ray with ``RAY_worker_niceness=0``."""
+    with contextlib.suppress(OSError):
+        if os.getpriority(os.PRIO_PROCESS, 0) > 0:
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+
+
 def _cell_on_this_box(argv: Sequence[str]) -> CellReport:
-    """The Ray task: the cell, run on the box Ray chose, named by its Ray node (boxes of one
-    cluster may share a host name; on one test machine they all do)."""
+    """The Ray task: the cell, run on the box Ray chose at normal priority, named by its Ray node
+    (boxes of one cluster may share a host name; on one test machine they all do)."""
     import ray
 
+    at_normal_priority()
     return attrs.evolve(run_cell_here(argv), node=f"node {ray.get_runtime_context().get_node_id()[:8]}")
 
 
