@@ -28,6 +28,8 @@ from arena_fleet.execute import POLL_S, CellReport, Outcome, describe, run_cell_
 from arena_fleet.matrix import Cell
 
 INSTALL_HINT = "pip install 'arena-bench[fleet]'"
+#: How a box's owner sets the niceness of Ray's workers (:func:`at_normal_priority`).
+RAY_NICENESS = "RAY_worker_niceness"
 #: How long joining a cluster may take before it is an error.
 JOIN_DEADLINE_S = 60.0
 
@@ -113,10 +115,13 @@ def _one_line(exc: BaseException) -> str:
 
 def at_normal_priority() -> None:
     """This process, and the cell it starts, at the box's normal priority: Ray starts its workers
-    niced (``RAY_worker_niceness``, 15), and a server started by a niced cell would be measured
-    behind every other process of the box. Lowering a niceness needs privilege (root, or
-    CAP_SYS_NICE); without it the cell runs as Ray started it, which ``arena fleet join``'s line
-    avoids by starting Ray with ``RAY_worker_niceness=0``."""
+    niced by default (15), and a server started by a niced cell would be measured behind every
+    other process of the box. A niceness the box's owner chose (``RAY_worker_niceness`` set when
+    Ray started, which its workers inherit) is kept. Lowering a niceness needs privilege (root,
+    or CAP_SYS_NICE); without it the cell runs as Ray started it, which ``arena fleet join``'s
+    line avoids by starting Ray with ``RAY_worker_niceness=0``."""
+    if RAY_NICENESS in os.environ:
+        return
     with contextlib.suppress(OSError):
         if os.getpriority(os.PRIO_PROCESS, 0) > 0:
             os.setpriority(os.PRIO_PROCESS, 0, 0)
