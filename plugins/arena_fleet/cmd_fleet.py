@@ -9,6 +9,7 @@ import shlex
 import click
 
 from arena_core import CliApp, UsageError, echo
+from arena_fleet.on_ray import RAY_NICENESS
 
 
 @click.group("fleet")
@@ -34,4 +35,4 @@ def join_command(app: CliApp, address: str, hardware: str | None) -> None:
     resources = json.dumps({f"hw:{hardware}": 1})
     echo(f"# this box: {hardware} ({reason}); one cell at a time runs here")
     # Ray nices its workers (15) by default: a cell's server would be measured behind everything else
-    echo(f"RAY_worker_niceness=0 ray start --address={shlex.quote(address)} --resources={shlex.quote(resources)}")
+    echo(f"{RAY_NICENESS}=0 ray start --address={shlex.quote(address)} --resources={shlex.quote(resources)}")
