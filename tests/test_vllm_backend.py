@@ -30,10 +30,12 @@ def stand_in_vllm(tmp_path, monkeypatch):
 def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path, monkeypatch):
     import os
 
-    for name in [name for name in os.environ if name.startswith("VLLM_")]:
+    for name in [name for name in os.environ if name.startswith(("VLLM_", "OMP_"))]:
         monkeypatch.delenv(name)
     # settings the server inherits: said on the card, but never a secret's, nor a value that is no text
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OMPX_NOT_OPENMP", "1")
     monkeypatch.setenv("VLLM_API_KEY", "sk-inherited-secret")
     monkeypatch.setenv("VLLM_LOGGING_PREFIX", "\x1b[2J")
     registry = ArenaHooks(make_plugin_manager(autoload=False, strict=True)).registry
@@ -61,7 +63,7 @@ def test_vllm_backend_starts_reads_its_log_and_stops(stand_in_vllm, tmp_path, mo
         assert command[command.index("--max-model-len") + 1] == "131072"
         assert facts["kv_cache_dtype"] == "fp8" and facts["prefix_caching"] is False
         assert command[-2:] == ["--enforce-eager", "--max-num-batched-tokens=4096"]  # the user's --server-arg, after Arena's own
-        assert facts["environment"] == {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_SERVER_DEV_MODE": "1"}
+        assert facts["environment"] == {"OMP_NUM_THREADS": "1", "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_SERVER_DEV_MODE": "1"}
         assert "sk-inherited-secret" not in json.dumps(facts, default=str)
     finally:
         backend.stop()

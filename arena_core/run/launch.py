@@ -39,15 +39,16 @@ def names_a_secret(flag: str) -> bool:
     return flag.startswith("-") and bool(SECRET_FLAG.search(flag.lstrip("-")))
 
 
-def inherited_settings(environ: Mapping[str, str], prefix: str) -> dict[str, str]:
-    """The variables of ``environ`` whose names start with ``prefix`` (``VLLM_``): the settings a
-    server started from this environment inherits, for its card to say beside the backend's own.
+def inherited_settings(environ: Mapping[str, str], prefixes: tuple[str, ...]) -> dict[str, str]:
+    """The variables of ``environ`` whose names start with one of ``prefixes`` (``VLLM_``,
+    ``OMP_``): the settings a server started from this environment inherits, for its card to say
+    beside the backend's own.
     A name that names a secret (``VLLM_API_KEY``) is left out, and so is a value that is not
     short printable text; at most :data:`MOST_SETTINGS` of them, by name."""
     found = {
         name: value
         for name, value in sorted(environ.items())
-        if name.startswith(prefix) and not SECRET_FLAG.search(name) and len(value) <= LONGEST_SETTING and value.isprintable()
+        if name.startswith(prefixes) and not SECRET_FLAG.search(name) and len(value) <= LONGEST_SETTING and value.isprintable()
     }
     return dict(list(found.items())[:MOST_SETTINGS])
 

