@@ -186,6 +186,42 @@ def test_rounds_of_different_lengths_re_time_side_by_side_to_the_bit(registry):
         RetimedRounds([])
 
 
+@pytest.mark.parametrize(
+    "model, workload",
+    [("gemma-3-270m", "chat"), ("gemma-4-26b-a4b-it-bf16-v23", "monday-peak"), ("qwen3.6-35b-a3b", "multi-turn"), ("nemotron-3-nano-4b-bf16", "sharegpt")],
+)
+@pytest.mark.parametrize("scheduling", [VLLM_SCHEDULING, LLAMA_CPP_SCHEDULING], ids=["vllm", "llama.cpp"])
+def test_steps_where_all_only_decode_are_computed_together_to_the_bit(registry, monkeypatch, model, workload, scheduling):
+    """Runs of steps in which every sequence only decodes are computed as arrays; every step's
+    bytes, FLOPs, bound and end, and every request's times, are those of stepping one by one
+    (sliding windows, a mixture of experts, a linear-attention state, the client's arrivals and
+    its limit, llama.cpp's few slots and prompt breaks)."""
+    import arena_prediction.simulator as simulator
+    from arena_core import ClosedLoopShape
+    from arena_prediction.workloads import closed_rounds, open_simulation
+
+    model, spec = registry.get("models", model), registry.get("workloads", workload)
+    machine = Machine.of(registry.get("hardware", "gb10"), model)
+    efficiency = Efficiency(request_overhead_s=0.02, prompt_token_overhead_s=1e-5)
+    runs = []
+    original = simulator._decode_run
+    monkeypatch.setattr(simulator, "_decode_run", lambda *args: runs.append(args[-1]) or original(*args))
+
+    def simulated() -> list:
+        if isinstance(spec.shape, ClosedLoopShape):
+            return closed_rounds(spec, model, machine, efficiency, scheduling)
+        return [open_simulation(spec, model, machine, efficiency, scheduling)]
+
+    together = simulated()
+    assert runs and max(runs) >= 100  # long runs of decoding steps were computed at once
+    monkeypatch.setattr(simulator, "DECODE_RUN_LEAST", math.inf)
+    one_by_one = simulated()
+    for fast, slow in zip(together, one_by_one, strict=True):
+        assert fast.served == slow.served and fast.layers == slow.layers
+        for name in ("read", "flops", "memory_bound", "ramp_flops", "scan_flops", "decode_attention_flops", "sampled_logits"):
+            assert getattr(fast, name).tolist() == getattr(slow, name).tolist(), name
+
+
 def test_the_ledger_fits_once_per_fold_and_a_run_keeps_its_fold():
     from arena_prediction.ledger import ledger_folds
 

@@ -56,6 +56,10 @@ LOW_PRECISION = {"fp8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}
 
 #: A simulation longer than this is a mistake (a request that can never finish), not a forecast.
 MAX_STEPS = 2_000_000
+#: The most steps :func:`_decode_run` takes at once (its arrays hold this many per sequence), and
+#: the fewest worth its arrays' cost: a shorter run is stepped one by one (test_simulator holds
+#: both ways to the same bits).
+DECODE_RUN_STEPS, DECODE_RUN_LEAST = 4096, 8
 
 
 def expected_experts(experts: int, top_k: int, tokens: float) -> float:
@@ -707,6 +711,13 @@ class _Client:
         if self.permits is not None:
             heapq.heappush(self.permits, clock)
 
+    def quiet_until(self, room: bool) -> float:
+        """When the client may next change what the engine runs, at the soonest: its next request
+        due, or, with ``room`` for one, the next sent ready (inf: never, until a request ends)."""
+        free = self.permits is None or bool(self.permits)  # none free: no request is sent until one ends
+        due = self.waiting[self.index].arrival_s if self.index < len(self.waiting) and free else float("inf")
+        return min(due, self.sent[0][2] if room and self.sent else float("inf"))
+
 
 def _engine_step(
     running: list[_Running],
@@ -746,6 +757,56 @@ def _engine_step(
     return clock, step
 
 
+def _decoding_ahead(running: Sequence[_Running], steps: _Steps, clock: float, until_s: float) -> int:
+    """The steps :func:`_decode_run` may take now (0 where a sequence prefills): to the first
+    sequence's end, to :data:`DECODE_RUN_STEPS`, and to about ``until_s`` (the client's next
+    request) at the last step's length: steps lengthen as contexts grow, so the run is cut at
+    ``until_s`` rather than short of it."""
+    if not all(e.first_step is not None for e in running):
+        return 0
+    run = min(DECODE_RUN_STEPS, min(e.request.output - round(e.generated) for e in running))
+    last = steps.ends[-1] - steps.ends[-2] if len(steps.ends) > 1 else 0.0
+    if last > 0 and until_s < float("inf"):
+        run = min(run, int((until_s - clock) / last) + 1)
+    return run
+
+
+def _decode_run(
+    running: list[_Running], steps: _Steps, clock: float, physics_: ModelPhysics, machine: Machine, efficiency: Efficiency, until_s: float, most: int
+) -> tuple[float, int]:
+    """``most`` steps at most of the engine over ``running`` while every sequence only decodes,
+    one token a step, computed together as arrays: the last is the step after which the first of
+    them ends, or the first to end at or after ``until_s`` (when the client may have a request for
+    the engine). The arithmetic of :func:`step_cost` and :func:`step_seconds` in the same order,
+    element by element, as that many calls of :func:`_engine_step` without drafts; the clock at
+    the last one's end and its index."""
+    now = np.array([e.request.cached + e.request.prompt + round(e.generated) for e in running])
+    contexts = now[:, None] + np.arange(most)  # a row of steps per sequence
+    inside = np.minimum(contexts, physics_.window)
+    # summed over the sequences row after row (a reduction across rows adds them in order), as
+    # kv_read and attention_flops sum them
+    kv = (physics_.kv_bytes_per_token * contexts + physics_.window_kv_bytes_per_token * inside).sum(axis=0)
+    attention = (physics_.attention_flops_per_context_token * contexts + physics_.window_attention_flops_per_context_token * inside).sum(axis=0)
+    tokens = len(running)
+    read = physics_.weight_bytes(tokens) + (kv + 2 * physics_.state_bytes * tokens)
+    flops = physics_.flops_per_token * tokens + physics_.lm_head_flops * tokens
+    scan, sampled = physics_.scan_flops_per_token * tokens, physics_.vocab * tokens
+    seconds, memory = step_seconds(read, flops, machine, efficiency, physics_.layers, 0.0, scan, attention, sampled)
+    ends = np.cumsum(np.concatenate(([clock], seconds)))[1:]  # one addition a step, as the clock
+    taken = min(most, int(np.searchsorted(ends, until_s)) + 1)  # through the first to reach until_s
+    for entry in running:
+        entry.generated += float(taken)
+    steps.ends += ends[:taken].tolist()
+    steps.read += read[:taken].tolist()
+    steps.flops += [flops] * taken
+    steps.memory += np.broadcast_to(memory, ends.shape)[:taken].tolist()
+    steps.ramp += [0.0] * taken
+    steps.scan += [scan] * taken
+    steps.attention += attention[:taken].tolist()
+    steps.sampled += [sampled] * taken
+    return steps.ends[-1], len(steps.ends) - 1
+
+
 def simulate(
     requests: Sequence[Request],
     physics_: ModelPhysics,
@@ -783,7 +844,12 @@ def simulate(
         if not running:
             clock = client.next_event(clock)
             continue
-        clock, step = _engine_step(running, steps, clock, physics_, machine, efficiency, token_budget, breaks, draft_tokens)
+        until = client.quiet_until(len(running) < slots)
+        run = 0 if draft_tokens else _decoding_ahead(running, steps, clock, until)
+        if run >= DECODE_RUN_LEAST:
+            clock, step = _decode_run(running, steps, clock, physics_, machine, efficiency, until, run)
+        else:
+            clock, step = _engine_step(running, steps, clock, physics_, machine, efficiency, token_budget, breaks, draft_tokens)
         for entry in [e for e in running if e.first_step is not None and e.generated >= e.request.output]:
             served.append(entry.served(steps.ends[entry.first_step], clock, step))  # type: ignore[index]
             running.remove(entry)
