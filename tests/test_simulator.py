@@ -222,6 +222,34 @@ def test_steps_where_all_only_decode_are_computed_together_to_the_bit(registry, 
             assert getattr(fast, name).tolist() == getattr(slow, name).tolist(), name
 
 
+@pytest.mark.parametrize(
+    "model, hardware",
+    [("gemma-3-270m", "gb10"), ("qwen3.6-27b", "gb10"), ("qwen3.6-35b-a3b", "gb10"), ("nemotron-3-nano-omni-30b-a3b-nvfp4", "gb10"), ("qwen3.5-0.8b", "gb10")],
+)
+def test_a_fit_re_times_a_run_once_per_timing_and_every_efficiency_that_moves_it_is_in_it(registry, model, hardware):
+    """A fit's trials that leave a run's steps timed alike (``Machine.timing_of``: an FP4 speedup
+    on an FP8 run, a scan's speed where no step scans) are served from the figures kept; every
+    efficiency that changes the figures changes the timing."""
+    from arena_prediction.workloads import KEPT_TIMINGS, RetimedRounds, closed_rounds
+
+    model = registry.get("models", model)
+    machine = Machine.of(registry.get("hardware", hardware), model)
+    rounds = closed_rounds(registry.get("workloads", "chat"), model, machine, Efficiency(), VLLM_SCHEDULING)
+    laid, base = RetimedRounds(rounds), Efficiency(decode_attention_speed=0.5, logit_overhead_s=1e-9, request_overhead_s=0.01, prompt_token_overhead_s=1e-5)
+    moved = 0
+    for name in attrs.fields_dict(Efficiency):
+        other = attrs.evolve(base, **{name: getattr(base, name) * 1.25 or 0.001})
+        alike = machine.timing_of(other, scans=laid.scans) == machine.timing_of(base, scans=laid.scans)
+        assert (laid._retimed(machine, other) == laid._retimed(machine, base)) or not alike, name  # a change the timing missed
+        moved += not alike
+    assert moved >= 9  # bandwidth, compute, the overheads, the ramp, the attention speed, the request's cost, ...
+    first = laid.figures(machine, base)
+    assert laid.figures(machine, attrs.evolve(base)) is first and len(laid._figures) == 1  # kept
+    for step in range(KEPT_TIMINGS + 1):
+        laid.figures(machine, attrs.evolve(base, overhead_s=0.001 + step * 1e-4))
+    assert len(laid._figures) == KEPT_TIMINGS and laid.figures(machine, base) == first  # at most so many, and the same again
+
+
 def test_the_ledger_fits_once_per_fold_and_a_run_keeps_its_fold():
     from arena_prediction.ledger import ledger_folds
 

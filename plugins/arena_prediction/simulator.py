@@ -446,6 +446,18 @@ class Machine:
             return self.peak_flops * min(sized, max(efficiency.compute, efficiency.moe_compute)) * speedup
         return self.peak_flops * efficiency.compute * speedup
 
+    def timing_of(self, efficiency: Efficiency, *, scans: bool = True) -> tuple[float, ...]:
+        """What :func:`step_seconds` and :meth:`Efficiency.own_cost_s` read of ``efficiency`` on
+        this machine, as the numbers they compute with (``scans``: whether the steps run a linear
+        attention's scan): two efficiencies alike in them time every step and request alike."""
+        scan = (efficiency.ssd_compute if self.mamba_scan else efficiency.scan_compute) if scans else 0.0
+        powers = (efficiency.moe_roof_power, efficiency.moe_decode_roof_power) if self.mixture_of_experts else ()
+        return (
+            self.bandwidth * efficiency.bandwidth, self.compute_flops(efficiency), scan, efficiency.decode_attention_speed,
+            efficiency.prefill_ramp_tokens, *powers, efficiency.overhead_s, efficiency.layer_overhead_s, efficiency.logit_overhead_s,
+            efficiency.request_overhead_s, efficiency.prompt_token_overhead_s,
+        )  # fmt: skip
+
     @classmethod
     def of(cls, hardware: HardwareProfile, model: ModelSpec, *, sixteen_bit: bool = False) -> Machine:
         """The roofs ``model`` runs under on ``hardware``: the 16-bit one, and which low-precision

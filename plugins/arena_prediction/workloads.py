@@ -153,6 +153,11 @@ def mean_decode_speed(lengths: np.ndarray, spans: np.ndarray) -> np.ndarray:
     return np.where(count > 0, speeds.sum(axis=-1) / np.maximum(count, 1), np.nan)
 
 
+#: The timings whose figures :meth:`RetimedRounds.figures` keeps (a pattern search's trials of one
+#: parameter at a time, of which many leave a run's steps timed alike)
+KEPT_TIMINGS = 64
+
+
 class RetimedRounds:
     """A closed-loop workload's rounds laid side by side (one row of steps each, zero-padded),
     so that re-timing them at another efficiency is a few array operations instead of a loop
@@ -182,11 +187,22 @@ class RetimedRounds:
         self.decoded = np.add.reduceat(np.maximum(self.lengths - 1, 0), self.starts).tolist()  # tokens after each first, per round
         memory = sum(float(done.memory_bound.sum()) for done in rounds) / max(1, sum(len(done.memory_bound) for done in rounds))
         self.bound = "bandwidth" if memory >= 0.5 else "compute"
+        self.scans = bool(self.scan_flops.any())
+        self._figures: dict[tuple[object, ...], Figures] = {}  # by Machine.timing_of: a fit tries many efficiencies alike in these steps
 
     def figures(self, machine: Machine, efficiency: Efficiency) -> Figures:
         """The figures at ``efficiency``: every step re-timed, each round's clock from 0 and its
         first step after its requests' own cost (the same for every request of a round, which
-        all send the same prompt: so the steps do not move)."""
+        all send the same prompt: so the steps do not move). Kept for the last
+        :data:`KEPT_TIMINGS` timings asked (:meth:`Machine.timing_of`)."""
+        timing = (machine, *machine.timing_of(efficiency, scans=self.scans))
+        if (found := self._figures.get(timing)) is None:
+            found = self._figures[timing] = self._retimed(machine, efficiency)
+            if len(self._figures) > KEPT_TIMINGS:
+                del self._figures[next(iter(self._figures))]
+        return found
+
+    def _retimed(self, machine: Machine, efficiency: Efficiency) -> Figures:
         seconds, _ = step_seconds(
             self.read, self.flops, machine, efficiency, self.layers, self.ramp_flops, self.scan_flops, self.decode_attention_flops, self.sampled_logits
         )
