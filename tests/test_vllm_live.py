@@ -38,10 +38,23 @@ pytestmark = [
 ]
 
 
-def _arena(*args: str, timeout: int, cwd: Path | None = None) -> subprocess.CompletedProcess:
+#: How the test's vLLM runs: the model in the engine's own process (no worker process), on one
+#: OpenMP thread. In its default layout the CPU build runs the model in a worker process while the
+#: engine's process polls shared memory for each step's end, taking CPU the suite's other workers
+#: need on a 2-core machine (the commit that set this has the figures). Its card states both
+#: settings, as it states any setting a user's vLLM inherits.
+ONE_CORE = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
+
+
+def _arena(*args: str, timeout: int, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     # wide: a table's long labels (an output-parity row) stay on one line for the checks below
     return subprocess.run(
-        [sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env={**os.environ, "COLUMNS": "200"}
+        [sys.executable, "-m", "arena_core", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {}), "COLUMNS": "200"},
     )
 
 
@@ -60,7 +73,7 @@ def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     # starting and measuring vLLM, not of the compile
     done = _arena(
         "run", "--backend", "vllm", "--workloads", "ttft-cache-states,multi-turn", "--scale", "0.15", "--server-arg=--enforce-eager",
-        "--quality-suite", "instruction-canary", "--output", str(store), timeout=1800, cwd=tmp_path,
+        "--quality-suite", "instruction-canary", "--output", str(store), timeout=1800, cwd=tmp_path, env=ONE_CORE,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
@@ -69,6 +82,7 @@ def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     # vLLM named with its version, started through the module of the interpreter that has it
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", facts["version"]) and facts["build"].startswith("vllm")
     assert "--enable-prompt-tokens-details" in facts["command"] and facts["environment"]["VLLM_SERVER_DEV_MODE"] == "1"
+    assert ONE_CORE.items() <= facts["environment"].items()  # the settings it inherited, on its card
     assert facts["command"][-1] == "--enforce-eager" and manifest["server_args"] == ["--enforce-eager"]
     assert "dequantized to bf16" in facts["weights"] and facts["chat_template"].startswith("ChatML")
     # model memory from vLLM's own figure, and the KV cache's size from its log
@@ -89,7 +103,7 @@ def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     card = _arena("card", run_dir.name, "--output", str(store), "--wide", timeout=120).stdout
     assert re.search(r"version +\d+\.\d+", card) and "KV cache in use, peak" in card and "TTFT by cache state (p50): cold" in card
     assert "in whole blocks of 128 tokens" in card and "the server's counters" in card
-    assert re.search(r"server command +(\S+=\S* )*VLLM_SERVER_DEV_MODE=1 \S*python", card), card  # as a shell runs it
+    assert re.search(r"server command +OMP_NUM_THREADS=1 (\S+=\S* )*VLLM_SERVER_DEV_MODE=1 \S*python", card), card  # as a shell runs it
 
     # the same model on llama.cpp (its GGUF), asked the same quality prompts at temperature 0
     llama = _arena("quality", "--quality-suite", "instruction-canary", "--output", str(store), timeout=900)
