@@ -171,11 +171,11 @@ QUICK_PROBES = frozenset({"uname", "nvidia-smi"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # The processes the tests start (about 370 ``arena`` commands, and rigs, Ray workers and
+    # The processes the tests start (hundreds of ``arena`` commands, and rigs, Ray workers and
     # sandboxes) read this repository's modules from the bytecode Python caches beside them, as a
     # user's Python does. Where the environment says to write none (PYTHONDONTWRITEBYTECODE, as
-    # some sandboxes and CI images set), each compiled about 160 modules again: 0.35 s of an
-    # ``arena --help``'s 0.85 on 2 cores. Set before xdist starts its workers, which inherit it.
+    # some sandboxes and CI images set), each would compile about 160 modules again, about 40 % of
+    # a short command's time. Dropped before xdist starts its workers, which inherit it.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     original = subprocess.Popen.__init__
 

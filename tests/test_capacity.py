@@ -102,8 +102,8 @@ def test_arena_capacity_over_request_rate_finds_the_rate_the_rig_keeps_up_with(t
     grows: 5 req/s is kept up with, 6 is not (the server keeps up with about 90 % of it). The SLO's
     TTFT limit is loose; the rate decides. A rig only ever answers later than its pace, never
     sooner, so the margin that matters is at 5 req/s: it still keeps up with 95 % of it when
-    each answer ends 99 ms late (a busy machine's late wake-ups), where two slots of half the
-    answer allowed 44 ms, and once failed with the suite's other servers starting beside it."""
+    each answer ends 99 ms late (a busy machine's late wake-ups); four slots of a long answer
+    allow twice the lateness of two slots of a short one at the same capacity."""
     config = tmp_path / "arena.toml"
     config.write_text("[workloads.office-baseline]\nburstiness = 100\nrange_ratio = 0.0\n")
     rig_args = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--slots", "4", "--prefill-base-ms", "10", "--decode-gap-ms", "38.6"]
