@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import attrs
 import pytest
 
 from arena_core.errors import UsageError
+from arena_core.testing import arena
 from arena_models import cohort
 from arena_models.config_json import describe, find_config
-
-ARENA = [sys.executable, "-m", "arena_core"]
 
 
 def qwen_hybrid(arch, **extra) -> dict:
@@ -228,23 +225,21 @@ def test_arena_predict_a_model_outside_the_catalog_from_its_config(tmp_path):
     path.parent.mkdir()
     path.write_text(json.dumps({**config, "_name_or_path": "someone/New-MoE-35B"}))
     env = {**os.environ, "COLUMNS": "80"}
-    done = subprocess.run(
-        [*ARENA, "predict", "--model-config", str(path), "--hardware", "gb10", "--capacity"], capture_output=True, text=True, timeout=300, env=env
-    )
+    done = arena("predict", "--model-config", str(path), "--hardware", "gb10", "--capacity", env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Predicted: new-moe-35b on NVIDIA DGX Spark (GB10)" in done.stdout
     assert all(name in done.stdout for name in ("chat", "rag-8k", "monday-peak", "reasoning"))
     said = " ".join(done.stdout.split())
     assert "chat users [" in said and all("req/s [" in said and f"TTFT p95 ≤ {limit} s" in said for limit in (2, 5, 10))  # capacity both ways
-    flags = subprocess.run([*ARENA, "predict", "big", "--params", "120", "--hardware", "gb10", "--json"], capture_output=True, text=True, timeout=300, env=env)
+    flags = arena("predict", "big", "--params", "120", "--hardware", "gb10", "--json", env=env)
     said = json.loads(flags.stdout)["assumptions"]
     assert any("BF16 assumed" in s for s in said) and any("dense" in s for s in said)  # every assumption said, and stored with the answer
-    unknown = subprocess.run([*ARENA, "predict", "nope", "--hardware", "gb10"], capture_output=True, text=True, timeout=60, env=env)
+    unknown = arena("predict", "nope", "--hardware", "gb10", env=env)
     assert unknown.returncode == 2 and "unknown model 'nope'" in unknown.stderr
 
 
 def predicted(*args: str) -> dict:
-    done = subprocess.run([*ARENA, "predict", *args, "--hardware", "gb10", "--json"], capture_output=True, text=True, timeout=300)
+    done = arena("predict", *args, "--hardware", "gb10", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 
@@ -277,9 +272,9 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     templated = predicted(*talked, "--template-tokens", "634")
     assert figure(templated, "sharegpt", "ttft_p50_s") > 2 * figure(predicted(*talked), "sharegpt", "ttft_p50_s")
     assert any("chat template adds 634 tokens" in note for note in templated["workloads"][0]["notes"])
-    huge = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--template-tokens", "5000"], capture_output=True, text=True, timeout=60)
+    huge = arena("predict", "qwen3.6-27b", "--hardware", "gb10", "--template-tokens", "5000")
     assert huge.returncode == 2 and "--template-tokens" in huge.stderr and "Traceback" not in huge.stderr  # no template is that long
-    missing = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--calibration", "/nonexistent.json"], capture_output=True, text=True)
+    missing = arena("predict", "qwen3.6-27b", "--hardware", "gb10", "--calibration", "/nonexistent.json")
     assert missing.returncode == 2 and "--calibration: /nonexistent.json: not a readable calibration" in missing.stderr
     # speculative decoding: the server's draft tokens speed decode up, at an acceptance said as assumed
     drafted = predicted("qwen3.6-27b", *workloads, "--calibration", "none", "--speculative-tokens", "3")
@@ -287,7 +282,7 @@ def test_every_setting_that_changes_the_answer_is_an_input():
     assert any("3 draft tokens a step" in note and "assumed" in note for w in drafted["workloads"] for note in w["notes"])
     mtp = predicted("gemma-4-26b-a4b-it-mtp-v23", "--workloads", "chat")  # an MTP build: how many drafts is the server's to say
     assert any("--speculative-tokens" in note for note in mtp["workloads"][0]["notes"])
-    many = subprocess.run([*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--speculative-tokens", "65"], capture_output=True, text=True, timeout=60)
+    many = arena("predict", "qwen3.6-27b", "--hardware", "gb10", "--speculative-tokens", "65")
     assert many.returncode == 2 and "--speculative-tokens" in many.stderr and "Traceback" not in many.stderr
     # prefix caching: a conversation whose earlier turns the server prefills again waits longer for each turn's first token
     talk = ("qwen3.6-27b", "--workloads", "multi-turn,chat", "--calibration", "none")
@@ -304,8 +299,10 @@ def test_the_config_file_shapes_the_workloads_predicted(tmp_path):
     """arena.toml's [workloads.NAME] and [run] scale shape what is predicted, as they shape what
     arena run measures, and are said; a key that fits no workload is one line naming it."""
     (tmp_path / "arena.toml").write_text("[run]\nscale = 0.5\n\n[workloads.chat]\nconcurrency = 1\n")
-    args = [*ARENA, "predict", "qwen3.6-27b", "--hardware", "gb10", "--workloads", "chat,rag-8k", "--calibration", "none", "--json"]
-    shaped = json.loads(subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=True).stdout)
+    args = ["predict", "qwen3.6-27b", "--hardware", "gb10", "--workloads", "chat,rag-8k", "--calibration", "none", "--json"]
+    done = arena(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shaped = json.loads(done.stdout)
     plain = predicted("qwen3.6-27b", "--workloads", "chat,rag-8k", "--calibration", "none")
 
     def central(answer: dict, workload: str) -> dict:
@@ -316,7 +313,7 @@ def test_the_config_file_shapes_the_workloads_predicted(tmp_path):
     assert "chat as arena.toml shapes it (concurrency=1)" in shaped["assumptions"]
     assert any("x0.5, the scale arena.toml sets" in said for said in shaped["assumptions"])
     (tmp_path / "arena.toml").write_text("[workloads.office-baseline]\nturns = 3\n")
-    wrong = subprocess.run(args[:-1], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    wrong = arena(*args[:-1], cwd=tmp_path)
     assert wrong.returncode == 2 and "turns" in wrong.stderr and "office-baseline" in wrong.stderr and "Traceback" not in wrong.stderr
 
 
@@ -338,7 +335,7 @@ def test_a_precision_an_engine_version_computes_in_16_bits_is_the_backend_s_decl
     assert ttft[0] > 1.2 * ttft[1] and ttft[2] == ttft[1]
     assert any("computes in 16 bits" in note and "41477" in note for note in old["workloads"][0]["notes"])
     assert any("engine version not given" in note for note in unsaid["workloads"][0]["notes"])
-    wrong = subprocess.run([*ARENA, "predict", *big, "--hardware", "gb10", "--engine-version", "latest"], capture_output=True, text=True, timeout=120)
+    wrong = arena("predict", *big, "--hardware", "gb10", "--engine-version", "latest")
     assert wrong.returncode == 2 and "--engine-version" in wrong.stderr and "Traceback" not in wrong.stderr
     # a server told to use a weight-only kernel (vLLM's Marlin) whatever its version: said, and the 16-bit path taken
     told = predicted(*big, "--engine-version", "0.22.0", "--sixteen-bit-compute")

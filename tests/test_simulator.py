@@ -17,6 +17,7 @@ from arena_core import ArenaHooks, make_plugin_manager
 from arena_core.loadgen.arrivals import arrival_offsets
 from arena_core.loadgen.stats import nearest_rank
 from arena_core.run.roofline import bytes_per_param
+from arena_core.testing import arena
 from arena_prediction.simulator import Efficiency, Machine, ModelPhysics, Request, expected_experts, physics, simulate
 from arena_prediction.workloads import predict, serving_machine
 
@@ -363,23 +364,18 @@ def test_a_prediction_has_an_interval_and_says_what_bounds_it(registry):
 
 @pytest.mark.slow
 def test_arena_predict_prints_every_workload_for_a_model_never_measured(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "arena_core", "predict", "qwen3.6-27b", "--hardware", "h100-sxm"], capture_output=True, text=True, timeout=300)
+    done = arena("predict", "qwen3.6-27b", "--hardware", "h100-sxm")
     assert done.returncode == 0, done.stderr[-2000:]
     for name in ("chat", "rag-8k", "long-output", "long-context-25k", "multi-turn", "office-baseline", "sharegpt", "monday-peak", "reasoning"):
         assert name in done.stdout
     header = next(line for line in done.stdout.splitlines() if line.startswith("workload"))
     assert "tier 0" in done.stdout and "seed's G" in header and "[interval]" not in header  # each interval under its figure
-    found = subprocess.run(
-        [sys.executable, "-m", "arena_core", "predict", "qwen3.6-27b", "--hardware", "h100-sxm", "--workloads", "chat,monday-peak", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    found = arena("predict", "qwen3.6-27b", "--hardware", "h100-sxm", "--workloads", "chat,monday-peak", "--json")
     chat, peak = json.loads(found.stdout)["workloads"]
     assert chat["low"]["site_tps"] < chat["central"]["site_tps"] < chat["high"]["site_tps"]
     assert chat["central"]["site_tps"] > chat["central"]["per_user_tps"]  # ten users decode together
     assert peak["central"]["site_tps"] > 0 and peak["workload"] == "monday-peak"
-    bad = subprocess.run([sys.executable, "-m", "arena_core", "predict", "qwen3.6-27b", "--hardware", "cpu-host-x"], capture_output=True, text=True, timeout=60)
+    bad = arena("predict", "qwen3.6-27b", "--hardware", "cpu-host-x")
     assert bad.returncode == 2 and "cpu-host-x" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -770,9 +766,6 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_te
     from pathlib import Path
 
     store, site = tmp_path / "store", tmp_path / "site"
-
-    def arena(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "arena_core", *args], capture_output=True, text=True, timeout=300)
 
     empty = arena("calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(tmp_path / "empty"))
     assert empty.returncode == 2 and "no stored closed-loop results on gb10 with vllm" in empty.stderr and "Traceback" not in empty.stderr
