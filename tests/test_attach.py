@@ -16,7 +16,7 @@ import pytest
 from arena_backends.server_dialects import LLAMA_CPP_DIALECT, VLLM_DIALECT
 from arena_core import ServerAnswers, ServerDialect
 from arena_core.run.attach import what_the_server_says
-from arena_core.testing import rig_run_argv
+from arena_core.testing import arena, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_core.types.runners import server_is_here
 
@@ -235,13 +235,11 @@ def test_a_changed_shape_is_labelled_custom_and_kept_off_the_standard_leaderboar
     result = json.loads((run_dir / "workloads" / "chat" / "result.json").read_text())
     assert result["custom"] == "prompt_tokens=300, concurrency=1" and "custom: prompt_tokens=300, concurrency=1" in result["verdict"]["labels"]
     assert result["metrics"]["concurrency"] == 1
-    card = subprocess.run(
-        [sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path / "store"), "--wide"], capture_output=True, text=True
-    )
+    card = arena("card", run_dir.name, "--output", str(tmp_path / "store"), "--wide")
     assert "chat total at c=1 (custom shape)" in card.stdout and "custom workload shapes (chat: prompt_tokens=300, concurrency=1)" in card.stdout
-    board = [sys.executable, "-m", "arena_core", "leaderboard", "--output", str(tmp_path / "store"), "--json"]
-    assert run_dir.name not in subprocess.run(board, capture_output=True, text=True).stdout
-    assert run_dir.name in subprocess.run([*board, "--include-scaled"], capture_output=True, text=True).stdout
+    board = ["leaderboard", "--output", str(tmp_path / "store"), "--json"]
+    assert run_dir.name not in arena(*board).stdout
+    assert run_dir.name in arena(*board, "--include-scaled").stdout
 
 
 @pytest.mark.parametrize("metrics", [True, False], ids=["with-metrics", "without-metrics"])

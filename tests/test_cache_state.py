@@ -14,7 +14,7 @@ from arena_core.loadgen.cache_state import cache_metrics, cache_problem, intende
 from arena_core.loadgen.chat import record_from
 from arena_core.loadgen.http import Exchange
 from arena_core.loadgen.stream import ChatStreamSink
-from arena_core.testing import arena_argv, rig_run_argv
+from arena_core.testing import arena, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 from arena_core.types import RequestRecord
 
@@ -100,7 +100,7 @@ def run_on_rig(tmp_path: Path, *rig_args: str) -> tuple[int, dict[str, dict], st
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     (run_dir,) = [p for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file()]
     results = {p.parent.name: json.loads(p.read_text()) for p in (run_dir / "workloads").glob("*/result.json")}
-    card = subprocess.run(arena_argv("card", run_dir.name, "--output", str(tmp_path / "store"), "--wide"), capture_output=True, text=True, timeout=120)
+    card = arena("card", run_dir.name, "--output", str(tmp_path / "store"), "--wide")
     return done.returncode, results, card.stdout
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from arena_core.run.capacity import Probe, passes, search
+from arena_core.testing import arena
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
@@ -114,9 +115,7 @@ def test_arena_capacity_over_request_rate_finds_the_rate_the_rig_keeps_up_with(t
     assert "Capacity: 5 req/s (TTFT ≤ 10 s for 95% of requests), fails at 6" in done.stdout, done.stderr[-3000:]
     assert probes_seen(done.stderr) == [("2", "pass"), ("4", "pass"), ("8", "fail"), ("6", "fail"), ("5", "pass")]
     run_id = re.search(r"arena card (\S+)\)", done.stdout).group(1)
-    card = subprocess.run(
-        [sys.executable, "-m", "arena_core", "card", run_id, "--output", str(tmp_path / "store"), "--wide"], capture_output=True, text=True, timeout=60
-    )
+    card = arena("card", run_id, "--output", str(tmp_path / "store"), "--wide")
     assert "Capacity: 5 req/s" in card.stdout and re.search(r"req/s +within the SLO +kept up", card.stdout), card.stdout
 
 
@@ -191,70 +190,42 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
         ("5", "fail"),
     ]
     run_id = re.search(r"arena card (\S+)\)", done.stdout).group(1)
-    card = subprocess.run([sys.executable, "-m", "arena_core", "card", run_id, "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60)
+    card = arena("card", run_id, "--output", str(tmp_path / "store"))
     assert "Capacity: 4 users (TTFT ≤ 0.2 s for 95% of requests, fails at 5)" in card.stdout  # judged by the SLO the run recorded
     assert re.search(r"chat-users-5\s+\S+\s+\S+", card.stdout)
     # the leaderboard's capacity column: a search's own, and for the plain run the newest search
     # of its model on its machine
-    board = subprocess.run(
-        [sys.executable, "-m", "arena_core", "leaderboard", "--include-scaled", "--json", "--output", str(tmp_path / "store")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    board = arena("leaderboard", "--include-scaled", "--json", "--output", str(tmp_path / "store"))
     rows = {row["run_id"]: row["capacity"] for row in json.loads(board.stdout)}
     assert rows.pop(run_id) == "4 users (ttft=200ms,tps=none)"
     assert list(rows.values()) == ["4 users (ttft=200ms,tps=none)"]
     # compare puts the search's answer and its probes beside another run
     plain_id = next(iter(rows))
-    compared = subprocess.run(
-        [sys.executable, "-m", "arena_core", "compare", run_id, plain_id, "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60
-    )
+    compared = arena("compare", run_id, plain_id, "--output", str(tmp_path / "store"))
     assert re.search(r"capacity +4 users +— ", compared.stdout) and re.search(r"chat-users-5 tok/s +[0-9.]+ +— ", compared.stdout), compared.stdout
     # [cost]: the plain run is costed at the search's capacity; the rig reads no energy, so the
     # hardware alone is counted, and the card says electricity was not
     config = tmp_path / "arena.toml"
     config.write_text("[cost]\nprice_per_kwh = 0.30\nhardware_price = 1000\nlifetime_years = 2\n")
-    costed = subprocess.run(
-        [sys.executable, "-m", "arena_core", "--config", str(config), "leaderboard", "--include-scaled", "--json", "--output", str(tmp_path / "store")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    costed = arena("--config", str(config), "leaderboard", "--include-scaled", "--json", "--output", str(tmp_path / "store"))
     costs = {row["run_id"]: row for row in json.loads(costed.stdout)}
-    wide = subprocess.run(
-        [sys.executable, "-m", "arena_core", "--config", str(config), "leaderboard", "--include-scaled", "--wide", "--output", str(tmp_path / "store")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "400"},
+    wide = arena(
+        "--config", str(config), "leaderboard", "--include-scaled", "--wide", "--output", str(tmp_path / "store"), env={**os.environ, "COLUMNS": "400"}
     )
     assert "cost/Mtok" in wide.stdout and "hardware of 1000 EUR over 2 years at 100% of the hours" in " ".join(wide.stdout.split()), wide.stdout
-    searched = next(probe for probe in json.loads(subprocess.run(
-        [sys.executable, "-m", "arena_core", "card", run_id, "--format", "json", "--output", str(tmp_path / "store")], capture_output=True, text=True, timeout=60
-    ).stdout)["card"]["workloads"] if probe["name"] == "chat-users-4")  # fmt: skip
+    searched = json.loads(arena("card", run_id, "--format", "json", "--output", str(tmp_path / "store")).stdout)
+    searched = next(probe for probe in searched["card"]["workloads"] if probe["name"] == "chat-users-4")
     by_hand = 1000 / (2 * 8766) / (searched["metrics"]["decode_tps_total"] * 3600) * 1e6
     assert costs[plain_id]["cost_per_million_output_tokens"] == pytest.approx(by_hand) and costs[run_id]["cost_per_million_output_tokens"] == pytest.approx(
         by_hand
     )
-    plain_card = subprocess.run(
-        [sys.executable, "-m", "arena_core", "--config", str(config), "card", plain_id, "--output", str(tmp_path / "store"), "--wide"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    plain_card = arena("--config", str(config), "card", plain_id, "--output", str(tmp_path / "store"), "--wide")
     assert f"per million output tokens at capacity 4 users (search {run_id})" in plain_card.stdout
     assert "electricity not counted (no energy counter read at capacity)" in plain_card.stdout
     # the site draws the curve and the probes' per-user against total throughput
     site = tmp_path / "site"
-    assert (
-        subprocess.run(
-            [sys.executable, "-m", "arena_core", "--config", str(config), "publish", str(site), "--output", str(tmp_path / "store")],
-            capture_output=True,
-            timeout=60,
-        ).returncode
-        == 0
-    )
+    published = arena("--config", str(config), "publish", str(site), "--output", str(tmp_path / "store"))
+    assert published.returncode == 0, published.stderr[-2000:]
     assert ">capacity</th>" in (site / "index.html").read_text() and "4 users (ttft=200ms,tps=none)" in (site / "index.html").read_text()
     # a page named from what it is; the plain run's page names the search too (its cost is the search's)
     (page,) = [found for found in (site / "cards").glob("*.html") if f"<code>{run_id}</code>" in found.read_text() or "chat-users-5" in found.read_text()]

@@ -9,14 +9,13 @@ import json
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from arena_core.loadgen.records_io import RecordWriter, read_records
-from arena_core.testing import rig_run_argv
+from arena_core.testing import arena, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
@@ -70,7 +69,7 @@ def test_sigkill_at_a_random_moment_then_resume(seed, tmp_path):
     # nothing corrupt: every JSON file parses, and the run verifies
     for path in run_dir.rglob("*.json"):
         json.loads(path.read_text())
-    verified = subprocess.run([sys.executable, "-m", "arena_core", "verify", run_dir.name, "--output", str(tmp_path)], capture_output=True, text=True)
+    verified = arena("verify", run_dir.name, "--output", str(tmp_path))
     assert verified.returncode == 0, verified.stderr
 
 

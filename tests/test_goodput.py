@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from arena_core import RequestRecord
 from arena_core.errors import UsageError
 from arena_core.loadgen.goodput import NAMED_SLOS, Slo, error_adjusted_percentile, goodput, parse_slo
+from arena_core.testing import arena
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 S = 1_000_000_000  # ns in a second
@@ -79,8 +79,7 @@ def test_a_stored_run_gains_its_slo_figures_under_any_slo(tmp_path, rig_run):
     run_dir = rig_run("--decode-gap-ms", "1", "--prefill-base-ms", "20")
 
     def card(*extra: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess:
-        argv = [sys.executable, "-m", "arena_core", "card", run_dir.name, "--output", str(tmp_path / "store"), *extra]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd)
+        return arena("card", run_dir.name, "--output", str(tmp_path / "store"), *extra, cwd=cwd)
 
     plain = card().stdout
     assert "Within the SLO (TTFT ≤ 2 s and ≥ 10 tok/s for 95% of requests)" in plain and "100%" in plain

@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from arena_core import CardWorkload
+from arena_core import CardWorkload, testing
 from arena_core.results.cards import load_cards, scores_for
 from arena_core.results.imports import import_file, seed_cards_path
 from arena_scoring import ArenaScorer, SiteScorer
@@ -179,15 +179,13 @@ def test_import_reference_tool_results(hooks, tmp_path):
 
 @pytest.mark.slow
 def test_a_config_profile_ranks_the_leaderboard(tmp_path):
-    import subprocess
-    import sys
 
     (tmp_path / "arena.toml").write_text(
         "[scoring.profiles.speed-only]\nquality_weight = 0.0\nspeed_share = 1.0\n\n[scoring.profiles.agent]\nquality_weight = 0.7\nspeed_share = 0.5\nworkload_weights = { chat = 5 }\n"
     )
 
     def arena(*args):
-        return subprocess.run([sys.executable, "-m", "arena_core", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        return testing.arena(*args, cwd=tmp_path)
 
     assert arena("import", "--seeds").returncode == 0
     board = arena("leaderboard", "--scorer", "arena", "--profile", "speed-only", "--json")

@@ -15,15 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from arena_core.testing import arena_argv, rig_run_argv
+from arena_core.testing import arena, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
 
 TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 KEY = "sk-arena-SECRET-51d0c8b7e2"
-
-
-def arena(*args: str, cwd: Path, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(arena_argv(*args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def one_error_line(done: subprocess.CompletedProcess) -> str:
