@@ -12,7 +12,7 @@ from arena_core.loadgen.plausible import checked_usage
 from arena_core.loadgen.refusal import refusal
 from arena_core.loadgen.stream import ChatStreamSink
 from arena_core.redaction import redact
-from arena_core.types import Endpoint, RequestRecord
+from arena_core.types import Endpoint, RequestRecord, ToolCall
 
 CHAT_PATH = "/v1/chat/completions"
 #: A small JSON call answers in kilobytes (a long prompt's /tokenize in hundreds): past this a
@@ -134,5 +134,8 @@ def record_from(exchange: Exchange, sink: ChatStreamSink, **labels: Any) -> Requ
         malformed_events=sink.malformed_events,
         content=redact(content),
         reasoning=redact(reasoning),
+        tool_calls=tuple(ToolCall(name=redact(c.name), arguments=redact(c.arguments), call_id=redact(c.call_id)) for c in sink.tool_calls.calls())
+        if sink.tool_calls
+        else (),
         **labels,
     )

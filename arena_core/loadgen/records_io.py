@@ -24,8 +24,7 @@ class RecordWriter:
         self.count = 0
 
     def lines(self, records: Iterable[RequestRecord]) -> list[str]:
-        # A record's fields are plain values and tuples, which json writes as arrays directly.
-        return [redact(json.dumps(attrs.asdict(record, recurse=False), ensure_ascii=False, separators=(",", ":"))) + "\n" for record in records]
+        return [redact(json.dumps(_fields(record), ensure_ascii=False, separators=(",", ":"))) + "\n" for record in records]
 
     def write_lines(self, lines: list[str]) -> None:
         """Append already-serialised lines and sync (safe to call from a worker thread)."""
@@ -37,6 +36,14 @@ class RecordWriter:
 
     def append(self, records: Iterable[RequestRecord]) -> None:
         self.write_lines(self.lines(records))
+
+
+def _fields(record: RequestRecord) -> dict[str, object]:
+    """A record's fields as JSON values: plain values and tuples (arrays) but its tool calls."""
+    fields = attrs.asdict(record, recurse=False)
+    if record.tool_calls:
+        fields["tool_calls"] = [attrs.asdict(call) for call in record.tool_calls]
+    return fields
 
 
 #: One request's record is its timings and its text: a line past this is not one.

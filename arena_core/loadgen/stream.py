@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from json import JSONDecoder
 from typing import Any
 
+from arena_core.loadgen.tool_calls import ToolCallCollector
+
 _decode_at = JSONDecoder().raw_decode  # (text, start) -> (object, end): no copy, no strip
 
 ANSWER = "c"
@@ -58,6 +60,7 @@ class ChatStreamSink:
         "content_type",
         "wrong_content_type",
         "request_bytes",
+        "tool_calls",
         "_partial",
     )
 
@@ -84,6 +87,8 @@ class ChatStreamSink:
         self.wrong_content_type = False
         #: the size of the request this answers, set by the client: what bounds ``prompt_tokens``
         self.request_bytes = 0
+        #: the answer's tool-call fragments, joined (None until the first arrives)
+        self.tool_calls: ToolCallCollector | None = None
         self._partial = b""
 
     def on_head(self, t_ns: int, status: int, headers: Mapping[str, str]) -> None:
@@ -163,8 +168,12 @@ class ChatStreamSink:
                 return
             kind, chars = REASONING if delta.get("reasoning") else REASONING_CONTENT, len(thought)
             self.reasoning.append(thought)
-        elif delta.get("tool_calls") or delta.get("function_call"):
+        elif (fragments := delta.get("tool_calls")) or (legacy := delta.get("function_call")):
             kind, chars = TOOL_CALL, 0
+            if self.tool_calls is None:
+                self.tool_calls = ToolCallCollector()
+            if not (self.tool_calls.add(fragments) if fragments else self.tool_calls.add(legacy, legacy=True)):
+                self.malformed_events += 1  # a fragment of the wrong shape: counted, and the rest kept
         elif content == "" and "role" not in delta:
             kind, chars = EMPTY_CONTENT, 0
         else:

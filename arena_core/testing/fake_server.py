@@ -19,6 +19,7 @@ import functools
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -49,6 +50,15 @@ FAULTS = ("none", "reset", "malformed", "stall", "http", "slow-start", "content-
 #: Faults of the model list, a set-up read: JSON nested 100,000 deep, a body that never ends,
 #: one byte a second (each answers the first GET /v1/models, then behaves).
 FAULTS += ("deep-models", "flood-models", "trickle-models")
+#: How the rig answers a chat request that offers ``tools`` (``tool_answers``, in turn): the call
+#: its last message asks for ("correct"), that function with other arguments ("wrong"), its
+#: arguments cut short ("malformed"), or the call written out in the text ("text"), as a server
+#: does whose tool parser is off.
+TOOL_ANSWERS = ("correct", "wrong", "malformed", "text")
+#: The call a request's last message asks for, the line Arena's agent sessions end a turn with.
+ASKED_CALL = re.compile(r"^Call ([A-Za-z_][A-Za-z0-9_]*) with (\{.*\})\.?$", re.MULTILINE)
+#: What vLLM answers (HTTP 400) when a request offers tools to a server started without a tool parser.
+NO_TOOL_PARSER = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 #: What the rig's hostile answers do instead of solving a HumanEval problem (one per problem, in
 #: turn): loop for ever, fork without end, take all memory, write outside, read the
 #: environment, open a socket, fill the disk.
@@ -130,11 +140,21 @@ class FakeServerConfig:
     #: Serve vLLM's opt-in ``GET /tokenizer_info`` (``--enable-tokenizer-info-endpoint``) naming
     #: the tokenizer this (vLLM's ``name_or_path``: a hub id or the directory it was loaded from).
     tokenizer_info: str | None = None
+    #: What a request offering ``tools`` gets, in turn (:data:`TOOL_ANSWERS`); empty: ``tools``
+    #: is ignored and the answer is text, as from a server that drops what it does not know.
+    tool_answers: tuple[str, ...] = field(default=())
+    #: Refuse a request offering ``tools`` with HTTP 400 and vLLM's message (:data:`NO_TOOL_PARSER`).
+    refuse_tools: bool = False
 
     @fault.validator
     def _known_fault(self, _: object, value: str) -> None:
         if value not in FAULTS:
             raise ValueError(f"fault must be one of {FAULTS}")
+
+    @tool_answers.validator
+    def _known_tool_answers(self, _: object, value: tuple[str, ...]) -> None:
+        if unknown := set(value) - set(TOOL_ANSWERS):
+            raise ValueError(f"tool answers must be among {TOOL_ANSWERS}, not {sorted(unknown)}")
 
 
 class _Tokens:
@@ -216,6 +236,7 @@ class FakeOpenAIServer:
         self._decoding = 0  # streams writing tokens now (for ``shared_tps``)
         self._models_fault_done = False
         self._probes = 0
+        self._tool_requests = 0
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -393,6 +414,9 @@ class FakeOpenAIServer:
             entry["status"] = 200
             conn.respond(200, b"<html><body>502 Bad Gateway (a proxy's page)</body></html>", "text/html")
             return
+        if request.get("tools") is not None and (config.refuse_tools or config.tool_answers):
+            await self._tool_answer(conn, entry, request, messages)
+            return
         if fault == "slow-start":
             await asyncio.sleep(config.slow_start_s)
         coherent = COHERENCE_QUESTION in last_user.lower()
@@ -417,6 +441,49 @@ class FakeOpenAIServer:
             entry["completion_tokens"] = count
             return
         await self._stream(conn, entry, request, messages, prompt_tokens, count, prefill, fault, coherent)
+
+    async def _tool_answer(self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any], messages: list[dict[str, Any]]) -> None:
+        """A request offering tools: refused, or answered with the next of ``tool_answers``; a
+        streamed call comes as OpenAI streams one (id and name, then the arguments in pieces of
+        eight characters, a decode gap apart), one token a chunk."""
+        config = self.config
+        if config.refuse_tools:
+            entry["status"] = 400
+            conn.respond_json(400, {"object": "error", "message": NO_TOOL_PARSER, "type": "BadRequestError", "param": None, "code": 400})
+            return
+        self._tool_requests += 1
+        kind = config.tool_answers[(self._tool_requests - 1) % len(config.tool_answers)]
+        asked = ASKED_CALL.search(_message_text(messages[-1].get("content")) if messages else "")
+        name, arguments = (asked.group(1), asked.group(2)) if asked else ("no_call_asked", "{}")
+        arguments = {"wrong": json.dumps({"unasked": True}), "malformed": arguments[: len(arguments) // 2]}.get(kind, arguments)
+        text = f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>' if kind == "text" else ""
+        call = {"index": 0, "id": f"call_{self._tool_requests}", "type": "function", "function": {"name": name, "arguments": ""}}
+        pieces = [arguments[i : i + 8] for i in range(0, len(arguments), 8)]
+        deltas = [{"content": text}] if text else [{"tool_calls": [call]}, *({"tool_calls": [{"index": 0, "function": {"arguments": p}}]} for p in pieces)]
+        finish = "stop" if text else "tool_calls"
+        entry.update(status=200, tool_answer=kind, prompt_tokens=self.prompt_tokens(messages), completion_tokens=len(deltas))
+        await asyncio.sleep(config.prefill_base_s + (0 if request.get("stream") else config.decode_gap_s * (len(deltas) - 1)))
+        usage = self._usage(entry["prompt_tokens"], len(deltas), entry["number"])
+        if not request.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if not text:
+                message["tool_calls"] = [{**call, "function": {"name": name, "arguments": arguments}}]
+            choice = {"index": 0, "message": message, "finish_reason": finish}
+            conn.respond_json(200, {"id": "chatcmpl-fake", "object": "chat.completion", "model": config.model, "choices": [choice], "usage": usage})
+            return
+        conn.start_stream()
+        for number, delta in enumerate(deltas):
+            if number:
+                await asyncio.sleep(config.decode_gap_s)
+            last = number == len(deltas) - 1
+            chunk = {"index": 0, "delta": delta, "finish_reason": finish if last else None}
+            conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": config.model, "choices": [chunk]}))
+            await conn.drain()
+        if config.usage and (request.get("stream_options") or {}).get("include_usage"):
+            conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": usage}))
+        entry["end_ns"] = time.perf_counter_ns()
+        conn.write_chunk(b"data: [DONE]\n\n")
+        conn.end_stream()
 
     def _code_answer(self, prompt: str, *, completion: bool = False) -> str | None:
         """The answer :attr:`FakeServerConfig.code_answers` asks for to a HumanEval prompt: a
@@ -727,6 +794,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--vanish-at-probe", type=int, default=0, help="exit when the N-th /tokenize of 'probe' arrives, unanswered (0: never)")
     parser.add_argument("--chat-only", action="store_true", help="answer /v1/completions with 404, as a chat-only API does")
     parser.add_argument("--code-answers", choices=("filler", "canonical", "wrong", "hostile"), default="filler", help="answers to HumanEval prompts")
+    parser.add_argument("--tool-answers", default="", help=f"answers to requests offering tools, in turn: a comma-separated cycle of {', '.join(TOOL_ANSWERS)}")
+    parser.add_argument("--refuse-tools", action="store_true", help="answer a request offering tools with HTTP 400, as vLLM without a tool parser")
     parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
     return parser
 
@@ -763,6 +832,8 @@ def main(argv: list[str] | None = None) -> None:
         vanish_at_probe=args.vanish_at_probe,
         code_answers=args.code_answers,
         completions=not args.chat_only,
+        tool_answers=tuple(answer for answer in args.tool_answers.split(",") if answer),
+        refuse_tools=args.refuse_tools,
     )
 
     async def serve() -> None:

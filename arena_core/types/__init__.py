@@ -46,7 +46,7 @@ from arena_core.types.prediction import (
 )
 from arena_core.types.quality import MeasuredQuality, QualityRequest, QualitySuiteSpec
 from arena_core.types.renderers import CardView, CostLine, PredictionView, Progress, RendererSpec, SiteView
-from arena_core.types.results import RequestRecord, RunInfo, RunResult, Verdict, WorkloadResult
+from arena_core.types.results import RequestRecord, RunInfo, RunResult, ToolCall, Verdict, WorkloadResult
 from arena_core.types.runners import Endpoint, ReportReader, RunContext, Runner, RunnerSpec, RunOptions, ToolAvailability
 from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec, publishable
 from arena_core.types.workloads import MIN_SCALED_TOKENS, ROLES, SHAREGPT_TYPICAL_TOKENS, ClosedLoopShape, OpenLoopShape, WorkloadShape, WorkloadSpec
@@ -119,6 +119,7 @@ __all__ = [
     "SHAREGPT_TYPICAL_TOKENS",
     "ServerSettings",
     "ToolAvailability",
+    "ToolCall",
     "Verdict",
     "WorkloadLegend",
     "benches_count",

@@ -13,6 +13,16 @@ from arena_core import bounds
 
 
 @frozen(kw_only=True)
+class ToolCall:
+    """One tool call as the server streamed it (:mod:`arena_core.loadgen.tool_calls`):
+    ``arguments`` is its JSON text, unparsed."""
+
+    name: str
+    arguments: str
+    call_id: str = ""
+
+
+@frozen(kw_only=True)
 class RequestRecord:
     """Everything observed about one request; every metric is a pure function of these.
 
@@ -58,6 +68,8 @@ class RequestRecord:
     malformed_events: int = 0
     content: str = ""
     reasoning: str = ""
+    #: the tool calls the answer streamed, in their order (within the collector's bounds)
+    tool_calls: tuple[ToolCall, ...] = ()
 
     @property
     def ok(self) -> bool:
