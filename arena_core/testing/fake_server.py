@@ -852,7 +852,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.log:
             args.log.write_text("".join(json.dumps(entry) + "\n" for entry in server.log))
 
-    try:  # uvloop when installed: the rig must be faster than the clients it measures
+    # uvloop when installed: the rig must be faster than the clients it measures. Chosen here, not
+    # through arena_core.loadgen.loop.run, whose import would load the whole arena_core package.
+    try:
         import uvloop
 
         loop_factory = uvloop.new_event_loop

@@ -36,8 +36,6 @@ TOOLS: tuple[dict[str, Any], ...] = tuple(
         ("edit_file", "Replace one text with another in a file.", {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}}),
     )
 )
-#: The most turns and agents a plan holds (a session of 1,000 turns is no one's agent).
-MAX_TURNS = 1_000
 
 
 @frozen(kw_only=True)
@@ -121,7 +119,7 @@ def plan_sessions(shape: AgentSessionShape, sessions: int, seed: int) -> tuple[P
     for index in range(sessions):
         rng = random.Random(f"{seed}:agent-session:{index}")
         turns, context = [], first
-        for _ in range(min(shape.turns, MAX_TURNS)):
+        for _ in range(shape.turns):  # at most bounds.TURNS, which the shape's validator holds
             tool, arguments = _call(rng, index)
             output = rng.randint(*shape.tool_output_tokens)
             delay = round(rng.uniform(*shape.tool_delay_s), 3)
