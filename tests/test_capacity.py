@@ -22,7 +22,7 @@ TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
 #: A rig with 4 slots for the users searches judged by "ttft=400ms": a user with a slot sees its
 #: first token after a 10 ms prefill, a fifth waits for a whole answer (20 tokens at x0.02, 30 ms
 #: apart: about 620 ms). A passing probe holds while its requests come up to 390 ms late, as they
-#: do on a busy 2-core machine (with 20 ms apart and 200 ms, 190 ms was too little).
+#: do on a busy 2-core machine.
 SLOTS_RIG = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--slots", "4", "--prefill-base-ms", "10", "--decode-gap-ms", "30"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 

@@ -42,10 +42,10 @@ pytestmark = [
 #: OpenMP thread, with a KV cache of 2 GiB (vLLM fits 81,621 of this model's tokens in it). In
 #: its default layout the CPU build runs the model in a worker process while the engine's process
 #: polls shared memory for each step's end, taking CPU the suite's other workers need on a 2-core
-#: machine; and sized by Arena's share of the memory (half of what is available) its KV cache took
-#: 11 GB of the machine's 23, so every other process of the suite stalled while the kernel
-#: reclaimed memory for them (the commits that set these have the figures). Its card states the
-#: settings, as it states any setting a user's vLLM inherits.
+#: machine; and sized by Arena's share of the memory (half of what is available) its KV cache
+#: would hold half the machine, so the suite's other processes stall while the kernel reclaims
+#: memory for them (the commits that set these have the figures). Its card states the settings,
+#: as it states any setting a user's vLLM inherits.
 ONE_CORE = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1", "VLLM_CPU_KVCACHE_SPACE": "2"}
 
 
