@@ -800,6 +800,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _loop_factory() -> Any:
+    """uvloop's when installed: the rig must be faster than the clients it measures. Chosen here,
+    not through ``arena_core.loadgen.loop.run``, whose import would load the whole package."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     config = FakeServerConfig(
@@ -852,15 +862,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.log:
             args.log.write_text("".join(json.dumps(entry) + "\n" for entry in server.log))
 
-    # uvloop when installed: the rig must be faster than the clients it measures. Chosen here, not
-    # through arena_core.loadgen.loop.run, whose import would load the whole arena_core package.
-    try:
-        import uvloop
-
-        loop_factory = uvloop.new_event_loop
-    except ImportError:
-        loop_factory = None
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(serve())
 
 
