@@ -114,8 +114,8 @@ def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
     answer, so with 4 slots the fifth user fails; with 8, more users pass. The limit is the
     geometric mean of the two, so the verdicts hold on a slower or faster machine, and while its
     speed stays within the square root of their ratio of what it was when measured. The requests
-    are shaped to make that ratio wide: a 16-token prompt and a 128-token answer, so a first
-    token is a short prefill and an answer 128 decode steps. With 128-token prompts the ratio was
+    are shaped to make that ratio wide: a 16-token prompt and a 64-token answer, so a first
+    token is a short prefill and an answer 64 decode steps. With 128-token prompts the ratio was
     about 5 idle and fell to 3.99 in CI, where other tests' servers took the CPU during the short
     prefill window more than during the long answer (the premise below failed). The server keeps
     a CPU free (``server_threads``): with a thread on every core, one busy process in another
@@ -136,8 +136,8 @@ def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
         return done
 
     shape = tmp_path / "arena.toml"
-    shape.write_text("[workloads.chat]\nprompt_tokens = 16\ngenerated_tokens = 128\n")
-    # this machine now: four users on four slots (a 16-token prompt and a 128-token answer each)
+    shape.write_text("[workloads.chat]\nprompt_tokens = 16\ngenerated_tokens = 64\n")
+    # this machine now: four users on four slots (a 16-token prompt and a 64-token answer each)
     measured = capacity(4, "ttft=600s,tps=none", 4, 4, requests=8)
     run_dir = Path(re.search(r"results: (\S+)", measured.stdout).group(1))
     records = [r for path in run_dir.glob("**/records.jsonl") for r in read_records(path) if r.ok and not r.warmup and r.chunk_ns and r.end_ns]
