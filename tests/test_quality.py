@@ -319,3 +319,35 @@ def test_a_suite_under_a_time_limit_asks_only_what_it_can_answer_in_it(tmp_path)
     assert 4 <= measured.items < 41 and measured.of_total == 164 and measured.value == 100.0
     assert f"quality: humaneval: {measured.items} of the 41 items asked in the 8 s the run's budget left" in said
     assert answered[-1] == (measured.items, 41) and len((tmp_path / "records.jsonl").read_text().splitlines()) == measured.items
+
+
+@pytest.mark.slow
+def test_quality_concurrency_is_how_many_items_are_asked_at_once(tmp_path):
+    """``--quality-concurrency 8``: the rig (each answer's tokens 10 ms apart, about a second an
+    answer) serves eight of the canary's questions at once and never more, and the manifest
+    says so; bad values are refused as the flag's."""
+    import threading
+    import urllib.request
+
+    peak, done_asking = [0], threading.Event()
+    with FakeServerProcess(["--decode-gap-ms", "10"]) as server:
+
+        def watch() -> None:
+            while not done_asking.is_set():
+                text = urllib.request.urlopen(f"{server.url}/metrics", timeout=5).read().decode()
+                peak[0] = max(peak[0], int(float(re.search(r"^vllm:num_requests_running\S* (\S+)$", text, re.M).group(1))))
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            done = arena("quality", "--base-url", server.url, "--quality-suite", "instruction-canary", "--quality-concurrency", "8", "--output", str(tmp_path))
+        finally:
+            done_asking.set()
+            watcher.join()
+    assert done.returncode == 0, done.stderr
+    assert peak[0] == 8, peak
+    (manifest_path,) = tmp_path.glob("*/manifest.json")
+    assert json.loads(manifest_path.read_text())["quality_concurrency"] == 8
+    refused = arena("quality", "--quality-concurrency", "65")
+    assert refused.returncode == 2 and "'--quality-concurrency': 65 is not in the range 1<=x<=64" in refused.stderr

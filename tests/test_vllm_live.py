@@ -66,17 +66,17 @@ def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     store = tmp_path / "store"
     # x0.15: cache-states' 307-token context is two of vLLM's 128-token blocks (77 % a prefix
     # hit, held above 50 % below). multi-turn as ./arena.toml shapes a workload: four
-    # conversations at once (ten by default) of three turns (five), each answer 38 tokens (256
-    # before the scale; 77 by default): its warm-up round and its measured one take about a
-    # minute and a half of a loaded 2-core machine, and turns two and three still find their
-    # earlier turns' whole 128-token blocks in the cache (about 45 % of the prompt tokens)
-    (tmp_path / "arena.toml").write_text("[workloads.multi-turn]\nconcurrency = 4\nturns = 3\ngenerated_tokens = 256\n")
+    # conversations at once (ten by default) of three turns (five), each answer 19 tokens (128
+    # before the scale; 77 by default), and turns two and three still find their earlier turns'
+    # whole 128-token blocks in the cache (about 45 % of the prompt tokens)
+    (tmp_path / "arena.toml").write_text("[workloads.multi-turn]\nconcurrency = 4\nturns = 3\ngenerated_tokens = 128\n")
     # --enforce-eager (a --server-arg, after Arena's own arguments): the CPU build's torch.compile
     # takes about two minutes of each clean machine's first start, and the test is of Arena
-    # starting and measuring vLLM, not of the compile
+    # starting and measuring vLLM, not of the compile. The canary's 24 questions asked 12 at a
+    # time: vLLM batches them, and each of its steps on a CPU costs about what a step of 4 does
     done = _arena(
         "run", "--backend", "vllm", "--workloads", "ttft-cache-states,multi-turn", "--scale", "0.15", "--server-arg=--enforce-eager",
-        "--quality-suite", "instruction-canary", "--output", str(store), timeout=1800, cwd=tmp_path, env=ONE_CORE,
+        "--quality-suite", "instruction-canary", "--quality-concurrency", "12", "--output", str(store), timeout=1800, cwd=tmp_path, env=ONE_CORE,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     run_dir = Path(re.search(r"results: (\S+)", done.stdout).group(1))
@@ -110,8 +110,9 @@ def test_arena_starts_a_real_vllm_and_compares_it_with_llama_cpp(tmp_path):
     assert "in whole blocks of 128 tokens" in card and "the server's counters" in card
     assert re.search(r"server command +OMP_NUM_THREADS=1 (\S+=\S* )*VLLM_SERVER_DEV_MODE=1 \S*python", card), card  # as a shell runs it
 
-    # the same model on llama.cpp (its GGUF), asked the same quality prompts at temperature 0
-    llama = _arena("quality", "--quality-suite", "instruction-canary", "--output", str(store), timeout=900)
+    # the same model on llama.cpp (its GGUF), asked the same quality prompts at temperature 0,
+    # 8 at a time on as many slots
+    llama = _arena("quality", "--quality-suite", "instruction-canary", "--quality-concurrency", "8", "--output", str(store), timeout=900)
     assert llama.returncode == 0, llama.stderr[-3000:]
     llama_run = Path(re.search(r"results: (\S+)", llama.stdout).group(1))
     compared = _arena("compare", run_dir.name, llama_run.name, "--output", str(store), timeout=120)

@@ -12,6 +12,7 @@ from arena_core.cli.app import CliApp
 from arena_core.errors import ArenaError, PluginError, UnknownNameError, UsageError
 from arena_core.plugins import ENV_DISABLED
 from arena_core.registry import KINDS, Kind, find_kind
+from arena_core.run.budget import MOST_QUALITY_CONCURRENCY, QUALITY_CONCURRENCY
 
 
 class KindType(click.ParamType):
@@ -174,6 +175,12 @@ _QUALITY_OPTIONS = (
     click.option("--quality-full", is_flag=True, help="Every item of each quality suite (default: its stated subset, said on the card)."),
     click.option(
         "--quality-suite", "quality_suites", multiple=True, callback=_suite_names, help="A quality suite to measure (repeatable; default: every default one)."
+    ),
+    click.option(
+        "--quality-concurrency",
+        type=click.IntRange(1, MOST_QUALITY_CONCURRENCY),
+        metavar="N",
+        help=f"Quality items asked at once (default: {QUALITY_CONCURRENCY}, or the server's slots where fewer).",
     ),
 )
 

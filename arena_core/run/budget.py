@@ -37,8 +37,10 @@ PER_WORKLOAD_S = 4.0
 SMALLEST_SCALE = 0.01
 #: A quality item's prompt, in tokens (a HumanEval problem, a canary instruction).
 QUALITY_PROMPT_TOKENS = 200
-#: The requests the quality phase keeps in flight (the engine asks at this concurrency).
+#: The requests the quality phase keeps in flight unless ``--quality-concurrency`` says otherwise.
 QUALITY_CONCURRENCY = 4
+#: The most ``--quality-concurrency`` may ask: a batching server's share of a big machine.
+MOST_QUALITY_CONCURRENCY = 64
 #: The budget of the embedded default when no scale is given (``arena run`` on a fresh machine).
 DEFAULT_BUDGET_S = 600.0
 
@@ -133,7 +135,16 @@ class Timing:
 
     @classmethod
     def of(
-        cls, hooks: ArenaHooks, model: ModelSpec, hardware: HardwareProfile, backend: BackendSpec, output: Path, quality: Sequence[QualitySuiteSpec], full: bool
+        cls,
+        hooks: ArenaHooks,
+        model: ModelSpec,
+        hardware: HardwareProfile,
+        backend: BackendSpec,
+        output: Path,
+        quality: Sequence[QualitySuiteSpec],
+        *,
+        full: bool,
+        concurrency: int = QUALITY_CONCURRENCY,
     ) -> Timing | None:
         """None where no predictor is registered or it does not cover this backend."""
         registry = hooks.registry
@@ -148,7 +159,7 @@ class Timing:
             return None
         slowdown, basis = slowdown_of(output, setup, predictor, registry)
         chat = registry.get("workloads", name) if (name := registry.with_role("headline")) else None
-        quality_s = quality_seconds(quality, chat, predictor, setup, full=full, concurrency=QUALITY_CONCURRENCY)
+        quality_s = quality_seconds(quality, chat, predictor, setup, full=full, concurrency=concurrency)
         return cls(predictor=predictor, setup=setup, slowdown=slowdown, basis=basis, quality_s=quality_s)
 
     def expected(self, workloads: Sequence[WorkloadSpec]) -> Expected:

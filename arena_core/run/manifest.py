@@ -108,6 +108,9 @@ class Manifest:
     #: ``quality_full``), and what each measured, in the order measured.
     quality_suites: tuple[str, ...] = ()
     quality_full: bool = False
+    #: the quality items asked at once (``--quality-concurrency``; the server's slots where
+    #: fewer); None: the default of the Arena that ran it
+    quality_concurrency: int | None = None
     measured_quality: tuple[MeasuredQuality, ...] = ()
 
     @property

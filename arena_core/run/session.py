@@ -109,6 +109,8 @@ class RunRequest:
     quality: bool | None = None
     quality_full: bool = False
     quality_suites: tuple[str, ...] = ()
+    #: Quality items asked at once; None: :data:`QUALITY_CONCURRENCY`.
+    quality_concurrency: int | None = None
     #: Measure quality only, no workload (``arena quality``).
     quality_only: bool = False
     #: Choose the scale so the run fits this many seconds (0: no budget); None: 10 minutes for
@@ -127,7 +129,12 @@ class RunRequest:
         # a model the catalog lacks was named from what its server said: it is asked again
         named = manifest.model_facts.get("identity", CATALOG_IDENTITY) == CATALOG_IDENTITY
         model = manifest.model if manifest.model != UNCATALOGUED_MODEL and named else None
-        quality = {"quality": bool(manifest.quality_suites), "quality_suites": manifest.quality_suites, "quality_full": manifest.quality_full}
+        quality = {
+            "quality": bool(manifest.quality_suites),
+            "quality_suites": manifest.quality_suites,
+            "quality_full": manifest.quality_full,
+            "quality_concurrency": manifest.quality_concurrency,
+        }
         title = {"model_title": manifest.model_title} if model is None and manifest.model_title else {}
         return cls(model=model, request_timeout=manifest.request_timeout_s, **{**kept, **paths, **quality, **title, **settings})  # type: ignore[arg-type]
 
@@ -149,6 +156,8 @@ class RunPlan:
     server_args: tuple[str, ...] = ()
     quality: tuple[QualitySuiteSpec, ...] = ()
     quality_full: bool = False
+    #: quality items asked at once, where the server has as many slots (else its slots)
+    quality_concurrency: int = QUALITY_CONCURRENCY
     model_title: str | None = None
     #: the time budget (``--budget``) the scale was chosen to fit, and the run's expected time
     budget_s: float | None = None
@@ -183,11 +192,8 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         spec = registry.get("workloads", name)
         unscaled.append(apply_override(spec, config.workloads[name], source=config.source) if name in config.workloads else spec)
     quality = _quality_suites(request, registry)
-    untimed = ""
-    try:
-        timing = Timing.of(hooks, model, hardware, backend, request.output or Path(run.output), quality, request.quality_full)
-    except (ValueError, ArithmeticError, UsageError) as exc:  # a time estimate never stops a run by itself: it is then not said
-        timing, untimed = None, str(exc)
+    asked_at_once = request.quality_concurrency or QUALITY_CONCURRENCY
+    timing, untimed = _timing(hooks, model, hardware, backend, request.output or Path(run.output), quality, request.quality_full, asked_at_once)
     if budget and timing is None and request.budget_s:
         # a budget asked for that nothing can honour is refused, never ignored while the card says it was kept
         raise UsageError(
@@ -218,12 +224,31 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         **_for_a_started_server(request, backend, endpoint),
         quality=quality,
         quality_full=request.quality_full,
+        quality_concurrency=asked_at_once,
         model_title=request.model_title or run.model_title,
         budget_s=budget or None,
         expected=(timing.expected(workloads).within(budget - FINISH_S) if budget else timing.expected(workloads)) if timing is not None else None,
         timing=timing,
         unscaled=tuple(unscaled),
     )
+
+
+def _timing(
+    hooks: ArenaHooks,
+    model: ModelSpec,
+    hardware: HardwareProfile,
+    backend: BackendSpec,
+    output: Path,
+    quality: tuple[QualitySuiteSpec, ...],
+    full: bool,
+    concurrency: int,
+) -> tuple[Timing | None, str]:
+    """What the run's expected time is computed from, or None and why it cannot be: a time
+    estimate never stops a run by itself (it is then not said)."""
+    try:
+        return Timing.of(hooks, model, hardware, backend, output, quality, full=full, concurrency=concurrency), ""
+    except (ValueError, ArithmeticError, UsageError) as exc:
+        return None, str(exc)
 
 
 def _model_of(request: RunRequest, configured: str | None, backend: BackendSpec, hooks: ArenaHooks) -> ModelSpec:
@@ -366,6 +391,7 @@ def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
         config=CONVERTER.unstructure(attrs.evolve(plan.config, endpoint=plan.endpoint)),
         quality_suites=tuple(suite.name for suite in plan.quality),
         quality_full=plan.quality_full,
+        quality_concurrency=plan.quality_concurrency,
         model_title=plan.model_title,
         budget_s=plan.budget_s,
         expected_s=round(plan.expected.total_s) if plan.expected is not None else None,
@@ -420,7 +446,7 @@ class RunSession:
                 run_dir=self.run_dir,
                 hardware=plan.hardware,
                 max_context_tokens=max((w.shape.context_needed() for w in plan.workloads), default=QUALITY_CONTEXT_TOKENS),
-                max_concurrency=max((w.shape.concurrency_needed() for w in plan.workloads), default=QUALITY_CONCURRENCY),
+                max_concurrency=max((w.shape.concurrency_needed() for w in plan.workloads), default=plan.quality_concurrency),
                 slots=plan.slots,
                 server_args=plan.server_args,
             )
@@ -539,7 +565,7 @@ class RunSession:
                 output_dir=folder,
                 full=self.plan.quality_full,
                 request_timeout_s=self.plan.options.request_timeout_s,
-                concurrency=min(QUALITY_CONCURRENCY, self.plan.slots or QUALITY_CONCURRENCY),
+                concurrency=min(self.plan.quality_concurrency, self.plan.slots or self.plan.quality_concurrency),
                 progress=self.progress,
                 time_limit_s=limit,
                 on_item=on_item,
