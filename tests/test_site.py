@@ -204,17 +204,18 @@ def console_errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
 
 
-#: Opens a page in a frame of a phone's width and writes, on the harness's body, how wide the
-#: page's layout is and every element wider than the frame that no scrolling box holds; every
+#: Opens a page in a frame of each width asked (side by side: one browser for all of them) and
+#: writes on the harness's body, for each, how wide the page's layout is and every element wider
+#: than the frame that no scrolling box holds; every
 #: text drawn under 11 px (an SVG text at its size times the scale the page draws its chart at);
 #: the rows of a scrolling table whose first cell is out of sight once the table is scrolled to
 #: its right end; and whether the leaderboard's table fits its box. Sizes come from the browser
 #: itself, not a picture.
-LAYOUT_HARNESS = """<!doctype html><html><body style="margin:0">
-<iframe id="page" src="PAGE" style="width:WIDTHpx;height:HEIGHTpx;border:0"></iframe>
+LAYOUT_HARNESS = """<!doctype html><html><body style="margin:0;white-space:nowrap">
+FRAMES
 <script>
-document.getElementById("page").addEventListener("load", function () {
-  var doc = this.contentDocument, win = this.contentWindow, width = doc.documentElement.clientWidth, wide = [], small = [], lost = 0;
+function measure(frame) {
+  var doc = frame.contentDocument, win = frame.contentWindow, width = doc.documentElement.clientWidth, wide = [], small = [], lost = 0;
   Array.prototype.forEach.call(doc.querySelectorAll("body *"), function (element) {
     var svg = element.closest("svg");
     if (svg && svg !== element) { return; }
@@ -245,29 +246,49 @@ document.getElementById("page").addEventListener("load", function () {
   var board = doc.getElementById("leaderboard"), fits = board ? board.getBoundingClientRect().width <= board.parentElement.clientWidth + 1 : null;
   // a score scrolled out of sight is as lost as one cut off: each must lie within the screen
   var cut = Array.prototype.filter.call(doc.querySelectorAll("td.score"), function (cell) { return cell.getBoundingClientRect().right > width + 1; });
-  document.body.setAttribute("data-layout", JSON.stringify({viewport: width, page: doc.documentElement.scrollWidth, wide: wide.slice(0, 12), cut: cut.length, small: small.slice(0, 12), lost: lost, board_fits: fits}));
+  return {viewport: width, page: doc.documentElement.scrollWidth, wide: wide.slice(0, 12), cut: cut.length, small: small.slice(0, 12), lost: lost, board_fits: fits};
+}
+var frames = document.querySelectorAll("iframe"), found = {}, left = frames.length;
+Array.prototype.forEach.call(frames, function (frame) {
+  frame.addEventListener("load", function () {
+    found[frame.getAttribute("data-width")] = measure(frame);
+    left -= 1;
+    if (!left) { document.body.setAttribute("data-layout", JSON.stringify(found)); }
+  });
 });
 </script></body></html>"""
 
 
-def layout(page: Path, width: int, tmp_path: Path, *, shot: Path | None = None) -> dict:
-    """The page's layout at ``width`` px (:data:`LAYOUT_HARNESS`); ``shot``: a screenshot of it, whole."""
-    harness = tmp_path / f"harness-{page.stem}-{width}.html"
-    harness.write_text(LAYOUT_HARNESS.replace("PAGE", page.resolve().as_uri()).replace("WIDTH", str(width)).replace("HEIGHT", "900"))
-    dom = _chromium(
-        "--allow-file-access-from-files", f"--window-size={width + 40},900", "--dump-dom", harness.as_uri(), user_data=tmp_path / f"u-{harness.stem}"
+def _harness(page: Path, widths: tuple[int, ...], height: int, path: Path) -> Path:
+    frames = "".join(
+        f'<iframe data-width="{width}" src="{page.resolve().as_uri()}" style="width:{width}px;height:{height}px;border:0;vertical-align:top"></iframe>'
+        for width in widths
     )
+    path.write_text(LAYOUT_HARNESS.replace("FRAMES", frames))
+    return path
+
+
+def layouts(page: Path, widths: tuple[int, ...], tmp_path: Path, *, shot: Path | None = None) -> dict[int, dict]:
+    """The page's layout at each of ``widths`` px (:data:`LAYOUT_HARNESS`), by width, from one
+    browser; ``shot``: a screenshot of them side by side, whole."""
+    window = sum(widths) + 40
+    harness = _harness(page, widths, 900, tmp_path / f"harness-{page.stem}.html")
+    dom = _chromium("--allow-file-access-from-files", f"--window-size={window},900", "--dump-dom", harness.as_uri(), user_data=tmp_path / f"u-{harness.stem}")
     found = re.search(r'data-layout="([^"]*)"', dom.stdout)
     assert found, dom.stderr[-2000:]
     if shot is not None:
-        tall = harness.with_name(harness.stem + "-shot.html")
-        tall.write_text(LAYOUT_HARNESS.replace("PAGE", page.resolve().as_uri()).replace("WIDTH", str(width)).replace("HEIGHT", "6000"))
+        tall = _harness(page, widths, 6000, harness.with_name(harness.stem + "-shot.html"))
         shot.unlink(missing_ok=True)
         taken = _chromium(
-            "--allow-file-access-from-files", f"--window-size={width},6000", f"--screenshot={shot}", tall.as_uri(), user_data=tmp_path / f"s-{harness.stem}"
+            "--allow-file-access-from-files", f"--window-size={window},6000", f"--screenshot={shot}", tall.as_uri(), user_data=tmp_path / f"s-{harness.stem}"
         )
         assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
-    return json.loads(found.group(1).replace("&quot;", '"'))
+    return {int(width): each for width, each in json.loads(found.group(1).replace("&quot;", '"')).items()}
+
+
+def layout(page: Path, width: int, tmp_path: Path) -> dict:
+    """The page's layout at ``width`` px."""
+    return layouts(page, (width,), tmp_path)[width]
 
 
 @pytest.mark.slow
@@ -276,7 +297,7 @@ def test_site_in_headless_chromium(store, tmp_path):
     phone (420 px) and a desktop (1400 px): nothing wider than the screen but inside a scrolling
     box (wide tables scroll, their first column fixed), no text drawn under 11 px (the charts
     scale to their box, their text with them), the leaderboard whole on the desktop. Screenshots
-    of each land in test-artifacts/."""
+    of each, at both widths side by side, land in test-artifacts/."""
     _needs_chromium()
     site = store / "site"
     if not (site / "index.html").exists():
@@ -300,8 +321,7 @@ def test_site_in_headless_chromium(store, tmp_path):
     for name, page in pages.items():
         shown = _chromium("--dump-dom", page.resolve().as_uri(), user_data=tmp_path / f"dom-{name}")
         assert console_errors(shown.stderr) == [], name
-        for width in (PHONE, DESKTOP):
-            found = layout(page, width, tmp_path, shot=ARTIFACTS / f"site-{name}-{width}px.png")
+        for width, found in layouts(page, (PHONE, DESKTOP), tmp_path, shot=ARTIFACTS / f"site-{name}.png").items():
             assert found["page"] <= found["viewport"] and found["wide"] == [] and found["cut"] == 0, (name, width, found)
             assert found["small"] == [] and found["lost"] == 0, (name, width, found)  # no text under 11 px; a wide table keeps its first column
             assert found["board_fits"] is not False or width == PHONE, (name, width, found)  # the leaderboard fits a desktop
