@@ -63,7 +63,7 @@ def test_list_without_a_kind_lists_every_kind_the_hookspecs_define(pm):
     listed = json.loads(run_cli(pm, ["list", "--json"]).stdout)
     assert {kind["hook"] for kind in listed} == defined
     by_kind = {kind["kind"]: kind["items"] for kind in listed}
-    assert {row["name"] for row in by_kind["quality-suites"]} == {"humaneval", "instruction-canary"}
+    assert {row["name"] for row in by_kind["quality-suites"]} == {"humaneval", "instruction-canary", "tool-calls"}
     assert {"run": "arena_core.cli.essential_commands"}.items() <= {row["name"]: row["plugin"] for row in by_kind["commands"]}.items()
     helped = run_cli(pm, ["list", "--help"]).stdout
     assert all(kind["kind"] in helped for kind in listed)

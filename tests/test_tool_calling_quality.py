@@ -1,5 +1,6 @@
 """Tool-calling accuracy graded by structure (plugins/arena_quality/tool_calling.py): BFCL's
-items offered as OpenAI tools, the possible answers pass, and each way of being wrong fails."""
+items offered as OpenAI tools, the possible answers pass, each way of being wrong fails, and the
+``tool-calls`` suite on the rig measures exactly the share of right calls it was told to give."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 
 import pytest
 
+from arena_core.testing import arena
+from arena_core.testing.fake_server import FakeServerProcess
 from arena_quality.tool_calling import items, judge, openai_tool, tool_name
 
 
@@ -93,3 +96,39 @@ def test_lists_and_objects_are_judged_item_by_item():
     assert judge(((name, {**call, "point1": list(reversed(call["point1"]))}),), pair) == (
         f"argument 'point1' is {json.dumps(list(reversed(call['point1'])))}, not one the answer allows"
     )
+
+
+def _rig_quality(tmp_path, *rig_args: str) -> tuple:
+    tmp_path.mkdir(exist_ok=True)
+    known = tmp_path / "known-calls.json"
+    calls = {item.question: {"name": name, "arguments": arguments} for item in items() for ((name, arguments),) in [_canonical(item)]}
+    known.write_text(json.dumps(calls))
+    with FakeServerProcess(["--decode-gap-ms", "0", "--known-calls", str(known), *rig_args]) as rig:
+        done = arena("quality", "--base-url", rig.url, "--quality-suite", "tool-calls", "--output", str(tmp_path / "store"))
+    (manifest,) = (tmp_path / "store").glob("*/manifest.json")
+    return done, json.loads(manifest.read_text())
+
+
+@pytest.mark.slow
+def test_the_suite_on_the_rig_measures_the_share_of_right_calls_exactly(tmp_path):
+    """25 items answered in turn right, right, with an argument the function lacks, with its
+    arguments cut short: 13 right (52.0 %), 6 format failures (the cut ones); then every call
+    written in the text (a server without its tool parser): none right, 25 format failures."""
+    done, manifest = _rig_quality(tmp_path / "cycle", "--tool-answers", "correct,correct,wrong,malformed")
+    assert done.returncode == 0, done.stderr
+    (measured,) = manifest["measured_quality"]
+    assert (measured["suite"], measured["items"], measured["passed"], measured["value"], measured["format_failures"]) == ("tool-calls", 25, 13, 52.0, 6)
+    records = [json.loads(line) for line in next((tmp_path / "cycle" / "store").glob("*/quality/tool-calls/records.jsonl")).read_text().splitlines()]
+    assert {r["outcome"] for r in records} == {"called", "malformed"}
+    assert sum("argument 'unasked' is not a parameter of the function" == r["status"] for r in records) == 6
+    done, manifest = _rig_quality(tmp_path / "text", "--tool-answers", "text")
+    (measured,) = manifest["measured_quality"]
+    assert (measured["passed"], measured["format_failures"]) == (0, 25)
+
+
+@pytest.mark.slow
+def test_a_server_that_refuses_tools_is_one_line_quoting_it(tmp_path):
+    done, manifest = _rig_quality(tmp_path, "--refuse-tools")
+    assert done.returncode == 0 and manifest["measured_quality"] == [], done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "tool-calls could not be measured" in line]
+    assert "the server refused every request that offered tools: HTTP 400" in line and "--enable-auto-tool-choice" in line, line

@@ -34,6 +34,7 @@ from arena_core.loadgen.refusal import clean_text, refusal
 from arena_core.loadgen.sharegpt import DatasetError, load_two_turn_conversations
 from arena_core.loadgen.stats import mean, median, percentile, percentile_interval, population_std
 from arena_core.loadgen.stream import ANSWER
+from arena_core.loadgen.tool_calls import ToolCallCollector, ToolCallsRead, read_tool_calls
 from arena_core.loadgen.tools import run_reference_tool, script_interpreter
 from arena_core.loadgen.verdict import verdict_for
 
@@ -56,6 +57,8 @@ __all__ = [
     "SampledRequest",
     "ServerCodec",
     "ServerRefused",
+    "ToolCallCollector",
+    "ToolCallsRead",
     "SessionFacts",
     "arrival_offsets",
     "METRICS_DEADLINE_S",
@@ -63,6 +66,7 @@ __all__ = [
     "cache_block_tokens",
     "cache_problem",
     "refusal",
+    "read_tool_calls",
     "clean_text",
     "script_interpreter",
     "cache_rates",

@@ -145,6 +145,9 @@ class FakeServerConfig:
     tool_answers: tuple[str, ...] = field(default=())
     #: Refuse a request offering ``tools`` with HTTP 400 and vLLM's message (:data:`NO_TOOL_PARSER`).
     refuse_tools: bool = False
+    #: The call that answers a question, where its last message does not ask for one
+    #: (:data:`ASKED_CALL`): (question, function name, arguments as JSON), as a test knows them.
+    known_calls: tuple[tuple[str, str, str], ...] = ()
 
     @fault.validator
     def _known_fault(self, _: object, value: str) -> None:
@@ -237,6 +240,7 @@ class FakeOpenAIServer:
         self._models_fault_done = False
         self._probes = 0
         self._tool_requests = 0
+        self._known_calls = {question: (name, arguments) for question, name, arguments in config.known_calls}
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -453,8 +457,9 @@ class FakeOpenAIServer:
             return
         self._tool_requests += 1
         kind = config.tool_answers[(self._tool_requests - 1) % len(config.tool_answers)]
-        asked = ASKED_CALL.search(_message_text(messages[-1].get("content")) if messages else "")
-        name, arguments = (asked.group(1), asked.group(2)) if asked else ("no_call_asked", "{}")
+        question = _message_text(messages[-1].get("content")) if messages else ""
+        asked = ASKED_CALL.search(question)
+        name, arguments = (asked.group(1), asked.group(2)) if asked else self._known_calls.get(question, ("no_call_asked", "{}"))
         arguments = {"wrong": json.dumps({"unasked": True}), "malformed": arguments[: len(arguments) // 2]}.get(kind, arguments)
         text = f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>' if kind == "text" else ""
         call = {"index": 0, "id": f"call_{self._tool_requests}", "type": "function", "function": {"name": name, "arguments": ""}}
@@ -796,6 +801,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--code-answers", choices=("filler", "canonical", "wrong", "hostile"), default="filler", help="answers to HumanEval prompts")
     parser.add_argument("--tool-answers", default="", help=f"answers to requests offering tools, in turn: a comma-separated cycle of {', '.join(TOOL_ANSWERS)}")
     parser.add_argument("--refuse-tools", action="store_true", help="answer a request offering tools with HTTP 400, as vLLM without a tool parser")
+    parser.add_argument("--known-calls", type=Path, help='a JSON file of {question: {"name": ..., "arguments": {...}}}: the call that answers each')
     parser.add_argument("--model", default=FakeServerConfig().model, help="the model id /v1/models lists (any text, escapes included)")
     return parser
 
@@ -808,6 +814,12 @@ def _loop_factory() -> Any:
     except ImportError:
         return None
     return uvloop.new_event_loop
+
+
+def _known_calls(path: Path | None) -> tuple[tuple[str, str, str], ...]:
+    """``--known-calls``: each question with its call's name and arguments (as JSON)."""
+    known = json.loads(path.read_text(encoding="utf-8")) if path else {}
+    return tuple((question, call["name"], json.dumps(call["arguments"])) for question, call in known.items())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -844,6 +856,7 @@ def main(argv: list[str] | None = None) -> None:
         completions=not args.chat_only,
         tool_answers=tuple(answer for answer in args.tool_answers.split(",") if answer),
         refuse_tools=args.refuse_tools,
+        known_calls=_known_calls(args.known_calls),
     )
 
     async def serve() -> None:

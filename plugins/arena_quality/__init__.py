@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from arena_core import QualitySuiteSpec, hookimpl
-from arena_quality import canary, humaneval
+from arena_quality import canary, humaneval, tool_calling
 
 
 @hookimpl
@@ -37,5 +37,17 @@ def arena_register_quality_suites(register: Callable[[QualitySuiteSpec], None]) 
             full_size=canary.FULL_SIZE,
             run=canary.run,
             answer_tokens=canary.MAX_TOKENS,
+        )
+    )
+    register(
+        QualitySuiteSpec(
+            name=tool_calling.NAME,
+            description="Tool calling (BFCL simple-python items): one call of the offered function, its arguments graded by structure at temperature 0.",
+            benchmark="BFCL",
+            subset_size=tool_calling.SUBSET_SIZE,
+            full_size=tool_calling.FULL_SIZE,
+            run=tool_calling.run,
+            default=False,
+            answer_tokens=tool_calling.MAX_TOKENS,
         )
     )

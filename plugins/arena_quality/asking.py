@@ -18,7 +18,18 @@ from typing import Any, TypeVar
 import attrs
 from attrs import frozen
 
-from arena_core import ArenaError, ChatClient, Endpoint, QualityRequest, ServerCodec, refusal, run_measurement
+from arena_core import (
+    ArenaError,
+    ChatClient,
+    Endpoint,
+    QualityRequest,
+    ServerCodec,
+    ToolCallCollector,
+    ToolCallsRead,
+    read_tool_calls,
+    refusal,
+    run_measurement,
+)
 
 T = TypeVar("T")
 
@@ -51,10 +62,13 @@ class Answer:
     finish_reason: str = ""
     #: its first :data:`HEAD_TOKENS` token ids, where the server tokenizes (else empty)
     head_tokens: tuple[int, ...] = ()
+    #: what it did with the tools it was offered (None: none were offered)
+    tool_calls: ToolCallsRead | None = None
 
 
-def answer_of(status: int, parsed: Any, error: str) -> Answer:
-    """The text of a chat or text completion, or why there is none."""
+def answer_of(status: int, parsed: Any, error: str, *, tools: bool = False) -> Answer:
+    """The text of a chat or text completion, or why there is none; with ``tools`` offered, the
+    calls it made too (a message of calls alone has no text)."""
     if error:
         return Answer(text="", error=error[:200])
     if status != 200:
@@ -63,10 +77,17 @@ def answer_of(status: int, parsed: Any, error: str) -> Answer:
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     message = choice.get("message")
     content = message.get("content") if isinstance(message, dict) else choice.get("text")
+    called = None
+    if tools and isinstance(message, dict):
+        collector = ToolCallCollector()
+        if message.get("tool_calls") is not None:
+            collector.add(message["tool_calls"])
+        content = content if isinstance(content, str) else ""
+        called = read_tool_calls(collector.calls(), content[:MAX_ANSWER_CHARS])
     if not isinstance(content, str):
         return Answer(text="", error="no text in the answer")
     reason = choice.get("finish_reason")
-    return Answer(text=content[:MAX_ANSWER_CHARS], finish_reason=reason[:40] if isinstance(reason, str) else "")
+    return Answer(text=content[:MAX_ANSWER_CHARS], finish_reason=reason[:40] if isinstance(reason, str) else "", tool_calls=called)
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -123,11 +144,20 @@ class Pace:
 
 
 def ask_all(
-    endpoint: Endpoint, prompts: Sequence[str], *, max_tokens: int, pace: Pace, timeout_s: float, completion: bool = False, stop: Sequence[str] = ()
+    endpoint: Endpoint,
+    prompts: Sequence[str],
+    *,
+    max_tokens: int,
+    pace: Pace,
+    timeout_s: float,
+    completion: bool = False,
+    stop: Sequence[str] = (),
+    tools: Sequence[Sequence[dict[str, Any]]] = (),
 ) -> list[Answer | None]:
-    """Every prompt's answer, in order: a chat message each, or with ``completion`` a text
-    continued up to ``stop``. Under a time limit an item is asked only while the longest answer
-    so far would still come by ``pace.until``; an item not asked is None."""
+    """Every prompt's answer, in order: a chat message each (offered ``tools[i]`` where given),
+    or with ``completion`` a text continued up to ``stop``. Under a time limit an item is asked
+    only while the longest answer so far would still come by ``pace.until``; an item not asked
+    is None."""
 
     async def all_of() -> list[Answer | None]:
         client = ChatClient(endpoint, request_timeout=timeout_s)
@@ -135,16 +165,17 @@ def ask_all(
         codec = ServerCodec(client) if await _tokenizes(client) else None
         longest, answered = 0.0, 0
 
-        async def one(prompt: str) -> Answer | None:
+        async def one(index: int, prompt: str) -> Answer | None:
             nonlocal longest, answered
             asked = {"prompt": prompt, "stop": list(stop[:MAX_STOP_SEQUENCES])} if completion else {"messages": [{"role": "user", "content": prompt}]}
-            body = {"model": endpoint.model, **asked, "max_tokens": max_tokens, "temperature": 0, "stream": False}
+            offered = {"tools": list(tools[index]), "tool_choice": "auto"} if tools else {}
+            body = {"model": endpoint.model, **asked, **offered, "max_tokens": max_tokens, "temperature": 0, "stream": False}
             async with gate:
                 sent = time.monotonic()
                 if pace.until is not None and sent + longest > pace.until:
                     return None  # it would end past the time the run left this suite
                 status, parsed, exchange = await client.call("POST", COMPLETIONS if completion else CHAT, body)
-                answer = answer_of(status, parsed, exchange.error or "")
+                answer = answer_of(status, parsed, exchange.error or "", tools=bool(tools))
                 if stop and answer.text:
                     answer = attrs.evolve(answer, text=cut_at_stop(answer.text, stop))
                 if codec is not None and answer.text:
@@ -154,7 +185,7 @@ def ask_all(
             return answer
 
         try:
-            return list(await asyncio.gather(*(one(prompt) for prompt in prompts)))
+            return list(await asyncio.gather(*(one(index, prompt) for index, prompt in enumerate(prompts))))
         finally:
             await client.close()
 

@@ -18,12 +18,24 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
+from arena_core import MeasuredQuality, QualityRequest
+from arena_quality.asking import Answer, Pace, ask_all, asked_within
+from arena_quality.records import measured_from
+
+NAME = "tool-calls"
+#: the subset: every second of the 50 items (BFCL's every sixteenth simple_python item)
+SUBSET_SIZE, FULL_SIZE = 25, 50
+#: a call with its arguments, far more than any of these items' answers needs
+MAX_TOKENS = 256
+#: the most of a call's arguments a record keeps
+RECORD_CHARS = 2000
 DATA = Path(__file__).resolve().parent / "data" / "bfcl-simple-python.jsonl"
 #: BFCL's parameter types as JSON Schema names them (``any``: no type given)
 SCHEMA_TYPES = {"dict": "object", "float": "number", "tuple": "array"}
@@ -125,3 +137,57 @@ def judge(calls: tuple[tuple[str, dict[str, Any]], ...], item: ToolItem) -> str:
         return f"called {name[:80]!r}, not {', '.join(names)}"
     kinds = {parameter: str(schema.get("type", "")) for parameter, schema in item.function["parameters"].get("properties", {}).items()}
     return _arguments_problem(arguments, item.truth[names[name]], kinds)
+
+
+class ToolsRefused(Exception):
+    """The server answered every request that offered tools with a refusal."""
+
+
+#: why an answer that made no well-formed call failed
+_NOT_CALLED = {"as-text": "the call written in the text, not as a tool call", "none": "no tool call"}
+
+
+def _record(item: ToolItem, answer: Answer) -> dict[str, Any]:
+    read = answer.tool_calls
+    outcome = read.outcome if read is not None and not answer.error else ""
+    if answer.error or read is None:
+        why = answer.error or "no answer"
+    elif outcome == "called":
+        why = judge(read.calls, item)
+    else:
+        why = read.problem if outcome == "malformed" else _NOT_CALLED[outcome]
+    calls = [[name, json.dumps(arguments, ensure_ascii=False)[:RECORD_CHARS]] for name, arguments in (read.calls if read is not None else ())]
+    return {
+        "item": item.id,
+        "passed": outcome == "called" and why == "",
+        "format_failure": outcome in ("malformed", "as-text"),
+        "request_failed": bool(answer.error),
+        "outcome": outcome,
+        "status": why,
+        "question": item.question,
+        "calls": calls,
+        "answer": answer.text[:RECORD_CHARS],
+    }
+
+
+def run(request: QualityRequest) -> MeasuredQuality:
+    started = time.monotonic()
+    chosen = list(items() if request.full else items()[::2])
+    request.progress(f"quality: tool calls, {len(chosen)} of {FULL_SIZE} BFCL simple-python items")
+    tools = [[openai_tool(item.function)] for item in chosen]
+    answers = ask_all(
+        request.endpoint, [i.question for i in chosen], max_tokens=MAX_TOKENS, pace=Pace.of(request), timeout_s=request.request_timeout_s, tools=tools
+    )
+    chosen, asked = asked_within(request, NAME, chosen, answers)
+    if asked and all(answer.error.startswith("HTTP 4") for answer in asked):
+        raise ToolsRefused(f"the server refused every request that offered tools: {asked[0].error}")
+    return measured_from(
+        request.output_dir,
+        [_record(item, answer) for item, answer in zip(chosen, asked, strict=True)],
+        started=started,
+        suite=NAME,
+        benchmark="BFCL",
+        metric="calls correct",
+        of_total=FULL_SIZE,
+        method="one call of the offered function with arguments BFCL's possible answers allow (its AST check, simple category), 95 % Wilson interval",
+    )
