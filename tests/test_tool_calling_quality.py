@@ -61,6 +61,7 @@ def test_the_possible_answers_pass_every_item():
         (lambda calls: ((calls[0][0], {**calls[0][1], "colour": "red"}),), "argument 'colour' is not a parameter of the function"),
         (lambda calls: ((calls[0][0], {**calls[0][1], "base": 11}),), "argument 'base' is 11, not one the answer allows"),
         (lambda calls: ((calls[0][0], {**calls[0][1], "base": 10.5}),), "argument 'base' is 10.5, not one the answer allows"),
+        (lambda calls: ((calls[0][0], {**calls[0][1], "base": 10.0}),), "argument 'base' is 10.0, not one the answer allows"),  # a float for an integer
         (lambda calls: ((calls[0][0], {**calls[0][1], "base": "10"}),), "argument 'base' is \"10\", not one the answer allows"),
         (lambda calls: ((calls[0][0], {**calls[0][1], "unit": "metres"}),), "argument 'unit' is \"metres\", not one the answer allows"),
     ],
