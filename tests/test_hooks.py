@@ -267,7 +267,7 @@ def test_hook_arena_register_quality_suites(tmp_path):
             register(QualitySuiteSpec(name="always-half", description="Half right.", benchmark="", subset_size=10, full_size=10, run=run))
 
     manager = make_plugin_manager(autoload=False, extra_plugins=[("half-suite", Plugin())])
-    assert list(ArenaHooks(manager).registry.by_kind["quality-suites"]) == ["humaneval", "instruction-canary", "always-half"]
+    assert list(ArenaHooks(manager).registry.by_kind["quality-suites"]) == ["humaneval", "instruction-canary", "tool-calls", "always-half"]
     with FakeServerProcess(["--decode-gap-ms", "0"]) as server:
         measured = run_cli(manager, ["quality", "--base-url", server.url, "--quality-suite", "always-half", "--output", str(tmp_path)])
     assert measured.exit_code == 0, measured.output
