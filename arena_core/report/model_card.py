@@ -421,9 +421,10 @@ def render_model_card(
         table_of([[fmt_tps(total) for _, total in decode_totals(card)]], [label for label, _ in decode_totals(card)]),
         "",
         f"{h2}Workloads",
-        table_of(
-            *reversed(without_empty_columns(["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict"], workload_rows(card)))
-        ),
+        # a quality-only run measured none: its empty table's header alone was wider than a terminal
+        table_of(*reversed(without_empty_columns(["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict"], rows)))
+        if (rows := workload_rows(card))
+        else "(none measured)",
         *(wrap(f"- {name}: {notes}", hanging="  ") for name, notes in workload_notes(card)),
         "",
         f"{h2}Findings",
