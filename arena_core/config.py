@@ -23,7 +23,7 @@ from arena_core.converter import CONVERTER, Fraction, Scale, Weight, with_todays
 from arena_core.errors import ConfigError, UnknownNameError
 from arena_core.files import unreadable
 from arena_core.registry import Registry
-from arena_core.types import ClosedLoopShape, EndpointSettings, OpenLoopShape, WorkloadSpec
+from arena_core.types import AgentShape, ClosedLoopShape, EndpointSettings, OpenLoopShape, WorkloadSpec
 
 DEFAULT_CONFIG_FILE = "arena.toml"
 MAX_CONFIG_BYTES = 2**20
@@ -69,6 +69,7 @@ class WorkloadOverride:
     output_tokens: int | None = None
     range_ratio: float | None = None
     max_concurrency: int | None = None
+    agents: int | None = None
     seed: int | None = None
 
 
@@ -279,6 +280,10 @@ def _unknown(registry: Registry, kind: str, name: str, source: str, path: str) -
     raise UnknownNameError(KINDS[kind].singular, name, registry.names(kind), source=source, path=path)
 
 
+def _kind(spec: WorkloadSpec) -> str:
+    return "agent-session" if isinstance(spec.shape, AgentShape) else f"{spec.loop}-loop"
+
+
 def apply_override(spec: WorkloadSpec, change: WorkloadOverride, *, source: str = "<config>") -> WorkloadSpec:
     """``spec`` with the fields ``change`` sets; a field of the other loop kind is an error."""
     values = {key: value for key, value in attrs.asdict(change).items() if value is not None}
@@ -287,7 +292,7 @@ def apply_override(spec: WorkloadSpec, change: WorkloadOverride, *, source: str 
     for key in values:
         if key not in shape_fields:
             path = _join(_join("$.workloads", spec.name), key)
-            raise ConfigError(f"does not apply to {spec.loop}-loop workload {spec.name!r}", source=source, path=path)
+            raise ConfigError(f"does not apply to {_kind(spec)} workload {spec.name!r}", source=source, path=path)
     try:
         shape = attrs.evolve(spec.shape, **values)
     except (TypeError, ValueError) as exc:  # a rule across fields (the random dataset needs both lengths)
@@ -304,7 +309,7 @@ def _structure_override() -> Callable[[Any, type], WorkloadOverride]:
     name (the one place a range is written), so a bad value is reported at parse time with its
     key path."""
     rules = {}
-    for shape in (ClosedLoopShape, OpenLoopShape):
+    for shape in (ClosedLoopShape, OpenLoopShape, AgentShape):
         for name, shape_field in attrs.fields_dict(shape).items():
             if shape_field.validator is not None and name in attrs.fields_dict(WorkloadOverride):
                 rules[name] = override(struct_hook=_checked(shape_field))

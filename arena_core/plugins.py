@@ -57,6 +57,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "arena_fleet",
     "arena_renderers",
     "arena_site",
+    "arena_agents",
 )
 
 #: Third-party plugins declare ``[project.entry-points.arena]`` in their ``pyproject.toml``.

@@ -7,10 +7,12 @@ import json
 
 import pytest
 
-from arena_agents.sessions import TOOLS, AgentSessionShape, plan_sessions
+from arena_agents.sessions import TOOLS, plan_sessions
+from arena_core import AgentShape
 from arena_core.testing.fake_server import ASKED_CALL
 
-SHAPE = AgentSessionShape(
+SHAPE = AgentShape(
+    agents=4,
     turns=12,
     shared_prefix_tokens=2000,
     session_context_tokens=3000,
@@ -49,20 +51,20 @@ def test_a_session_ends_before_its_context_passes_the_cap():
 
 
 def test_a_shape_that_cannot_fit_is_refused_with_its_numbers():
-    small = AgentSessionShape(**{**_fields(SHAPE), "context_cap_tokens": 4096})
+    small = AgentShape(**{**_fields(SHAPE), "context_cap_tokens": 4096})
     with pytest.raises(
         ValueError, match=r"first turn needs 5,100 tokens \(shared prefix 2,000, its own context 3,000, an answer 100\), more than the context cap of 4,096"
     ):
         plan_sessions(small, 1, seed=0)
     with pytest.raises(ValueError, match="tool_output_tokens: least 900 is more than most 200"):
-        AgentSessionShape(**{**_fields(SHAPE), "tool_output_tokens": (900, 200)})
+        AgentShape(**{**_fields(SHAPE), "tool_output_tokens": (900, 200)})
     with pytest.raises(ValueError, match="tool_delay_s"):
-        AgentSessionShape(**{**_fields(SHAPE), "tool_delay_s": (-1.0, 2.0)})
+        AgentShape(**{**_fields(SHAPE), "tool_delay_s": (-1.0, 2.0)})
     with pytest.raises(ValueError, match="sessions must be"):
         plan_sessions(SHAPE, 0, seed=0)
 
 
-def _fields(shape: AgentSessionShape) -> dict:
+def _fields(shape: AgentShape) -> dict:
     import attrs
 
     return attrs.asdict(shape, recurse=False)

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from arena_core.report.text import minutes
-from arena_core.types import SHAREGPT_TYPICAL_TOKENS, ClosedLoopShape, OpenLoopShape, WorkloadSpec
+from arena_core.types import SHAREGPT_TYPICAL_TOKENS, AgentShape, ClosedLoopShape, OpenLoopShape, WorkloadSpec
 
 #: The per-user decode speed the closed-loop estimate assumes, said with it.
 ASSUMED_TPS_PER_USER = 50.0
@@ -27,6 +27,10 @@ def expected_work(workloads: Sequence[WorkloadSpec], *, closed_loop_guess: bool 
             requests += (shape.runs + 1) * per_run  # a warm-up run, then the measured ones
             tokens += (shape.runs + 1) * per_run * shape.generated_tokens
             closed_s += (shape.runs + 1) * shape.turns * shape.generated_tokens / ASSUMED_TPS_PER_USER
+        elif isinstance(shape, AgentShape):
+            requests += shape.agents * shape.turns  # at most: a session may end at its cap
+            tokens += shape.agents * shape.turns * shape.answer_tokens
+            closed_s += shape.turns * (shape.answer_tokens / ASSUMED_TPS_PER_USER + sum(shape.tool_delay_s) / 2)
         elif isinstance(shape, OpenLoopShape):
             requests += shape.num_prompts
             tokens += shape.num_prompts * (shape.output_tokens or SHAREGPT_TYPICAL_TOKENS[1])

@@ -34,7 +34,7 @@ from arena_core.report.model_card import (
 )
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_json, wrap_text
-from arena_core.report.workload_blocks import summary_lines, workload_blocks
+from arena_core.report.workload_blocks import TURN_COLUMNS, summary_lines, workload_blocks
 from arena_core.results.findings import ttft_is_mean
 from arena_core.results.leaderboard import Row, rank, row_dict
 from arena_core.results.predictions import NO_PREDICTOR, ledger_summary
@@ -79,6 +79,7 @@ __all__ = [
     "ttft_cell",
     "ttft_is_mean",
     "workload_blocks",
+    "TURN_COLUMNS",
     "workload_rows",
     "wrap_text",
 ]

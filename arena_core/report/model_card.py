@@ -18,7 +18,7 @@ from arena_core.report.cost import CostLine
 from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
-from arena_core.report.workload_blocks import summary_lines, workload_blocks
+from arena_core.report.workload_blocks import TURN_COLUMNS, summary_lines, workload_blocks
 from arena_core.results.findings import ttft_is_mean
 from arena_core.run.budget import minutes
 from arena_core.run.launch import MOST_SETTINGS
@@ -320,7 +320,7 @@ def big_figures(card: ModelCard, scores: Mapping[str, Score]) -> list[tuple[str,
     ]
 
 
-def _block_lines(card: ModelCard, *, markdown: bool, wrap: Callable[..., str]) -> list[str]:
+def _block_lines(card: ModelCard, *, markdown: bool, wrap: Callable[..., str], table_of: Callable[[Sequence[Sequence[str]], Sequence[str]], str]) -> list[str]:
     """One block per workload: title and runner, what it is, parameters, figures, the command."""
     out = []
     for block in workload_blocks(card):
@@ -328,8 +328,10 @@ def _block_lines(card: ModelCard, *, markdown: bool, wrap: Callable[..., str]) -
         said = [block.description, f"parameters: {block.parameters}" if block.parameters else ""]
         figures = f"{block.per_user_tps} {block.per_user_label}, {block.total_tps} {block.total_label} · TTFT {block.ttft}"
         said.append(figures + (f" · served {block.served}" if block.served else "") + f" · {block.verdict}" + (f": {block.notes}" if block.notes else ""))
-        said.append(block.cache)
+        said += [block.cache, block.tools]
         out += [wrap(text, indent="  ", hanging="    ") for text in said if text]
+        if block.turns:
+            out.append(table_of(block.turns, TURN_COLUMNS))
         for label, command in block.commands:
             shown = "\n".join("    " + part for part in command.split("\n"))
             out += [wrap(f"{label}:" if label != block.name else "command:", indent="  ", hanging="    "), f"```\n{command}\n```" if markdown else shown]
@@ -353,7 +355,7 @@ def _details(
     h2 = "## " if markdown else ""
     return [
         f"{h2}Each workload: what it is, how it ran, the exact command",
-        *_block_lines(card, markdown=markdown, wrap=wrap),
+        *_block_lines(card, markdown=markdown, wrap=wrap, table_of=table_of),
         *slo_section(card, h2, table_of),
         *sweep_section(card, h2, table_of),
         *capacity_section(card, h2, table_of),

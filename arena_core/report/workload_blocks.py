@@ -54,6 +54,10 @@ class WorkloadBlock:
     notes: str
     #: what the server's prefix cache did, beside what the workload intends
     cache: str
+    #: what its answers did with the tools offered, and its sessions' times (agents); "" for none
+    tools: str
+    #: its per-turn figures, one row a turn (:data:`TURN_COLUMNS`); empty where it has none
+    turns: tuple[tuple[str, ...], ...]
     commands: tuple[tuple[str, str], ...]
 
 
@@ -210,10 +214,49 @@ def workload_blocks(card: ModelCard) -> list[WorkloadBlock]:
                 verdict="valid" if line.valid else "INVALID",
                 notes=_notes(card, line),
                 cache=cache_line(line.metrics) if card.source == MEASURED_BY_ARENA else "prompt cache: not stated by the source",
+                tools=tool_line(line.metrics),
+                turns=turn_rows(line.metrics),
                 commands=tuple(commands_of(line, card.model_facts.hf_model, ran_literal=_ran_literal(card, name))),
             )
         )
     return blocks
+
+
+#: A per-turn table's columns (an agents workload's ``turn_N_*`` figures), and each one's metric.
+TURN_COLUMNS = ("turn", "answered", "TTFT p50", "context", "prefilled", "cached", "latency p50")
+TURN_FIGURES = ("requests", "ttft_p50_s", "context_tokens", "prefilled_tokens", "cache_hit_rate", "latency_p50_s")
+#: The most turns a table shows (the rest are in the result's metrics).
+MOST_TURNS_SHOWN = 32
+
+
+def turn_rows(metrics: Mapping[str, float | None]) -> tuple[tuple[str, ...], ...]:
+    """One row a turn, from 1, of the ``turn_N_*`` figures a workload measured."""
+    rows = []
+    for number in range(1, MOST_TURNS_SHOWN + 1):
+        if metrics.get(f"turn_{number}_requests") is None:
+            break
+        answered, first, context, prefilled, hit, latency = (metrics.get(f"turn_{number}_{name}") for name in TURN_FIGURES)
+        rows.append((
+            str(number), f"{answered:.0f}", fmt_seconds(first), f"{context:,.0f}" if context is not None else "—",
+            f"{prefilled:,.0f}" if prefilled is not None else "—", f"{hit:.1%}" if hit is not None else "—", fmt_seconds(latency),
+        ))  # fmt: skip
+    return tuple(rows)
+
+
+def tool_line(metrics: Mapping[str, float | None]) -> str:
+    """ "tool calls: 51.2 % right (42 of 82 answers); 24.4 % did not parse; …" and the sessions'
+    times, for a workload whose requests offered tools; "" for one whose did not."""
+    answered = metrics.get("tool_calls_answered")
+    if not answered:
+        return ""
+    right, broken = metrics.get("tool_call_accuracy") or 0.0, metrics.get("tool_call_parse_failure_rate") or 0.0
+    text, missing = metrics.get("tool_calls_as_text_rate") or 0.0, metrics.get("tool_calls_missing_rate") or 0.0
+    said = f"tool calls: {right:.1%} right ({round(right * answered):.0f} of {answered:.0f} answers); {broken:.1%} did not parse"
+    said += f"; {text:.1%} written as text (the server's tool parser is off)" if text else ""
+    said += f"; {missing:.1%} made no call" if missing else ""
+    if (sessions := metrics.get("sessions")) and (middle := metrics.get("session_seconds_p50")) is not None:
+        said += f" · {sessions:.0f} sessions, each {fmt_seconds(middle)} p50 ({fmt_seconds(metrics.get('session_seconds_max'))} at most), tool delays included"
+    return said
 
 
 #: The cache-states runner's TTFTs, in the order the card says them.

@@ -28,6 +28,7 @@ from arena_core.run.session import default_workloads
 from arena_core.run.store import find_run, list_runs, load_result, workload_dir
 from arena_core.types import (
     SERVER_COUNTS,
+    AgentShape,
     CardLayout,
     CardSlo,
     CardWorkload,
@@ -287,6 +288,12 @@ def _legend(workload: WorkloadSpec) -> WorkloadLegend:
     if isinstance(shape, ClosedLoopShape):
         parameters = f"{shape.prompt_tokens} in / {shape.generated_tokens} out, c={shape.concurrency}, {shape.runs} runs"
         parameters += (f", depth {shape.depth}" if shape.depth else "") + (f", {shape.turns} turns" if shape.turns > 1 else "")
+    elif isinstance(shape, AgentShape):
+        parameters = (
+            f"{shape.agents} agents, up to {shape.turns} turns, shared prefix {shape.shared_prefix_tokens}, own context {shape.session_context_tokens},"
+            f" tool outputs {shape.tool_output_tokens[0]}–{shape.tool_output_tokens[1]} after {shape.tool_delay_s[0]:g}–{shape.tool_delay_s[1]:g} s,"
+            f" answers {shape.answer_tokens}, context cap {shape.context_cap_tokens}"
+        )
     else:
         tokens = f"{shape.input_tokens} in / {shape.output_tokens} out" if shape.dataset == "random" else "natural lengths"
         parameters = f"{shape.dataset} ({tokens}), {shape.num_prompts} prompts at {shape.request_rate:g} req/s, burstiness {shape.burstiness:g}"

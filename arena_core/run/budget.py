@@ -25,7 +25,7 @@ from arena_core.registry import Registry
 from arena_core.report.text import minutes
 from arena_core.results.predictions import default_predictor, load_calibration
 from arena_core.run.store import list_runs, load_result
-from arena_core.types import BackendSpec, ClosedLoopShape, HardwareProfile, ModelSpec, PredictionSetup, Predictor, QualitySuiteSpec, WorkloadSpec
+from arena_core.types import AgentShape, BackendSpec, ClosedLoopShape, HardwareProfile, ModelSpec, PredictionSetup, Predictor, QualitySuiteSpec, WorkloadSpec
 
 #: How much slower the embedded default ran than its tier-0 prediction on a 2-core machine of
 #: this project (2026-12-02: the nine workloads at x0.1 took 937 s; simulated 474 s), the
@@ -78,13 +78,17 @@ class Expected:
 
 def simulated_seconds(workload: WorkloadSpec, predictor: Predictor, setup: PredictionSetup) -> float:
     """The workload's time as the predictor serves it: every round of a closed-loop workload
-    (the warm-up and the measured ones), the whole schedule of an open-loop one."""
+    (the warm-up and the measured ones), the whole schedule of an open-loop one; agents as the
+    conversation they resemble, once, and every turn's tool delay."""
+    shape = workload.shape
+    delays = shape.turns * sum(shape.tool_delay_s) / 2 if isinstance(shape, AgentShape) else 0.0
+    workload = workload.as_conversation()
     records = predictor.serve(workload, setup)
     if not records:
-        return 0.0
+        return delays
     span = (max(r.end_ns or r.sent_ns for r in records) - min(r.sent_ns for r in records)) / 1e9
-    rounds = workload.shape.runs + 1 if isinstance(workload.shape, ClosedLoopShape) else 1
-    return span * rounds
+    rounds = shape.runs + 1 if isinstance(shape, ClosedLoopShape) else 1
+    return span * rounds + delays
 
 
 def quality_seconds(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import functools
 import gzip
 import json
@@ -55,6 +56,10 @@ FAULTS += ("deep-models", "flood-models", "trickle-models")
 #: arguments cut short ("malformed"), or the call written out in the text ("text"), as a server
 #: does whose tool parser is off.
 TOOL_ANSWERS = ("correct", "wrong", "malformed", "text")
+#: With ``prefix_cache``: how many earlier prompts the rig's cache keeps, and the token that
+#: stands for each role in them.
+PREFIX_CACHE_PROMPTS = 256
+ROLE_TOKENS = {"system": 3, "user": 4, "assistant": 5, "tool": 6}
 #: The call a request's last message asks for, the line Arena's agent sessions end a turn with.
 ASKED_CALL = re.compile(r"^Call ([A-Za-z_][A-Za-z0-9_]*) with (\{.*\})\.?$", re.MULTILINE)
 #: What vLLM answers (HTTP 400) when a request offers tools to a server started without a tool parser.
@@ -114,6 +119,10 @@ class FakeServerConfig:
     #: ``None``: say nothing of a cache, as an engine without the field.
     cached_share: float | None = None
     cached_every: int = 1
+    #: Keep a prefix cache as a server does: report as cached the longest run of tokens a chat
+    #: request's prompt shares from its start with an earlier one's (not its answer, nor the
+    #: template's 2 closing tokens), in the same :meth:`FakeServer.prompt_tokens` count.
+    prefix_cache: bool = False
     #: Report the vocabulary size in ``/v1/models`` (llama.cpp does; vLLM does not).
     vocabulary: bool = True
     #: Serve ``/metrics`` (vLLM-named samples); off, it answers 404 as a server without them does.
@@ -240,6 +249,7 @@ class FakeOpenAIServer:
         self._models_fault_done = False
         self._probes = 0
         self._tool_requests = 0
+        self._prompts_seen: collections.deque[tuple[int, ...]] = collections.deque(maxlen=PREFIX_CACHE_PROMPTS)
         self._known_calls = {question: (name, arguments) for question, name, arguments in config.known_calls}
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -267,9 +277,22 @@ class FakeOpenAIServer:
             self._frame_cache[key] = frame
         return frame
 
-    def _usage(self, prompt: int, completion: int, number: int) -> dict[str, Any]:
+    def _prefix_hit(self, messages: list[dict[str, Any]]) -> int:
+        """The tokens of ``messages``' prompt found in the prefix cache; the prompt is then kept.
+        Its tokens as :meth:`prompt_tokens` counts them: 1 opening, then 3 a message (its role)
+        and the message's text."""
+        laid: list[int] = [1]
+        for message in messages:
+            laid += [-1, -2, -ROLE_TOKENS.get(str(message.get("role")), 9), *self.tokens.encode(_message_text(message.get("content")))]
+        prompt = tuple(laid)
+        hit = max((next((i for i, (a, b) in enumerate(zip(prompt, seen)) if a != b), min(len(prompt), len(seen))) for seen in self._prompts_seen), default=0)
+        self._prompts_seen.append(prompt)
+        return hit
+
+    def _usage(self, prompt: int, completion: int, number: int, cached: int | None = None) -> dict[str, Any]:
         """The usage block: the true counts, or what the rig is told to claim, and the cached
-        prompt tokens it is told to report (``number``: the chat request's, counted on arrival)."""
+        prompt tokens it is told to report (``number``: the chat request's, counted on arrival;
+        ``cached``: what its prefix cache found)."""
         config = self.config
         prompt = config.claim_prompt_tokens if config.claim_prompt_tokens is not None else prompt
         completion = config.claim_completion_tokens if config.claim_completion_tokens is not None else completion
@@ -277,6 +300,8 @@ class FakeOpenAIServer:
         if config.cached_share is not None:
             chosen = number % max(1, config.cached_every) == 0
             usage["prompt_tokens_details"] = {"cached_tokens": round(prompt * config.cached_share) if chosen else 0}
+        elif cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
         return usage
 
     async def _hostile_models(self, conn: _Connection) -> None:
@@ -395,6 +420,7 @@ class FakeOpenAIServer:
             return
         self._chat_count += 1
         entry["number"] = self._chat_count
+        entry["cached"] = self._prefix_hit(messages) if config.prefix_cache else None
         # Counting tokens is the rig's most expensive step: when the prefill time does not depend
         # on it, it waits until after the prefill, so a burst of arrivals is stamped promptly.
         prompt_tokens = self.prompt_tokens(messages) if config.prefill_per_token_s else None
@@ -439,7 +465,7 @@ class FakeOpenAIServer:
                     "object": "chat.completion",
                     "model": config.model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
-                    "usage": self._usage(prompt_tokens, count, entry["number"]),
+                    "usage": self._usage(prompt_tokens, count, entry["number"], entry["cached"]),
                 },
             )
             entry["completion_tokens"] = count
@@ -468,7 +494,7 @@ class FakeOpenAIServer:
         finish = "stop" if text else "tool_calls"
         entry.update(status=200, tool_answer=kind, prompt_tokens=self.prompt_tokens(messages), completion_tokens=len(deltas))
         await asyncio.sleep(config.prefill_base_s + (0 if request.get("stream") else config.decode_gap_s * (len(deltas) - 1)))
-        usage = self._usage(entry["prompt_tokens"], len(deltas), entry["number"])
+        usage = self._usage(entry["prompt_tokens"], len(deltas), entry["number"], entry["cached"])
         if not request.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": text or None}
             if not text:
@@ -571,7 +597,7 @@ class FakeOpenAIServer:
             return
         options = request.get("stream_options") or {}
         if self.config.usage and options.get("include_usage") and fault != "no-usage":
-            usage = self._usage(entry["prompt_tokens"], count, entry["number"])
+            usage = self._usage(entry["prompt_tokens"], count, entry["number"], entry["cached"])
             conn.write_chunk(_sse({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": usage}))
         entry["completion_tokens"] = count
         entry["end_ns"] = time.perf_counter_ns()
@@ -791,6 +817,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
     parser.add_argument("--cached-share", type=float, help="report this share of a prompt as cached (usage.prompt_tokens_details.cached_tokens)")
     parser.add_argument("--cached-every", type=int, default=1, help="report --cached-share on every N-th chat request, 0 cached on the others")
+    parser.add_argument("--prefix-cache", action="store_true", help="report as cached what a prompt shares from its start with an earlier one")
     parser.add_argument("--slots", type=int, default=0, help="serve at most this many chat requests at once; queue the rest (0: no limit)")
     parser.add_argument("--shared-tps", type=float, default=0.0, help="decode this many tokens/s in all, shared by the streams decoding at once (0: no limit)")
     parser.add_argument("--kv-cache-on", choices=("gpu", "cpu"), default="gpu", help="where /metrics says the KV cache lives")
@@ -845,6 +872,7 @@ def main(argv: list[str] | None = None) -> None:
         claim_n_vocab=args.claim_n_vocab,
         cached_share=args.cached_share,
         cached_every=args.cached_every,
+        prefix_cache=args.prefix_cache,
         vocabulary=not args.no_vocabulary,
         metrics=not args.no_metrics,
         kv_cache_on=args.kv_cache_on,

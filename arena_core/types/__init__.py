@@ -49,7 +49,16 @@ from arena_core.types.renderers import CardView, CostLine, PredictionView, Progr
 from arena_core.types.results import RequestRecord, RunInfo, RunResult, ToolCall, Verdict, WorkloadResult
 from arena_core.types.runners import Endpoint, ReportReader, RunContext, Runner, RunnerSpec, RunOptions, ToolAvailability
 from arena_core.types.scoring import CohortScorer, Score, Scorer, ScorerSpec, publishable
-from arena_core.types.workloads import MIN_SCALED_TOKENS, ROLES, SHAREGPT_TYPICAL_TOKENS, ClosedLoopShape, OpenLoopShape, WorkloadShape, WorkloadSpec
+from arena_core.types.workloads import (
+    MIN_SCALED_TOKENS,
+    ROLES,
+    SHAREGPT_TYPICAL_TOKENS,
+    AgentShape,
+    ClosedLoopShape,
+    OpenLoopShape,
+    WorkloadShape,
+    WorkloadSpec,
+)
 
 __all__ = [
     "MeasuredQuality",
@@ -73,6 +82,7 @@ __all__ = [
     "PredictionView",
     "CardSlo",
     "CardWorkload",
+    "AgentShape",
     "ClosedLoopShape",
     "CohortScorer",
     "EmbeddedRun",

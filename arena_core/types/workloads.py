@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from attrs import evolve, field, frozen
 from attrs.validators import deep_iterable, in_, instance_of, optional
@@ -140,7 +140,76 @@ class OpenLoopShape:
         return 1, self.input_tokens or 0
 
 
-WorkloadShape = ClosedLoopShape | OpenLoopShape
+def _span(instance: object, attribute: Any, value: tuple[float, float], bound: bounds.Bound) -> None:
+    if len(value) != 2:
+        raise ValueError(f"{attribute.name}: expected (least, most), got {value!r}")
+    for end in value:
+        if problem := bound.problem(end):
+            raise ValueError(f"{attribute.name}: {problem}")
+    if value[0] > value[1]:
+        raise ValueError(f"{attribute.name}: least {value[0]} is more than most {value[1]}")
+
+
+@frozen(kw_only=True)
+class AgentShape:
+    """Coding agents: ``agents`` sessions at once, each a conversation of tool calls. Every session
+    shares a prefix (system prompt and tool definitions), has a context of its own (the files it
+    read), then turns: the model answers with a call, the tool takes its delay, its output joins
+    the history. Lengths in tokens and delays in seconds are drawn uniformly between their two
+    ends; a session ends before the turn that would take it past ``context_cap_tokens``.
+    Closed loop: each agent waits for its answer and its tool before its next request."""
+
+    loop: ClassVar[LoopKind] = "closed"
+
+    agents: int = field(validator=bounds.CONCURRENCY)
+    turns: int = field(validator=bounds.TURNS)
+    shared_prefix_tokens: int = field(validator=bounds.TOKENS)
+    session_context_tokens: int = field(validator=bounds.TOKENS_OR_NONE)
+    tool_output_tokens: tuple[int, int] = field(validator=lambda i, a, v: _span(i, a, v, bounds.TOKENS))
+    tool_delay_s: tuple[float, float] = field(validator=lambda i, a, v: _span(i, a, v, bounds.DURATION_S))
+    answer_tokens: int = field(validator=bounds.TOKENS)
+    context_cap_tokens: int = field(validator=bounds.TOKENS)
+
+    def first_turn_tokens(self) -> int:
+        """The context of a session's first request with its answer: what must fit."""
+        return self.shared_prefix_tokens + self.session_context_tokens + self.answer_tokens
+
+    def scaled(self, factor: float) -> AgentShape:
+        """Token lengths and the cap times ``factor``; agents, turns and delays stay."""
+        if factor == 1:
+            return self
+        least, most = (_tokens(n, factor) for n in self.tool_output_tokens)
+        return evolve(
+            self,
+            shared_prefix_tokens=_tokens(self.shared_prefix_tokens, factor),
+            session_context_tokens=_tokens(self.session_context_tokens, factor) if self.session_context_tokens else 0,
+            tool_output_tokens=(least, most),
+            answer_tokens=_tokens(self.answer_tokens, factor),
+            context_cap_tokens=_tokens(self.context_cap_tokens, factor),
+        )
+
+    def context_needed(self) -> int:
+        """The cap, with the chat template's tokens around each turn (a tool call and its output)."""
+        return self.context_cap_tokens + self.turns * 2 * TEMPLATE_TOKENS_PER_TURN
+
+    def concurrency_needed(self) -> int:
+        return self.agents
+
+    def decode_shape(self) -> tuple[int, int]:
+        return self.agents, self.shared_prefix_tokens + self.session_context_tokens
+
+    def as_closed_loop(self) -> ClosedLoopShape:
+        """The conversation it most resembles, for what only knows those (a budget's time, a
+        predictor): its first context as depth, a mean tool output a turn, one run."""
+        output = sum(self.tool_output_tokens) // 2
+        turns = max(1, min(self.turns, (self.context_cap_tokens - self.first_turn_tokens()) // max(1, output + self.answer_tokens) + 1))
+        return ClosedLoopShape(
+            prompt_tokens=max(1, output), generated_tokens=self.answer_tokens, depth=self.shared_prefix_tokens + self.session_context_tokens,
+            turns=turns, concurrency=self.agents, runs=1,
+        )  # fmt: skip
+
+
+WorkloadShape = ClosedLoopShape | OpenLoopShape | AgentShape
 
 
 def _duration(seconds: float) -> str:
@@ -165,13 +234,13 @@ ROLES = {
 
 @frozen(kw_only=True)
 class WorkloadSpec:
-    """One named workload: its traffic ``shape`` (closed- or open-loop) and the runner that drives it."""
+    """One named workload: its traffic ``shape`` (closed- or open-loop, or agents) and the runner that drives it."""
 
     name: str = field(validator=valid_name)
     title: str
     description: str
     runner: str = field(validator=valid_name)
-    shape: WorkloadShape = field(validator=instance_of((ClosedLoopShape, OpenLoopShape)))
+    shape: WorkloadShape = field(validator=instance_of((ClosedLoopShape, OpenLoopShape, AgentShape)))
     seed: int = field(default=42, validator=bounds.SEED)
     #: Registered but left out of a run that names no workloads (the seed site's second suite).
     optional: bool = False
@@ -188,6 +257,11 @@ class WorkloadSpec:
     @property
     def loop(self) -> LoopKind:
         return self.shape.loop
+
+    def as_conversation(self) -> WorkloadSpec:
+        """This workload; an agents workload as the conversation it resembles
+        (:meth:`AgentShape.as_closed_loop`), for what knows only closed and open loops."""
+        return evolve(self, shape=self.shape.as_closed_loop()) if isinstance(self.shape, AgentShape) else self
 
     def scaled(self, factor: float) -> WorkloadSpec:
         """This workload shrunk (or grown) by ``factor``; the factor is recorded with each result."""

@@ -19,9 +19,9 @@ import json
 import random
 from typing import Any
 
-from attrs import field, frozen
+from attrs import frozen
 
-from arena_core import bounds
+from arena_core import AgentShape, bounds
 
 #: The tools a coding agent offers the model, as OpenAI's ``tools`` list writes them.
 TOOLS: tuple[dict[str, Any], ...] = tuple(
@@ -36,34 +36,6 @@ TOOLS: tuple[dict[str, Any], ...] = tuple(
         ("edit_file", "Replace one text with another in a file.", {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}}),
     )
 )
-
-
-@frozen(kw_only=True)
-class AgentSessionShape:
-    """The stated shape of an agent workload's sessions: lengths in tokens, delays in seconds,
-    each drawn uniformly between its two ends."""
-
-    turns: int = field(validator=bounds.TURNS)
-    shared_prefix_tokens: int = field(validator=bounds.TOKENS)
-    session_context_tokens: int = field(validator=bounds.TOKENS_OR_NONE)
-    tool_output_tokens: tuple[int, int] = field(validator=lambda i, a, v: _span(a, v, bounds.TOKENS))
-    tool_delay_s: tuple[float, float] = field(validator=lambda i, a, v: _span(a, v, bounds.DURATION_S))
-    answer_tokens: int = field(validator=bounds.TOKENS)
-    context_cap_tokens: int = field(validator=bounds.TOKENS)
-
-    def first_turn_tokens(self) -> int:
-        """The context of a session's first request with its answer: what must fit."""
-        return self.shared_prefix_tokens + self.session_context_tokens + self.answer_tokens
-
-
-def _span(attribute: Any, value: tuple[float, float], bound: bounds.Bound) -> None:
-    if len(value) != 2:
-        raise ValueError(f"{attribute.name}: expected (least, most), got {value!r}")
-    for end in value:
-        if problem := bound.problem(end):
-            raise ValueError(f"{attribute.name}: {problem}")
-    if value[0] > value[1]:
-        raise ValueError(f"{attribute.name}: least {value[0]} is more than most {value[1]}")
 
 
 @frozen(kw_only=True)
@@ -86,7 +58,7 @@ class PlannedSession:
     index: int
     turns: tuple[PlannedTurn, ...]
 
-    def context_tokens(self, shape: AgentSessionShape) -> int:
+    def context_tokens(self, shape: AgentShape) -> int:
         """The longest context it reaches: prefix, own context, every output and answer."""
         return shape.first_turn_tokens() + sum(t.output_tokens + shape.answer_tokens for t in self.turns[:-1])
 
@@ -103,7 +75,7 @@ def _call(rng: random.Random, session: int) -> tuple[str, dict[str, Any]]:
     return tool, arguments
 
 
-def plan_sessions(shape: AgentSessionShape, sessions: int, seed: int) -> tuple[PlannedSession, ...]:
+def plan_sessions(shape: AgentShape, sessions: int, seed: int) -> tuple[PlannedSession, ...]:
     """``sessions`` sessions of ``shape``, the same for the same seed on every machine. A session
     ends before the turn that would take its context past ``context_cap_tokens``; a shape whose
     first turn does not fit is a ValueError with the numbers."""

@@ -91,6 +91,7 @@ class StepSimulator:
         machine, _ = serving_machine(
             setup.hardware, setup.model, scheduling, engine_version=setup.engine_version, sixteen_bit_compute=setup.sixteen_bit_compute
         )
+        workload = workload.as_conversation()  # agents: the conversation they resemble
         if isinstance(workload.shape, ClosedLoopShape):
             rounds = closed_rounds(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)
             return tuple(record for turn, done in enumerate(rounds) for record in _records(workload.name, done.served, turn=turn, open_loop=False))

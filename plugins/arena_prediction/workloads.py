@@ -406,6 +406,7 @@ def predict(
     machine, said = serving_machine(hardware, model, scheduling, engine_version=engine_version, sixteen_bit_compute=sixteen_bit_compute)
     slow, fast = interval_ends(central_eff)
     notes = [*physics(model).notes, *said]
+    workload = workload.as_conversation()  # agents: the conversation they resemble
     if isinstance(workload.shape, ClosedLoopShape):
         rounds = closed_rounds(workload, model, machine, central_eff, scheduling, kv_bytes_per_element=kv_bytes_per_element)
         central, low, high = closed_figures(rounds), closed_figures(rounds, machine, slow), closed_figures(rounds, machine, fast)

@@ -335,6 +335,7 @@ def _card_page(env: Environment, common: dict, view: CardView, verified: Mapping
         quality_rows=card_kit.quality_rows(card),
         decode_totals=[(label, card_kit.fmt_tps(total)) for label, total in card_kit.decode_totals(card)],
         blocks=card_kit.workload_blocks(card),
+        turn_columns=card_kit.TURN_COLUMNS,
         workload_rows=card_kit.workload_rows(card),
         seed_rows=card_kit.seed_rows(card),
         findings=list(view.findings),

@@ -1,0 +1,161 @@
+"""The ``agents`` runner: coding-agent sessions, ``agents`` of them at once.
+
+Each session is planned from the workload's seed (:func:`arena_agents.sessions.plan_sessions`)
+and its text built from the corpus before the first request, so one seed is one workload on
+every server. A session's requests offer :data:`~arena_agents.sessions.TOOLS` and carry its
+history as an agent's framework sends it:
+
+1. a system message: the shared prefix (every session's the same);
+2. a user message: the session's own context, then the line asking for its first call;
+3. per turn after the first: the call asked before as the assistant's ``tool_calls``, then a
+   ``tool`` message with that tool's output, which ends with the line asking for the next call.
+
+The history replays the planned calls whatever the model answered (a replay, as AIPerf's and
+InferenceX's agentic traces are), so every server is sent the same prompts. Before each turn
+after the first the agent waits for its tool (the turn's delay). Each answer's calls are read
+from the stream and judged against the call asked (:mod:`arena_agents.summary`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import attrs
+
+import arena_core as arena
+from arena_agents.sessions import TOOLS, PlannedSession, plan_sessions
+from arena_agents.summary import AgentTurn, agents_result
+
+NAME = "agents"
+#: The system message's opening, before the shared prefix's corpus text.
+SYSTEM = "You are a coding agent working in a repository. Answer each request with the one tool call it asks for.\n\n"
+
+
+@attrs.frozen(kw_only=True)
+class SessionText:
+    """A planned session's messages: the system and first user message, then each later turn's tool output."""
+
+    session: PlannedSession
+    system: str
+    opening: str
+    outputs: tuple[str, ...]
+
+
+def _shape(workload: arena.WorkloadSpec) -> arena.AgentShape:
+    if not isinstance(workload.shape, arena.AgentShape):
+        raise arena.UsageError(f"workload {workload.name!r}: the {NAME} runner needs an agents shape")
+    return workload.shape
+
+
+def messages_for(text: SessionText, turn: int) -> list[dict[str, Any]]:
+    """The messages of ``turn``'s request (0 first): the history replayed with the planned calls."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": text.system}, {"role": "user", "content": text.opening}]
+    for earlier, planned in enumerate(text.session.turns[:turn]):
+        call_id = f"call_{text.session.index}_{earlier}"
+        call = {"id": call_id, "type": "function", "function": {"name": planned.tool, "arguments": planned.arguments}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": f"{text.outputs[earlier]}\n\n{text.session.turns[earlier + 1].asked()}"})
+    return messages
+
+
+async def session_texts(shape: arena.AgentShape, plan: tuple[PlannedSession, ...], prompts: arena.PromptBuilder) -> list[SessionText]:
+    """Every session's text, built in order (so from the seed alone); the shared prefix once."""
+    _, shared = await prompts.build(shape.shared_prefix_tokens)
+    texts = []
+    for session in plan:
+        _, own = await prompts.build(shape.session_context_tokens) if shape.session_context_tokens else ("", "")
+        outputs = [(await prompts.build(turn.output_tokens))[1] for turn in session.turns[:-1]]
+        opening = f"{own}\n\n{session.turns[0].asked()}" if own else session.turns[0].asked()
+        texts.append(SessionText(session=session, system=SYSTEM + shared, opening=opening, outputs=tuple(outputs)))
+    return texts
+
+
+class NativeInstrument:
+    """Arena's own: no reference tool replays agent sessions."""
+
+    def run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
+        return arena.run_measurement(self._run(workload, context))
+
+    async def _run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
+        shape = _shape(workload)
+        try:
+            plan = plan_sessions(shape, shape.agents, workload.seed)
+        except ValueError as exc:
+            raise arena.UsageError(f"workload {workload.name!r}: {exc}") from None
+        text_tokens = shape.shared_prefix_tokens + shape.agents * (shape.session_context_tokens + shape.turns * shape.tool_output_tokens[1])
+        corpus = arena.load_corpus(context.options.corpus, max(text_tokens, 20_000) * 5)
+        client = arena.ChatClient(context.endpoint, request_timeout=context.options.request_timeout_s)
+        writer = arena.RecordWriter(context.path("records.jsonl"))
+        turns: list[AgentTurn] = []
+        try:
+            codec = await arena.choose_codec(client, context.options.tokenizer, corpus.text)
+            prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed, stream=workload.name)
+            texts = await session_texts(shape, plan, prompts)
+            counted = {id(text): await _text_tokens(codec, text) for text in texts}
+            sessions = [_Session(text, counted[id(text)], shape, workload.name, client, context) for text in texts]
+            results = await asyncio.gather(*(session.run(writer) for session in sessions))
+            turns = [turn for done in results for turn in done]
+        finally:
+            await client.close()
+        context.write_json("session.json", {"tokenizer": codec.description, "corpus": corpus.source, "instrument": "native", "sessions": len(plan)})
+        return agents_result(turns, shape, workload.name)
+
+
+async def _text_tokens(codec: arena.Codec, text: SessionText) -> tuple[int, ...]:
+    """The tokens of the system message's text, then of the text in each turn's request (the
+    system, the opening and the outputs so far): what a prefix cache can hold of them, the
+    template's tokens aside."""
+    system = len(await codec.encode(text.system))
+    base = system + len(await codec.encode(text.opening))
+    counts, total = [system, base], base
+    for earlier, output in enumerate(text.outputs):
+        total += len(await codec.encode(f"{output}\n\n{text.session.turns[earlier + 1].asked()}"))
+        counts.append(total)
+    return tuple(counts)
+
+
+class _Session:
+    """One agent: its turns one after another, each after its tool's delay."""
+
+    def __init__(
+        self, text: SessionText, text_tokens: tuple[int, ...], shape: arena.AgentShape, workload: str, client: arena.ChatClient, context: arena.RunContext
+    ) -> None:
+        self.text, self.text_tokens, self.shape, self.workload, self.client, self.context = text, text_tokens, shape, workload, client, context
+
+    async def run(self, writer: arena.RecordWriter) -> list[AgentTurn]:
+        done: list[AgentTurn] = []
+        planned = self.text.session.turns
+        for turn, asked in enumerate(planned):
+            if turn:
+                await asyncio.sleep(planned[turn - 1].delay_s)  # the agent runs the tool it was answered
+            body = {
+                "model": self.context.endpoint.model,
+                "messages": messages_for(self.text, turn),
+                "tools": list(TOOLS),
+                "tool_choice": "auto",
+                "max_tokens": self.shape.answer_tokens,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+            exchange, sink = await self.client.stream(self.client.prepare(body))
+            record = arena.record_from(
+                exchange, sink, workload=self.workload, run_index=1, request_index=self.text.session.index, turn_index=turn,
+                phase="agent", expected_prompt_tokens=self.text_tokens[turn + 1], max_tokens=self.shape.answer_tokens,
+            )  # fmt: skip
+            writer.append([record])
+            done.append(
+                AgentTurn(
+                    record=record,
+                    tool=asked.tool,
+                    arguments=json.loads(asked.arguments),
+                    text_tokens=self.text_tokens[turn + 1],
+                    shared_tokens=self.text_tokens[0],
+                )
+            )
+            said = done[-1].judged() if record.ok else record.error[:120]
+            self.context.say(f"{self.workload}: agent {self.text.session.index + 1}, turn {turn + 1}/{len(planned)}: {said}")
+            if not record.ok and record.http_status is None:
+                break  # the server is gone: this agent stops
+        return done
