@@ -108,3 +108,34 @@ def test_the_embedded_server_runs_agents_and_the_card_says_its_calls_did_not_par
     card = arena("card", run_dir.name, "--output", str(tmp_path / "store"), env={**os.environ, "COLUMNS": "80"}).stdout
     said = " ".join(card.split())
     assert re.search(r"tool calls: \d+\.\d% right \(\d of 6 answers\)", said) and ("made no call" in said or "written as text" in said)
+
+
+@pytest.mark.slow
+def test_a_server_that_refuses_tools_is_one_line_quoting_it_and_the_run_goes_on(tmp_path):
+    (tmp_path / "arena.toml").write_text(SMALL.format(agents=2, turns=3))
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--refuse-tools"]) as rig:
+        argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="agents,chat", scale="0.02")
+        done = arena(*argv[3:], cwd=tmp_path)
+        sent = [entry for entry in rig.stop() if entry.get("path") == "/v1/chat/completions" and "tools" in entry.get("body_keys", ())]
+    assert done.returncode == 4, done.stderr[-2000:]  # a result is invalid; the other was measured
+    assert len(sent) == 2  # each agent's first turn, then its session stopped
+    (run_dir,) = [p for p in (tmp_path / "store").iterdir() if (p / "manifest.json").is_file()]
+    agents = json.loads((run_dir / "workloads" / "agents" / "result.json").read_text())
+    (reason,) = agents["verdict"]["reasons"]
+    assert reason.startswith("the server refused every request offering tools") and "--enable-auto-tool-choice" in reason and "\n" not in reason
+    assert json.loads((run_dir / "workloads" / "chat" / "result.json").read_text())["verdict"]["valid"]
+
+
+@pytest.mark.slow
+def test_a_session_shape_the_servers_context_cannot_hold_is_refused_before_a_request(tmp_path):
+    (tmp_path / "arena.toml").write_text(SMALL.format(agents=2, turns=3))
+    with FakeServerProcess(["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--tool-answers", "correct", "--max-model-len", "300"]) as rig:
+        argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="agents", scale="0.02")
+        done = arena(*argv[3:], cwd=tmp_path)
+        sent = [entry for entry in rig.stop() if entry.get("path") == "/v1/chat/completions" and "tools" in entry.get("body_keys", ())]
+    assert done.returncode == 2 and not sent
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("arena: error:")]
+    assert line == (
+        "arena: error: workload 'agents': a session's first turn needs 216 tokens (shared prefix 80, its own context 120, an answer 16),"
+        " more than the context cap of 108 (the server's max_model_len: 300 tokens, less 192 for the chat template)"
+    )

@@ -114,6 +114,8 @@ class FakeServerConfig:
     claim_prompt_tokens: int | None = None
     claim_completion_tokens: int | None = None
     claim_n_vocab: int | None = None
+    #: Say in ``/v1/models`` that the model's context is this many tokens (vLLM's ``max_model_len``).
+    max_model_len: int | None = None
     #: Say in ``usage.prompt_tokens_details.cached_tokens`` that this share of every
     #: ``cached_every``-th chat request's prompt came from a prefix cache (0 on the others);
     #: ``None``: say nothing of a cache, as an engine without the field.
@@ -341,6 +343,8 @@ class FakeOpenAIServer:
             await self._hostile_models(conn)
         elif method == "GET" and path == "/v1/models":
             model: dict[str, Any] = {"id": self.config.model, "object": "model", "root": self.config.model}
+            if self.config.max_model_len is not None:
+                model["max_model_len"] = self.config.max_model_len
             if (self.tokens.exact and self.config.vocabulary) or self.config.claim_n_vocab is not None:  # as llama.cpp reports it
                 model["meta"] = {"n_vocab": self.config.claim_n_vocab if self.config.claim_n_vocab is not None else self.tokens.vocab_size}
             conn.respond_json(200, {"object": "list", "data": [model]})
@@ -815,6 +819,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--claim-prompt-tokens", type=int, help="report this usage.prompt_tokens, whatever was sent")
     parser.add_argument("--claim-completion-tokens", type=int, help="report this usage.completion_tokens, whatever was streamed")
     parser.add_argument("--claim-n-vocab", type=int, help="report this vocabulary size in /v1/models")
+    parser.add_argument("--max-model-len", type=int, help="report this context length in /v1/models, as vLLM does")
     parser.add_argument("--cached-share", type=float, help="report this share of a prompt as cached (usage.prompt_tokens_details.cached_tokens)")
     parser.add_argument("--cached-every", type=int, default=1, help="report --cached-share on every N-th chat request, 0 cached on the others")
     parser.add_argument("--prefix-cache", action="store_true", help="report as cached what a prompt shares from its start with an earlier one")
@@ -870,6 +875,7 @@ def main(argv: list[str] | None = None) -> None:
         claim_prompt_tokens=args.claim_prompt_tokens,
         claim_completion_tokens=args.claim_completion_tokens,
         claim_n_vocab=args.claim_n_vocab,
+        max_model_len=args.max_model_len,
         cached_share=args.cached_share,
         cached_every=args.cached_every,
         prefix_cache=args.prefix_cache,

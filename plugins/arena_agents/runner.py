@@ -29,6 +29,8 @@ from arena_agents.sessions import TOOLS, PlannedSession, plan_sessions
 from arena_agents.summary import AgentTurn, agents_result
 
 NAME = "agents"
+#: The longest a set-up read of the server's context (``/v1/models``, ``/props``) may take.
+CONTEXT_DEADLINE_S = 30.0
 #: The system message's opening, before the shared prefix's corpus text.
 SYSTEM = "You are a coding agent working in a repository. Answer each request with the one tool call it asks for.\n\n"
 
@@ -72,6 +74,36 @@ async def session_texts(shape: arena.AgentShape, plan: tuple[PlannedSession, ...
     return texts
 
 
+async def server_context(client: arena.ChatClient) -> tuple[int, str] | None:
+    """The model's context as the server states it, and where: vLLM's ``max_model_len`` in the
+    model list, llama.cpp's ``n_ctx`` of a slot in ``/props``; None where it says neither (or
+    says a number no server serves)."""
+    status, models, _ = await client.call("GET", "/v1/models", deadline_s=CONTEXT_DEADLINE_S)
+    entries = models.get("data") if status == 200 and isinstance(models, dict) else None
+    for entry in entries[:64] if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("id") == client.endpoint.model and not arena.bounds.TOKENS.problem(told := entry.get("max_model_len")):
+            return told, "the server's max_model_len"
+    status, props, _ = await client.call("GET", "/props", deadline_s=CONTEXT_DEADLINE_S)
+    settings = props.get("default_generation_settings") if status == 200 and isinstance(props, dict) else None
+    told = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return (told, "the server's n_ctx a slot") if not arena.bounds.TOKENS.problem(told) else None
+
+
+async def fitted_plan(shape: arena.AgentShape, workload: arena.WorkloadSpec, client: arena.ChatClient) -> tuple[PlannedSession, ...]:
+    """The sessions, each ended before it passes the shape's cap or the server's context (the
+    template's tokens around each turn aside); a shape whose first turn fits neither is a
+    UsageError with the numbers, before any request."""
+    stated = await server_context(client)
+    template = shape.context_needed() - shape.context_cap_tokens
+    room = stated[0] - template if stated else shape.context_cap_tokens
+    fitted = attrs.evolve(shape, context_cap_tokens=max(1, min(shape.context_cap_tokens, room)))
+    try:
+        return plan_sessions(fitted, shape.agents, workload.seed)
+    except ValueError as exc:
+        where = f" ({stated[1]}: {stated[0]:,} tokens, less {template:,} for the chat template)" if stated and room < shape.context_cap_tokens else ""
+        raise arena.UsageError(f"workload {workload.name!r}: {exc}{where}") from None
+
+
 class NativeInstrument:
     """Arena's own: no reference tool replays agent sessions."""
 
@@ -80,16 +112,13 @@ class NativeInstrument:
 
     async def _run(self, workload: arena.WorkloadSpec, context: arena.RunContext) -> arena.WorkloadResult:
         shape = _shape(workload)
-        try:
-            plan = plan_sessions(shape, shape.agents, workload.seed)
-        except ValueError as exc:
-            raise arena.UsageError(f"workload {workload.name!r}: {exc}") from None
         text_tokens = shape.shared_prefix_tokens + shape.agents * (shape.session_context_tokens + shape.turns * shape.tool_output_tokens[1])
         corpus = arena.load_corpus(context.options.corpus, max(text_tokens, 20_000) * 5)
         client = arena.ChatClient(context.endpoint, request_timeout=context.options.request_timeout_s)
         writer = arena.RecordWriter(context.path("records.jsonl"))
         turns: list[AgentTurn] = []
         try:
+            plan = await fitted_plan(shape, workload, client)
             codec = await arena.choose_codec(client, context.options.tokenizer, corpus.text)
             prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed, stream=workload.name)
             texts = await session_texts(shape, plan, prompts)
@@ -156,6 +185,6 @@ class _Session:
             )
             said = done[-1].judged() if record.ok else record.error[:120]
             self.context.say(f"{self.workload}: agent {self.text.session.index + 1}, turn {turn + 1}/{len(planned)}: {said}")
-            if not record.ok and record.http_status is None:
-                break  # the server is gone: this agent stops
+            if not record.ok and (record.http_status is None or 400 <= record.http_status < 500):
+                break  # the server is gone, or refused what every later turn asks too (tools, the history): this agent stops
         return done

@@ -143,6 +143,15 @@ def _sessions(turns: Sequence[AgentTurn]) -> dict[str, float | None]:
     }
 
 
+def _failed(records: Sequence[arena.RequestRecord]) -> str:
+    """Why requests failed, in one line: a server that refused every request (it rejects ``tools``,
+    or the history's tool messages) quoted, else the count and the first error."""
+    failed = [r for r in records if not r.ok]
+    if len(failed) == len(records) and all(r.http_status and 400 <= r.http_status < 500 for r in failed):
+        return f"the server refused every request offering tools (each agent's first; its session stopped there): {failed[0].error[:300]}"
+    return f"{len(failed)} of {len(records)} requests failed (first: {failed[0].error[:120]})"
+
+
 def agents_result(turns: Sequence[AgentTurn], shape: arena.AgentShape, workload: str) -> arena.WorkloadResult:
     """The workload's result: its figures (see the module), and invalid where requests failed,
     the cache missed what it intends, or no server count of the cache came back."""
@@ -163,11 +172,7 @@ def agents_result(turns: Sequence[AgentTurn], shape: arena.AgentShape, workload:
         **_intended(turns),
         **_per_turn(turns),
     }
-    reasons = (
-        [f"{len(records) - len(ok)} of {len(records)} requests failed (first: {next(r.error for r in records if not r.ok)[:120]})"]
-        if len(ok) < len(records)
-        else []
-    )
+    reasons = [_failed(records)] if len(ok) < len(records) else []
     if problem := arena.cache_problem(metrics):
         reasons.append(problem)
     if not records:
