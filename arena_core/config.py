@@ -70,6 +70,7 @@ class WorkloadOverride:
     range_ratio: float | None = None
     max_concurrency: int | None = None
     agents: int | None = None
+    tool_delay_s: tuple[float, float] | None = None
     seed: int | None = None
 
 

@@ -139,3 +139,29 @@ def test_a_session_shape_the_servers_context_cannot_hold_is_refused_before_a_req
         "arena: error: workload 'agents': a session's first turn needs 216 tokens (shared prefix 80, its own context 120, an answer 16),"
         " more than the context cap of 108 (the server's max_model_len: 300 tokens, less 192 for the chat template)"
     )
+
+
+#: A rig with 4 slots whose tool calls stream a fragment every 100 ms (about half a second an
+#: answer): an agent with a slot sees its first chunk after the 10 ms prefill, a fifth waits for
+#: a slot, most often most of an answer. With no tool delay every agent is always asking, so
+#: queueing arithmetic gives a capacity of exactly 4 agents under a 300 ms TTFT limit.
+AGENT_SLOTS_RIG = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--tool-answers", "correct", "--slots", "4", "--prefill-base-ms", "10", "--decode-gap-ms", "100"]
+
+
+@pytest.mark.slow
+def test_capacity_over_agents_finds_the_rigs_slots_in_as_many_probes_as_users(tmp_path):
+    (tmp_path / "arena.toml").write_text("[workloads.agents]\nturns = 6\ntool_delay_s = [0, 0]\n")
+    with FakeServerProcess(AGENT_SLOTS_RIG) as rig:
+        argv = ["capacity", "--agents", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--scale", "0.02", "--slo", "ttft=300ms,tps=none"]
+        done = arena(*argv, "--limit", "16", "--output", str(tmp_path / "store"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Capacity: 4 agents (TTFT ≤ 0.3 s for 95% of requests), fails at 5; 6 probes" in done.stdout
+    # the users search of the same rig's slots takes these six probes too (test_capacity.py)
+    assert re.findall(r"probe (\d+) agents?: .*: (pass|fail)", done.stderr) == [("1", "pass"), ("2", "pass"), ("4", "pass"), ("8", "fail"), ("6", "fail"), ("5", "fail")]
+    run_id = re.search(r"arena card (\S+)\)", done.stdout).group(1)
+    card = arena("card", run_id, "--output", str(tmp_path / "store"))
+    assert "Capacity: 4 agents (TTFT ≤ 0.3 s for 95% of requests, fails at 5)" in card.stdout
+    board = json.loads(arena("leaderboard", "--include-scaled", "--json", "--output", str(tmp_path / "store")).stdout)
+    assert [(row["capacity"], row["agents_at_slo"]) for row in board] == [(None, "4 agents (ttft=300ms,tps=none)")]
+    refused = arena("capacity", "--agents", "--workload", "chat", "--base-url", rig.url, "--output", str(tmp_path / "store"))
+    assert refused.returncode == 2 and "--workload chat is a closed-loop workload: search it over users (--load users), or name an agents workload" in refused.stderr

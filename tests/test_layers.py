@@ -20,6 +20,7 @@ CONTRACT = {"arena_core.types", "arena_core.errors", "arena_core.bounds", "arena
 NOT_NAMES = {
     "reasoning": "the field of a thinking model's text in an OpenAI-compatible stream",
     "sharegpt": "the dataset kind of an open-loop shape (vLLM's --dataset-name sharegpt)",
+    "agents": "a capacity search's load (concurrent agents, beside users and rate)",
 }
 
 

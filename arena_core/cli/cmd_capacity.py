@@ -23,7 +23,7 @@ from arena_core.run.capacity import Capacity, SearchSettings, load_text, probe_w
 from arena_core.run.manifest import read_manifest
 from arena_core.run.session import RunRequest, RunSession, plan_run
 from arena_core.run.store import find_run
-from arena_core.types import ClosedLoopShape
+from arena_core.types import AgentShape, ClosedLoopShape, OpenLoopShape
 
 #: The flags that say what a search measures; a resumed search keeps its own and refuses others.
 SEARCH_FLAGS = ("model", "backend", "hardware", "base_url", "scale", "slots", "server_args", "workload", "load", "slo")
@@ -32,8 +32,14 @@ SEARCH_FLAGS += ("start", "limit", "precision", "probe_requests", "probe_seconds
 RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "served_model")
 #: The role of the workload each load searches with when none is named (the workloads plugin
 #: gives it: a chat user; the seed's test 11 shape).
-DEFAULT_ROLE = {"users": "headline", "rate": "rate-capacity"}
-DEFAULT_RANGE = {"users": (1.0, 64.0), "rate": (0.5, 64.0)}
+DEFAULT_ROLE = {"users": "headline", "rate": "rate-capacity", "agents": "agent-capacity"}
+DEFAULT_RANGE = {"users": (1.0, 64.0), "rate": (0.5, 64.0), "agents": (1.0, 64.0)}
+#: The shape each load's probes repeat, and how the load is searched otherwise.
+SHAPE_OF_LOAD = {
+    "users": (ClosedLoopShape, "a closed-loop workload"),
+    "rate": (OpenLoopShape, "an open-loop workload"),
+    "agents": (AgentShape, "an agents workload"),
+}
 #: The slots of a server Arena starts for a rate search (in flight at a rate is not known ahead).
 RATE_SLOTS = 32
 
@@ -41,11 +47,20 @@ RATE_SLOTS = 32
 @click.command("capacity")
 @click.argument("model", required=False)
 @server_options
-@click.option("--load", type=click.Choice(["users", "rate"]), default="users", show_default=True, help="Search over concurrent users or request rate.")
-@click.option("--workload", help="The workload whose shape each probe repeats (default: chat for users, office-baseline for a rate).")
+@click.option(
+    "--load",
+    type=click.Choice(["users", "rate", "agents"]),
+    default="users",
+    show_default=True,
+    help="Search over concurrent users, request rate or coding agents.",
+)
+@click.option("--agents", "agents_load", is_flag=True, help="Search over concurrent coding agents (--load agents).")
+@click.option("--workload", help="The workload whose shape each probe repeats (default: chat for users, office-baseline for a rate, agents for agents).")
 @click.option("--slo", default="interactive", show_default=True, help="interactive, relaxed, batch, or limits such as ttft=2s,tps=10.")
-@click.option("--start", type=Within(bounds.FIGURE), help="The first load probed (default: 1 user, 0.5 req/s).")
-@click.option("--limit", type=Within(bounds.FIGURE), help="The most load probed (default: 64 users, 64 req/s); the embedded server gets this many slots.")
+@click.option("--start", type=Within(bounds.FIGURE), help="The first load probed (default: 1 user or agent, 0.5 req/s).")
+@click.option(
+    "--limit", type=Within(bounds.FIGURE), help="The most load probed (default: 64 users or agents, 64 req/s); the embedded server gets this many slots."
+)
 @click.option(
     "--slots",
     type=click.IntRange(1, 4096),
@@ -80,10 +95,10 @@ def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> No
     base = app.hooks.registry.get("workloads", settings.workload)
     plan = plan_run(request, app.config, app.hooks)
     shape = plan.workloads[0]  # the workload as this run measures it (scaled)
-    if settings.load == "users" and not isinstance(shape.shape, ClosedLoopShape):
-        raise UsageError(f"--workload {base.name} is open-loop: search it over request rate (--load rate), or name a closed-loop workload")
-    if settings.load == "rate" and isinstance(shape.shape, ClosedLoopShape):
-        raise UsageError(f"--workload {base.name} is closed-loop: search it over users (--load users), or name an open-loop workload")
+    kind, wanted = SHAPE_OF_LOAD[settings.load]
+    if not isinstance(shape.shape, kind):
+        fits, said = next((load, text) for load, (other, text) in SHAPE_OF_LOAD.items() if isinstance(shape.shape, other))
+        raise UsageError(f"--workload {base.name} is {said}: search it over {fits} (--load {fits}), or name {wanted}")
     try:  # each end of the search is a workload that must be able to run, before a server starts
         probe_workload(shape, settings, settings.start)
         plan = attrs.evolve(plan, workloads=(probe_workload(shape, settings, settings.limit),))  # the server is sized for the largest probe
@@ -108,7 +123,8 @@ def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> No
 
 def _asked(app: CliApp, flags: dict[str, Any]) -> tuple[SearchSettings, RunRequest]:
     """A new search: its settings from the flags, over the defaults of its load."""
-    load = flags.pop("load")
+    agents, load = flags.pop("agents_load"), flags.pop("load")
+    load = "agents" if agents else load
     low, high = DEFAULT_RANGE[load]
     start, limit = flags.pop("start") or low, flags.pop("limit") or high
     if load == "users" and (start != int(start) or limit != int(limit)):

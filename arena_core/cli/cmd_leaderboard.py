@@ -16,7 +16,7 @@ from arena_core.errors import UnknownNameError, UsageError
 from arena_core.hookspecs import hookimpl
 from arena_core.registry import Registry
 from arena_core.report import render_json, render_table
-from arena_core.report.capacity_card import capacity_column
+from arena_core.report.capacity_card import capacity_and_agents, capacity_column
 from arena_core.report.cost import CostLine, cost_of
 from arena_core.report.text import WIDEST, wrap_text
 from arena_core.results.cards import load_cards, profiles_of, score_cohort, scorer_specs
@@ -69,13 +69,13 @@ def leaderboard_command(
         echo(f"warning: skipped {problem}", err=True)
     cohort = [with_quality(card, quality_basis) for card in choose(cards, hardware=hardware, include_scaled=include_scaled, include_invalid=include_invalid)]
     rows = rank(cohort, score_cohort(spec, profile, cohort, custom))
-    capacity_of = capacity_column(cards)
+    capacity_of, agents_of = capacity_column(cards), capacity_column(cards, agents=True)
     costs = cost_of(cards, app.config.cost) if app.config.cost.given else None
 
     ledger_lines = ledger_of(results_dir(app, output), cohort, registry) if prediction_error else None
     ledger_rows = ledger_summary(ledger_lines or [])
     if as_json:
-        board = [{**row_dict(r), "capacity": capacity_of(r.card), **_cost_json(costs, r.card)} for r in rows]
+        board = [{**row_dict(r), "capacity": capacity_of(r.card), "agents_at_slo": agents_of(r.card), **_cost_json(costs, r.card)} for r in rows]
         names = ("workload", "metric", "results", "median_error_pct", "p90_error_pct")
         echo(render_json({"rows": board, "prediction_error": [dict(zip(names, row)) for row in ledger_rows]} if prediction_error else board))
         return
@@ -84,7 +84,9 @@ def leaderboard_command(
         if problems:
             raise UsageError(f"{len(problems)} stored run(s) could not be read: {problems[0]}")
         return
-    _print_board(rows, cards, cohort, spec, profile, capacity_of, costs, wide=wide, cost_terms=app.config.cost.terms() if costs is not None else "")
+    _print_board(
+        rows, cards, cohort, spec, profile, capacity_and_agents(cards), costs, wide=wide, cost_terms=app.config.cost.terms() if costs is not None else ""
+    )
     if prediction_error:
         _print_ledger(ledger_rows, absent=ledger_lines is None)
     if problems:  # the table above is whole for what could be read; say plainly what could not

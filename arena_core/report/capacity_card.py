@@ -86,12 +86,13 @@ def capacity_headline(card: ModelCard) -> str:
     return f"Capacity: {best.label} ({objective}{upper})"
 
 
-def capacity_column(cards: Sequence[ModelCard]) -> Callable[[ModelCard], str | None]:
+def capacity_column(cards: Sequence[ModelCard], *, agents: bool = False) -> Callable[[ModelCard], str | None]:
     """The leaderboard's capacity cell of a card, such as "24 users (interactive)": a capacity
     search's own; for another run, the newest search of the same model (its name and the facts
     its server reported) on the same server and hardware at its scale. A run stored before Arena
-    named models shows only its own: its name says nothing of which model it was."""
-    search_of = capacity_search_of(cards)
+    named models shows only its own: its name says nothing of which model it was. ``agents``:
+    the agents searches' cell ("6 agents (interactive)"), the others' without."""
+    search_of = capacity_search_of(cards, agents=agents)
 
     def cell(card: ModelCard) -> str | None:
         search = search_of(card)
@@ -103,12 +104,25 @@ def capacity_column(cards: Sequence[ModelCard]) -> Callable[[ModelCard], str | N
     return cell
 
 
-def capacity_search_of(cards: Sequence[ModelCard]) -> Callable[[ModelCard], ModelCard | None]:
+def capacity_and_agents(cards: Sequence[ModelCard]) -> Callable[[ModelCard], str | None]:
+    """A table's capacity cell: users or a rate, and agents at the SLO, each where searched
+    ("4 users (interactive); 6 agents (interactive)")."""
+    capacity_of, agents_of = capacity_column(cards), capacity_column(cards, agents=True)
+    return lambda card: "; ".join(cell for cell in (capacity_of(card), agents_of(card)) if cell) or None
+
+
+def searched_agents(card: ModelCard) -> bool:
+    """Whether ``card`` is a capacity search over agents (its probes' load)."""
+    return any(probe.unit == "agents" for probe in capacity_probes(card))
+
+
+def capacity_search_of(cards: Sequence[ModelCard], *, agents: bool = False) -> Callable[[ModelCard], ModelCard | None]:
     """The capacity search that stands for a card: its own where it is one, else the newest
-    search of the same setup (:func:`same_setup`), else None."""
+    search of the same setup (:func:`same_setup`), else None; ``agents``: of the searches over
+    agents, else of the others."""
     newest: dict[tuple[object, ...], ModelCard] = {}
     for card in cards:
-        if not capacity_probes(card):
+        if not capacity_probes(card) or searched_agents(card) != agents:
             continue
         key = same_setup(card)
         if key not in newest or (card.measured_at, card.run_id) > (newest[key].measured_at, newest[key].run_id):  # run ids sort by start time
@@ -116,7 +130,7 @@ def capacity_search_of(cards: Sequence[ModelCard]) -> Callable[[ModelCard], Mode
 
     def search(card: ModelCard) -> ModelCard | None:
         if capacity_probes(card):
-            return card
+            return card if searched_agents(card) == agents else None
         return newest.get(same_setup(card)) if card.model != UNNAMED else None
 
     return search

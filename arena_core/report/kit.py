@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from arena_core.converter import CONVERTER
-from arena_core.report.capacity_card import capacity_column, capacity_headline, capacity_probes
+from arena_core.report.capacity_card import capacity_and_agents, capacity_column, capacity_headline, capacity_probes
 from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, TTFT_NOTE, prediction_rows
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.model_card import (
@@ -50,6 +50,7 @@ __all__ = [
     "Row",
     "big_figures",
     "capacity_column",
+    "capacity_and_agents",
     "capacity_headline",
     "capacity_probes",
     "card_document",

@@ -27,7 +27,7 @@ from attrs.validators import in_
 from arena_core.loadgen.goodput import Slo, goodput, kept_up
 from arena_core.loadgen.records_io import read_records
 from arena_core.run.store import workload_dir
-from arena_core.types import ClosedLoopShape, OpenLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
+from arena_core.types import AgentShape, ClosedLoopShape, OpenLoopShape, RequestRecord, WorkloadResult, WorkloadSpec
 
 if TYPE_CHECKING:
     from arena_core.run.session import RunSession
@@ -37,9 +37,9 @@ PROBE_LABEL = "capacity probe"
 #: A probe with a stated duration still has at least this many requests (a p95 needs some).
 MIN_PROBE_REQUESTS = 20
 
-Load = Literal["users", "rate"]
+Load = Literal["users", "rate", "agents"]
 #: A probe's workload name: the base workload, the load's kind, the load.
-PROBE_NAME = re.compile(r"(?P<base>.+)-(?P<load>users|rate)-(?P<value>[0-9]+(?:\.[0-9]+)?)")
+PROBE_NAME = re.compile(r"(?P<base>.+)-(?P<load>users|rate|agents)-(?P<value>[0-9]+(?:\.[0-9]+)?)")
 
 
 def passes(attainment: float | None, failed: float, target: float, served: float | None = None) -> bool:
@@ -50,8 +50,8 @@ def passes(attainment: float | None, failed: float, target: float, served: float
 
 
 def load_text(load: Load, value: float) -> str:
-    if load == "users":
-        return f"{value:g} user{'s' if value != 1 else ''}"
+    if load in ("users", "agents"):
+        return f"{value:g} {load.removesuffix('s')}{'s' if value != 1 else ''}"
     return f"{value:g} req/s"
 
 
@@ -61,7 +61,7 @@ class SearchSettings:
     the same search (and a changed flag is refused, not quietly obeyed)."""
 
     workload: str
-    load: Load = field(validator=in_(("users", "rate")))
+    load: Load = field(validator=in_(("users", "rate", "agents")))
     slo: str
     start: float
     limit: float
@@ -73,8 +73,8 @@ class SearchSettings:
 
     @property
     def whole(self) -> bool:
-        """Users come in whole numbers; a rate does not."""
-        return self.load == "users"
+        """Users and agents come in whole numbers; a rate does not."""
+        return self.load != "rate"
 
     @classmethod
     def recorded(cls, config: Mapping[str, object]) -> SearchSettings | None:
@@ -149,8 +149,13 @@ def probe_workload(base: WorkloadSpec, settings: SearchSettings, load: float) ->
         users = int(load)
         runs = max(1, math.ceil(wanted / users))
         fewest = min(runs, math.ceil(MIN_PROBE_REQUESTS / users)) if seconds else 1
-        probed: ClosedLoopShape | OpenLoopShape = attrs.evolve(shape, concurrency=users, runs=runs, duration_s=seconds, min_runs=fewest)
+        probed: ClosedLoopShape | OpenLoopShape | AgentShape = attrs.evolve(shape, concurrency=users, runs=runs, duration_s=seconds, min_runs=fewest)
         length = f"{runs} run{'s' if runs != 1 else ''}" + (f" or {seconds:g} s" if seconds else "")
+    elif settings.load == "agents":
+        if not isinstance(shape, AgentShape):
+            raise ValueError(f"workload {base.name!r} is not an agents workload; a search over agents needs one (such as agents)")
+        probed = attrs.evolve(shape, agents=int(load))
+        length = f"a session each, up to {shape.turns} turns"
     else:
         if not isinstance(shape, OpenLoopShape):
             raise ValueError(f"workload {base.name!r} is closed-loop; a search over request rate needs an open-loop one (or --load users)")

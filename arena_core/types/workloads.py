@@ -165,8 +165,8 @@ class AgentShape:
     turns: int = field(validator=bounds.TURNS)
     shared_prefix_tokens: int = field(validator=bounds.TOKENS)
     session_context_tokens: int = field(validator=bounds.TOKENS_OR_NONE)
-    tool_output_tokens: tuple[int, int] = field(validator=lambda i, a, v: _span(i, a, v, bounds.TOKENS))
-    tool_delay_s: tuple[float, float] = field(validator=lambda i, a, v: _span(i, a, v, bounds.DURATION_S))
+    tool_output_tokens: tuple[int, int] = field(converter=tuple, validator=lambda i, a, v: _span(i, a, v, bounds.TOKENS))
+    tool_delay_s: tuple[float, float] = field(converter=tuple, validator=lambda i, a, v: _span(i, a, v, bounds.DURATION_S))
     answer_tokens: int = field(validator=bounds.TOKENS)
     context_cap_tokens: int = field(validator=bounds.TOKENS)
 
@@ -226,6 +226,7 @@ def _duration(seconds: float) -> str:
 ROLES = {
     "headline": "the card's headline (its decode total) and the per-user against total chart; capacity's users search and arena predict --capacity",
     "rate-capacity": "capacity's request-rate search",
+    "agent-capacity": "capacity's agents search (arena capacity --agents)",
     "short-context": "the prefill-wall finding: TTFT grows from this workload's context",
     "long-context": "the prefill-wall finding: to this workload's context",
     "compared": "findings compare models on the same hardware under these, open loop first",

@@ -40,6 +40,7 @@ AGENTS = arena.WorkloadSpec(
         context_cap_tokens=32768,
     ),  # fmt: skip
     optional=True,
+    roles=("agent-capacity",),
 )
 
 

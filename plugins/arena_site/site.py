@@ -184,7 +184,7 @@ def publish(view: SiteView, directory: Path, progress: Progress | None = None) -
     step = progress or (lambda _done, _total, _what: None)
     total = len(pages) + len(cards)
     charts = _charts(cards)
-    capacity_of = card_kit.capacity_column(cards)
+    capacity_of = card_kit.capacity_and_agents(cards)
 
     def cost_cell(card: ModelCard) -> str:
         line = view.views[card.run_id].cost
