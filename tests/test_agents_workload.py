@@ -145,7 +145,18 @@ def test_a_session_shape_the_servers_context_cannot_hold_is_refused_before_a_req
 #: answer): an agent with a slot sees its first chunk after the 10 ms prefill, a fifth waits for
 #: a slot, most often most of an answer. With no tool delay every agent is always asking, so
 #: queueing arithmetic gives a capacity of exactly 4 agents under a 300 ms TTFT limit.
-AGENT_SLOTS_RIG = ["--tokenizer", str(TOKENIZER / "tokenizer.json"), "--tool-answers", "correct", "--slots", "4", "--prefill-base-ms", "10", "--decode-gap-ms", "100"]
+AGENT_SLOTS_RIG = [
+    "--tokenizer",
+    str(TOKENIZER / "tokenizer.json"),
+    "--tool-answers",
+    "correct",
+    "--slots",
+    "4",
+    "--prefill-base-ms",
+    "10",
+    "--decode-gap-ms",
+    "100",
+]
 
 
 @pytest.mark.slow
@@ -157,11 +168,51 @@ def test_capacity_over_agents_finds_the_rigs_slots_in_as_many_probes_as_users(tm
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Capacity: 4 agents (TTFT ≤ 0.3 s for 95% of requests), fails at 5; 6 probes" in done.stdout
     # the users search of the same rig's slots takes these six probes too (test_capacity.py)
-    assert re.findall(r"probe (\d+) agents?: .*: (pass|fail)", done.stderr) == [("1", "pass"), ("2", "pass"), ("4", "pass"), ("8", "fail"), ("6", "fail"), ("5", "fail")]
+    assert re.findall(r"probe (\d+) agents?: .*: (pass|fail)", done.stderr) == [
+        ("1", "pass"),
+        ("2", "pass"),
+        ("4", "pass"),
+        ("8", "fail"),
+        ("6", "fail"),
+        ("5", "fail"),
+    ]
     run_id = re.search(r"arena card (\S+)\)", done.stdout).group(1)
     card = arena("card", run_id, "--output", str(tmp_path / "store"))
     assert "Capacity: 4 agents (TTFT ≤ 0.3 s for 95% of requests, fails at 5)" in card.stdout
     board = json.loads(arena("leaderboard", "--include-scaled", "--json", "--output", str(tmp_path / "store")).stdout)
     assert [(row["capacity"], row["agents_at_slo"]) for row in board] == [(None, "4 agents (ttft=300ms,tps=none)")]
     refused = arena("capacity", "--agents", "--workload", "chat", "--base-url", rig.url, "--output", str(tmp_path / "store"))
-    assert refused.returncode == 2 and "--workload chat is a closed-loop workload: search it over users (--load users), or name an agents workload" in refused.stderr
+    assert (
+        refused.returncode == 2
+        and "--workload chat is a closed-loop workload: search it over users (--load users), or name an agents workload" in refused.stderr
+    )
+
+
+@pytest.mark.slow
+def test_quality_under_load_is_asked_alone_and_at_the_capacity_with_the_difference(tmp_path):
+    from test_tool_calling_quality import _canonical
+
+    from arena_quality.tool_calling import items
+
+    known = tmp_path / "known-calls.json"
+    known.write_text(json.dumps({item.question: {"name": name, "arguments": arguments} for item in items() for ((name, arguments),) in [_canonical(item)]}))
+    (tmp_path / "arena.toml").write_text("[workloads.agents]\nturns = 6\ntool_delay_s = [0, 0]\n")
+    with FakeServerProcess([*AGENT_SLOTS_RIG, "--known-calls", str(known)]) as rig:
+        argv = ["capacity", "--agents", "--base-url", rig.url, "--tokenizer", str(TOKENIZER), "--scale", "0.02", "--slo", "ttft=300ms,tps=none"]
+        done = arena(*argv, "--limit", "4", "--quality-suite", "tool-calls", "--output", str(tmp_path / "store"), cwd=tmp_path)
+        asked = [e for e in rig.stop() if e.get("path") == "/v1/chat/completions" and not e.get("stream") and "tools" in e.get("body_keys", ())]
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "quality: tool-calls under load (4 at once)" in done.stderr
+    assert len(asked) == 50  # the 25 items, one at a time and then 4 at once
+    (manifest,) = (tmp_path / "store").glob("*/manifest.json")
+    recorded = json.loads(manifest.read_text())
+    (alone,), (loaded,) = recorded["measured_quality"], recorded["quality_under_load"]
+    assert recorded["quality_load"] == 4 and alone["items"] == loaded["items"] == 25
+    card = arena("card", manifest.parent.name, "--output", str(tmp_path / "store"), env={**os.environ, "COLUMNS": "120"}).stdout
+    difference = loaded["value"] - alone["value"]
+    row = re.search(
+        r"BFCL +(\d+\.\d) \[\S+\] +(\d+\.\d) \[\S+\] +([+-]\d+\.\d) \[[+-]\d+\.\d, [+-]\d+\.\d\] +(not told apart|worse under load|better under load)", card
+    )
+    assert row, card
+    assert (float(row.group(1)), float(row.group(2)), float(row.group(3))) == (round(alone["value"], 1), round(loaded["value"], 1), round(difference, 1))
+    assert re.search(r"quality under load +1 at once +4 at once +difference, 95 %", card)

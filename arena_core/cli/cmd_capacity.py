@@ -15,7 +15,7 @@ from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.cmd_run import stopped_like_ctrl_c
 from arena_core.cli.output import echo, progress_printer
-from arena_core.cli.params import Within, server_options
+from arena_core.cli.params import Within, quality_suite_option, server_options
 from arena_core.errors import Interrupted, UsageError
 from arena_core.hookspecs import hookimpl
 from arena_core.loadgen.goodput import parse_slo
@@ -78,6 +78,9 @@ RATE_SLOTS = 32
     help="A probe's stated duration: it stops once this long has passed (at least 20 requests); 0 for none.",
 )
 @click.option("--scale", type=Within(bounds.SCALE), help="Multiply the workload's token lengths (default: 0.1 for the embedded server, else 1).")
+@quality_suite_option(
+    "Quality under load (repeatable): after a search over users or agents, this suite asked one item at a time, then as many at once as the capacity found."
+)
 @click.option("--resume", metavar="RUN_ID", help="Carry on an interrupted search: its finished probes are kept, not run again.")
 @click.pass_context
 def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> None:
@@ -147,7 +150,11 @@ def _asked(app: CliApp, flags: dict[str, Any]) -> tuple[SearchSettings, RunReque
         probe_seconds=flags.pop("probe_seconds") or None,
         slots=flags["slots"],
     )
-    return settings, RunRequest(workloads=(workload,), instrument="native", **flags)
+    suites = flags.pop("quality_suites")
+    if suites and load == "rate":
+        raise UsageError("--quality-suite: quality under load is asked at a number of users or agents at once; a rate search has none")
+    quality = {"quality": bool(suites), "quality_suites": suites, "quality_concurrency": 1}
+    return settings, RunRequest(workloads=(workload,), instrument="native", **quality, **flags)
 
 
 def _resumed(ctx: click.Context, run_id: str, flags: dict[str, Any]) -> tuple[SearchSettings, RunRequest]:

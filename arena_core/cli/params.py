@@ -166,6 +166,11 @@ def _suite_names(ctx: click.Context, param: click.Parameter, value: tuple[str, .
     return tuple(dict.fromkeys(value))
 
 
+def quality_suite_option(said: str) -> Any:
+    """``--quality-suite NAME`` (repeatable, each a registered suite), as ``said``."""
+    return click.option("--quality-suite", "quality_suites", multiple=True, callback=_suite_names, help=said)
+
+
 _QUALITY_OPTIONS = (
     click.option(
         "--quality/--no-quality",
@@ -173,9 +178,7 @@ _QUALITY_OPTIONS = (
         help="Measure quality on the served model after the workloads (default: on for the whole suite, off when --workloads names some).",
     ),
     click.option("--quality-full", is_flag=True, help="Every item of each quality suite (default: its stated subset, said on the card)."),
-    click.option(
-        "--quality-suite", "quality_suites", multiple=True, callback=_suite_names, help="A quality suite to measure (repeatable; default: every default one)."
-    ),
+    quality_suite_option("A quality suite to measure (repeatable; default: every default one)."),
     click.option(
         "--quality-concurrency",
         type=click.IntRange(1, MOST_QUALITY_CONCURRENCY),

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from arena_core.report.capacity_card import capacity_headline, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_shown_error, fmt_tps, shown_seconds, shown_tps
 from arena_core.report.sweep import capacity_rows, sweep_steps
+from arena_core.results.parity import quality_difference
 from arena_core.results.predictions import NO_PREDICTOR
 from arena_core.types import LedgerLine, ModelCard
 
@@ -89,9 +90,27 @@ def capacity_section(card: ModelCard, h2: str, table_of: TableOf) -> list[str]:
         )
         for p in probes
     ]
-    headers = ["req/s" if rate else "users", "within the SLO", *(["kept up"] if rate else []), "", "TTFT p50", "TTFT p95 (failures ∞)"]
+    headers = ["req/s" if rate else probes[0].unit, "within the SLO", *(["kept up"] if rate else []), "", "TTFT p50", "TTFT p95 (failures ∞)"]
     headers += ["tok/s per user", "tok/s total"]
-    return [f"{h2}{capacity_headline(card)}", table_of(rows, headers), ""]
+    return [f"{h2}{capacity_headline(card)}", table_of(rows, headers), *under_load_lines(card, table_of), ""]
+
+
+def under_load_lines(card: ModelCard, table_of: TableOf) -> list[str]:
+    """Quality under load: each suite asked one item at a time and at the capacity found, with
+    the difference and its interval (Newcombe, as ``compare``), "not told apart" where it holds 0."""
+    rows = []
+    for loaded in card.quality_under_load:
+        alone = next((m for m in card.measured_quality if m.suite == loaded.suite), None)
+        if alone is None:
+            continue
+        difference, low, high = quality_difference(loaded, alone)
+        apart = "worse under load" if high < 0 else "better under load" if low > 0 else "not told apart"
+        shown = [f"{m.value:.1f} [{m.low:.1f}–{m.high:.1f}]" for m in (alone, loaded)]
+        rows.append((loaded.benchmark or loaded.suite, *shown, f"{difference:+.1f} [{low:+.1f}, {high:+.1f}]", apart))
+    if not rows:
+        return []
+    headers = ["quality under load", "1 at once", f"{card.quality_load} at once", "difference, 95 %", ""]
+    return ["", table_of(rows, headers)]
 
 
 def prediction_rows(predictions: Sequence[LedgerLine]) -> list[tuple[str, ...]]:

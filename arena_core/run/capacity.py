@@ -188,8 +188,10 @@ def records_of(run_dir: Path, workload: str) -> list[RequestRecord]:
 def run_search(session: RunSession, shape: WorkloadSpec, settings: SearchSettings, objective: Slo, *, fresh: bool, progress: Callable[[str], None]) -> Capacity:
     """The search of ``arena capacity`` on ``session``'s server: start it (or attach), record the
     search's settings on a fresh run, then probe, doubling and bisecting, each probe stored as a
-    result of the run and judged by ``objective``, one progress line each. The session is finished
-    whatever happens (completed, interrupted, failed); an interruption is raised again."""
+    result of the run and judged by ``objective``, one progress line each; then, where the plan
+    has quality suites and users or agents were found, each suite asked one at a time and again
+    at the capacity. The session is finished whatever happens (completed, interrupted, failed);
+    an interruption is raised again."""
     status = "failed"
     try:
         endpoint = session.start_backend()
@@ -206,6 +208,9 @@ def run_search(session: RunSession, shape: WorkloadSpec, settings: SearchSetting
             return verdict
 
         found = search(probe, start=settings.start, limit=settings.limit, precision=settings.precision, whole=settings.whole)
+        if session.plan.quality and settings.whole and found.found:  # quality under load: one at a time, then at the capacity
+            session.measure_quality(endpoint)
+            session.measure_quality(endpoint, under_load=int(found.found))
         status = "completed"
         return found
     except KeyboardInterrupt:

@@ -112,6 +112,10 @@ class Manifest:
     #: fewer); None: the default of the Arena that ran it
     quality_concurrency: int | None = None
     measured_quality: tuple[MeasuredQuality, ...] = ()
+    #: A capacity search's quality under load: each suite asked again at the capacity it found,
+    #: ``quality_load`` at once (``measured_quality`` holds the same suites asked one at a time).
+    quality_under_load: tuple[MeasuredQuality, ...] = ()
+    quality_load: int | None = None
 
     @property
     def measured_at(self) -> str:

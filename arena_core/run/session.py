@@ -539,10 +539,15 @@ class RunSession:
         self.info = attrs.evolve(self.info, model=name)
         self.progress(f"model: {name} ({served.title}; named from {served.facts['identity']})")
 
-    def measure_quality(self, endpoint: Endpoint) -> None:
+    def measure_quality(self, endpoint: Endpoint, *, under_load: int | None = None) -> None:
         """Measure each quality suite of the plan (a resumed run keeps those it has), storing its
-        records under ``quality/SUITE/`` and its figure in the manifest as soon as it is known."""
-        done = {measured.suite for measured in self.manifest.measured_quality}
+        records under ``quality/SUITE/`` and its figure in the manifest as soon as it is known.
+        ``under_load``: ask each that many at once, a capacity search's quality under load
+        (``quality/SUITE-under-load/``, the manifest's ``quality_under_load``)."""
+        kept = self.manifest.quality_under_load if under_load else self.manifest.measured_quality
+        done = {measured.suite for measured in kept}
+        if under_load:
+            self._record(quality_load=under_load)
         for at, suite in enumerate(self.plan.quality):
             if suite.name in done:
                 self.progress(f"quality: {suite.name}: already measured, kept")
@@ -551,7 +556,7 @@ class RunSession:
             if limit is not None and limit < LEAST_QUALITY_S:
                 self._budget_changed(f"quality {suite.name} not measured: {limit:.0f} s of the budget were left")
                 continue
-            folder = _fresh_folder(self.run_dir / "quality" / suite.name)
+            folder = _fresh_folder(self.run_dir / "quality" / (f"{suite.name}-under-load" if under_load else suite.name))
             self.measuring = True
             counts = Counts("items")
 
@@ -565,7 +570,7 @@ class RunSession:
                 output_dir=folder,
                 full=self.plan.quality_full,
                 request_timeout_s=self.plan.options.request_timeout_s,
-                concurrency=min(self.plan.quality_concurrency, self.plan.slots or self.plan.quality_concurrency),
+                concurrency=under_load or min(self.plan.quality_concurrency, self.plan.slots or self.plan.quality_concurrency),
                 progress=self.progress,
                 time_limit_s=limit,
                 on_item=on_item,
@@ -578,12 +583,16 @@ class RunSession:
             except Exception as exc:  # a suite's own fault (a plugin's bug, a sandbox the OS refused) loses no other figure
                 self.progress(f"quality: {suite.name} could not be measured ({type(exc).__name__}: {str(exc)[:200]}); the run goes on")
                 continue
-            self._record(measured_quality=(*self.manifest.measured_quality, measured))
+            if under_load:
+                self._record(quality_under_load=(*self.manifest.quality_under_load, measured))
+            else:
+                self._record(measured_quality=(*self.manifest.measured_quality, measured))
             chosen = suite.full_size if self.plan.quality_full else suite.subset_size
             if limit is not None and measured.items < chosen:
                 self._budget_changed(f"quality {suite.name} on {measured.items} of its {chosen} items, in the {limit:.0f} s the budget left it")
             self.progress(
-                f"quality: {suite.name}: {measured.metric} {measured.value:.1f} % [{measured.low:.1f}, {measured.high:.1f}] on {measured.size}, {measured.seconds:.0f} s"
+                f"quality: {suite.name}{f' under load ({under_load} at once)' if under_load else ''}: {measured.metric} {measured.value:.1f} %"
+                f" [{measured.low:.1f}, {measured.high:.1f}] on {measured.size}, {measured.seconds:.0f} s"
             )
 
     def _budget_changed(self, change: str) -> None:

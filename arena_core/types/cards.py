@@ -249,6 +249,9 @@ class ModelCard:
     quality: tuple[QualityScore, ...] = ()
     #: quality measured on the served model by the run's quality suites
     measured_quality: tuple[MeasuredQuality, ...] = ()
+    #: a capacity search's suites asked again at its capacity, ``quality_load`` at once
+    quality_under_load: tuple[MeasuredQuality, ...] = ()
+    quality_load: int | None = None
     model_memory_gb: float | None = None
     model_memory_source: str | None = None
     #: no memory was measured or stated: ``model_memory_gb`` is the weights' size (labelled so)
