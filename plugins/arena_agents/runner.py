@@ -86,7 +86,7 @@ async def server_context(client: arena.ChatClient) -> tuple[int, str] | None:
     status, props, _ = await client.call("GET", "/props", deadline_s=CONTEXT_DEADLINE_S)
     settings = props.get("default_generation_settings") if status == 200 and isinstance(props, dict) else None
     told = settings.get("n_ctx") if isinstance(settings, dict) else None
-    return (told, "the server's n_ctx a slot") if not arena.bounds.TOKENS.problem(told) else None
+    return (told, "the server's n_ctx per slot") if not arena.bounds.TOKENS.problem(told) else None
 
 
 async def fitted_plan(shape: arena.AgentShape, workload: arena.WorkloadSpec, client: arena.ChatClient) -> tuple[PlannedSession, ...]:
