@@ -204,6 +204,10 @@ def test_quality_under_load_is_asked_alone_and_at_the_capacity_with_the_differen
     assert done.returncode == 0, done.stderr[-3000:]
     assert "quality: tool-calls under load (4 at once)" in done.stderr
     assert len(asked) == 50  # the 25 items, one at a time and then 4 at once
+    apart = [(b["received_ns"] - a["received_ns"]) / 1e6 for a, b in zip(asked, asked[1:])]
+    # one at a time, each waits for the answer before it (a fragment every 100 ms); four at once
+    # take about a quarter of that time in all
+    assert min(apart[:24]) > 100 and sum(apart[25:]) < sum(apart[:24]) / 2, apart
     (manifest,) = (tmp_path / "store").glob("*/manifest.json")
     recorded = json.loads(manifest.read_text())
     (alone,), (loaded,) = recorded["measured_quality"], recorded["quality_under_load"]

@@ -23,6 +23,8 @@ from arena_core.loadgen.closed_summary import closed_loop_result, llama_benchy_r
 from arena_core.loadgen.codec import ApproximateCodec, Codec, LocalCodec, ServerCodec, choose_codec
 from arena_core.loadgen.corpus import Corpus, load_corpus
 from arena_core.loadgen.datasets import SampledRequest, random_lengths, sample_random, sample_sharegpt
+from arena_core.loadgen.goodput import decode_tps as stream_decode_tps
+from arena_core.loadgen.goodput import first_token_s as first_output_s
 from arena_core.loadgen.loop import run as run_measurement
 from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopOutcome, OpenLoopPlan
 from arena_core.loadgen.open_metrics import peak_concurrency
@@ -75,6 +77,8 @@ __all__ = [
     "client_output_count",
     "closed_loop_result",
     "first_token_s",
+    "first_output_s",
+    "stream_decode_tps",
     "llama_benchy_entry",
     "llama_benchy_report",
     "load_corpus",

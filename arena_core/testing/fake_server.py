@@ -221,6 +221,14 @@ def _message_text(content: Any) -> str:
     return ""
 
 
+def _shared_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """How many tokens ``a`` and ``b`` share from their start: a whole earlier turn's prompt (the
+    usual hit) compared at C speed, then token by token from where they part."""
+    if a[: len(b)] == b:
+        return len(b)
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 def _sse(obj: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
@@ -287,7 +295,7 @@ class FakeOpenAIServer:
         for message in messages:
             laid += [-1, -2, -ROLE_TOKENS.get(str(message.get("role")), 9), *self.tokens.encode(_message_text(message.get("content")))]
         prompt = tuple(laid)
-        hit = max((next((i for i, (a, b) in enumerate(zip(prompt, seen)) if a != b), min(len(prompt), len(seen))) for seen in self._prompts_seen), default=0)
+        hit = max((_shared_prefix(prompt, seen) for seen in self._prompts_seen), default=0)
         self._prompts_seen.append(prompt)
         return hit
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import attrs
@@ -122,9 +123,10 @@ class NativeInstrument:
             codec = await arena.choose_codec(client, context.options.tokenizer, corpus.text)
             prompts = arena.PromptBuilder(await codec.encode(corpus.text), codec, workload.seed, stream=workload.name)
             texts = await session_texts(shape, plan, prompts)
-            counted = {id(text): await _text_tokens(codec, text) for text in texts}
-            sessions = [_Session(text, counted[id(text)], shape, workload.name, client, context) for text in texts]
-            results = await asyncio.gather(*(session.run(writer) for session in sessions))
+            sessions = [_Session(text, await _text_tokens(codec, text), shape, workload.name, client, context) for text in texts]
+            # records go to disk in a thread of their own: an fsync on the loop would hold the other agents' timestamps
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agents-records") as disk:
+                results = await asyncio.gather(*(session.run(writer, disk) for session in sessions))
             turns = [turn for done in results for turn in done]
         finally:
             await client.close()
@@ -146,34 +148,40 @@ async def _text_tokens(codec: arena.Codec, text: SessionText) -> tuple[int, ...]
 
 
 class _Session:
-    """One agent: its turns one after another, each after its tool's delay."""
+    """One agent: its turns one after another, each after its tool's delay. Every turn's request
+    is prepared (its JSON encoded) before the workload starts, as the history is the plan's: no
+    agent encodes a long history while the others' answers stream."""
 
     def __init__(
         self, text: SessionText, text_tokens: tuple[int, ...], shape: arena.AgentShape, workload: str, client: arena.ChatClient, context: arena.RunContext
     ) -> None:
         self.text, self.text_tokens, self.shape, self.workload, self.client, self.context = text, text_tokens, shape, workload, client, context
+        self.requests = tuple(client.prepare(self._body(turn)) for turn in range(len(text.session.turns)))
 
-    async def run(self, writer: arena.RecordWriter) -> list[AgentTurn]:
+    def _body(self, turn: int) -> dict[str, Any]:
+        return {
+            "model": self.context.endpoint.model,
+            "messages": messages_for(self.text, turn),
+            "tools": list(TOOLS),
+            "tool_choice": "auto",
+            "max_tokens": self.shape.answer_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+
+    async def run(self, writer: arena.RecordWriter, disk: Executor) -> list[AgentTurn]:
         done: list[AgentTurn] = []
+        writes = []
         planned = self.text.session.turns
         for turn, asked in enumerate(planned):
             if turn:
                 await asyncio.sleep(planned[turn - 1].delay_s)  # the agent runs the tool it was answered
-            body = {
-                "model": self.context.endpoint.model,
-                "messages": messages_for(self.text, turn),
-                "tools": list(TOOLS),
-                "tool_choice": "auto",
-                "max_tokens": self.shape.answer_tokens,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-            }
-            exchange, sink = await self.client.stream(self.client.prepare(body))
+            exchange, sink = await self.client.stream(self.requests[turn])
             record = arena.record_from(
                 exchange, sink, workload=self.workload, run_index=1, request_index=self.text.session.index, turn_index=turn,
                 phase="agent", expected_prompt_tokens=self.text_tokens[turn + 1], max_tokens=self.shape.answer_tokens,
             )  # fmt: skip
-            writer.append([record])
+            writes.append(asyncio.get_running_loop().run_in_executor(disk, writer.append, [record]))
             done.append(
                 AgentTurn(
                     record=record,
@@ -187,4 +195,5 @@ class _Session:
             self.context.say(f"{self.workload}: agent {self.text.session.index + 1}, turn {turn + 1}/{len(planned)}: {said}")
             if not record.ok and (record.http_status is None or 400 <= record.http_status < 500):
                 break  # the server is gone, or refused what every later turn asks too (tools, the history): this agent stops
+        await asyncio.gather(*writes)
         return done

@@ -1,7 +1,8 @@
 """An agents workload's figures from its turns' records.
 
-Per turn (``turn_N_*``, N from 1): the time to the first output chunk (a tool call's first
-fragment counts: most answers are calls), the context the server counted, the tokens it
+Per turn (``turn_N_*``, N from 1): the time to the first output chunk, by the rule the SLO
+judges with (:func:`arena_core.first_output_s`: a tool call's first fragment counts, and most
+answers are calls), the context the server counted, the tokens it
 prefilled (the context less what it took from its cache), its cache hit rate, the turn's latency.
 Over the workload: the first-chunk time (p50), the decode speed per agent and in all, each
 session's time (its turns and tool delays), the cache hit rate against the intended one, and
@@ -26,8 +27,6 @@ from attrs import frozen
 
 import arena_core as arena
 
-#: The kinds of stream chunk that are output (text, reasoning or a tool call's fragment).
-OUTPUT_KINDS = frozenset("crRt")
 NAME = "agents"
 OUTCOME_WORDS = {
     "correct": "the call asked",
@@ -59,31 +58,15 @@ class AgentTurn:
 
     def judged(self) -> str:
         """What the answer did, for a progress line: "the call asked, first chunk 0.004 s"."""
-        first = first_chunk_s(self.record)
+        first = arena.first_output_s(self.record)
         return OUTCOME_WORDS[self.outcome()] + (f", first chunk {first:.3f} s" if first is not None else "")
-
-
-def first_chunk_s(record: arena.RequestRecord) -> float | None:
-    """Seconds from sending to the first output chunk of any kind."""
-    for at, kind in zip(record.chunk_ns, record.chunk_kinds):
-        if kind in OUTPUT_KINDS:
-            return (at - record.sent_ns) / 1e9
-    return None
-
-
-def _decode_tps(record: arena.RequestRecord) -> float | None:
-    first, tokens = first_chunk_s(record), record.completion_tokens_server
-    if first is None or not tokens or tokens < 2 or record.end_ns is None:
-        return None
-    span = (record.end_ns - record.sent_ns) / 1e9 - first
-    return (tokens - 1) / span if span > 0 else None
 
 
 def _per_turn(turns: Sequence[AgentTurn]) -> dict[str, float | None]:
     metrics: dict[str, float | None] = {}
     for number in sorted({t.record.turn_index for t in turns}):
         ok = [t.record for t in turns if t.record.turn_index == number and t.record.ok]
-        firsts = [f for r in ok if (f := first_chunk_s(r)) is not None]
+        firsts = [f for r in ok if (f := arena.first_output_s(r)) is not None]
         told = [r for r in ok if r.prompt_tokens_server and r.cached_prompt_tokens_server is not None]
         prompt = sum(r.prompt_tokens_server or 0 for r in told)
         key = f"turn_{number + 1}_"
@@ -157,8 +140,8 @@ def agents_result(turns: Sequence[AgentTurn], shape: arena.AgentShape, workload:
     the cache missed what it intends, or no server count of the cache came back."""
     records = [t.record for t in turns]
     ok = [r for r in records if r.ok]
-    firsts = [f for r in ok if (f := first_chunk_s(r)) is not None]
-    speeds = [s for r in ok if (s := _decode_tps(r)) is not None]
+    firsts = [f for r in ok if (f := arena.first_output_s(r)) is not None]
+    speeds = [s for r in ok if (s := arena.stream_decode_tps(r)) is not None]
     output = sum(r.completion_tokens_server or 0 for r in ok)
     wall = (max(r.end_ns or r.sent_ns for r in records) - min(r.sent_ns for r in records)) / 1e9 if records else 0.0
     metrics: dict[str, float | None] = {
