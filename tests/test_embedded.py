@@ -108,54 +108,51 @@ def test_embedded_server_closed_and_open_loop_agree_with_its_own_counts(tmp_path
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_real_server_at_a_time")
 def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
-    """The same search on the embedded server with 4 and with 8 slots (llama.cpp -np), judged by a
-    TTFT limit set from this machine's speed measured just before: above the first token of eight
-    users prefilled together, below one whole answer. A user beyond the slots waits for a whole
-    answer, so with 4 slots the fifth user fails; with 8, more users pass. The limit is the
-    geometric mean of the two, so the verdicts hold on a slower or faster machine, and while its
-    speed stays within the square root of their ratio of what it was when measured. The requests
-    are shaped to make that ratio wide: a 16-token prompt and a 64-token answer, so a first
-    token is a short prefill and an answer 64 decode steps. With 128-token prompts the ratio was
-    about 5 idle and fell to 3.99 in CI, where other tests' servers took the CPU during the short
-    prefill window more than during the long answer (the premise below failed). The server keeps
-    a CPU free (``server_threads``): with a thread on every core, one busy process in another
-    session made this test's server 20 times slower."""
+    """``arena capacity --slots`` on the embedded server with 4 and with 8 slots (llama.cpp -np):
+    4 and 5 users on 4 slots, 8 users on 8, each probe one round of its users sent together (its
+    warm-up round aside) under an SLO every probe meets. A user beyond the slots waits for a
+    whole answer, so one first token of the 5-user probe comes an answer late, while a user
+    with a slot waits only for a short prefill (a 16-token prompt against a 64-token answer).
+    The cards then judge the stored probes again under a TTFT limit between the two, set from
+    the probes themselves: the card of 4 slots says 4 users and fails at 5, that of 8 slots says
+    8 users. A limit set from a run measured before the searches failed in CI, where other
+    tests' servers changed the machine's speed between the runs; this one asks only that a
+    queued user wait longer than twice any user with a slot. The server keeps a CPU free
+    (``server_threads``): with a thread on every core, one busy process in another session made
+    this test's server 20 times slower."""
     import math
-    import statistics
     import subprocess
     import sys
 
-    from arena_core.loadgen.goodput import first_token_s as first_token
-
-    def capacity(slots: int, slo: str, start: int, limit: int, requests: int) -> subprocess.CompletedProcess:
-        argv = [sys.executable, "-m", "arena_core", "--config", str(shape), "capacity", "--slots", str(slots), "--scale", "1", "--slo", slo]
-        argv += ["--start", str(start), "--limit", str(limit), "--probe-requests", str(requests), "--probe-seconds", "0", "--output", str(tmp_path / "store")]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert f"server slots: {slots} (fixed by --slots)" in done.stderr
-        return done
+    from arena_core.loadgen.goodput import first_token_s
 
     shape = tmp_path / "arena.toml"
     shape.write_text("[workloads.chat]\nprompt_tokens = 16\ngenerated_tokens = 64\n")
-    # this machine now: four users on four slots (a 16-token prompt and a 64-token answer each)
-    measured = capacity(4, "ttft=600s,tps=none", 4, 4, requests=8)
-    run_dir = Path(re.search(r"results: (\S+)", measured.stdout).group(1))
-    records = [r for path in run_dir.glob("**/records.jsonl") for r in read_records(path) if r.ok and not r.warmup and r.chunk_ns and r.end_ns]
-    assert len(records) == 8, len(records)
-    first_token_s = statistics.median(first_token(r) for r in records)
-    answer_s = statistics.median(r.end_ns - r.sent_ns for r in records) / 1e9
-    eight_at_once_s = 2 * first_token_s  # eight prompts prefilled together: twice the tokens of four
-    assert answer_s > 2 * eight_at_once_s, (first_token_s, answer_s)  # the premise: a gap to set the limit in
-    limit_s = math.sqrt(eight_at_once_s * answer_s)
 
-    # with 4 slots the search goes up to a fifth user, which is what the verdict needs (four
-    # pass, the fifth fails: one of five requests waits a whole answer); with 8 slots one probe
-    # of eight users. Each probe measures one round of its users (its warm-up round aside).
-    found = {}
-    for slots, start, limit in ((4, 4, 5), (8, 8, 8)):
-        done = capacity(slots, f"ttft={limit_s:.3f}s,tps=none", start, limit, requests=start)
-        found[slots] = int(re.search(r"Capacity: (\d+) users", done.stdout).group(1))
-    assert found[4] <= 4 < found[8] <= 8, (found, first_token_s, answer_s, limit_s)
+    def arena(*args: str) -> str:
+        argv = [sys.executable, "-m", "arena_core", "--config", str(shape), *args, "--output", str(tmp_path / "store")]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout + done.stderr
+
+    def search(slots: int, start: int, limit: int) -> tuple[str, dict[str, list[float]]]:
+        """The run's id and each probe's first tokens (seconds, sorted)."""
+        said = arena("capacity", "--slots", str(slots), "--scale", "1", "--slo", "ttft=600s,tps=none", "--start", str(start), "--limit", str(limit), "--probe-requests", "1", "--probe-seconds", "0")
+        assert f"server slots: {slots} (fixed by --slots)" in said
+        run_dir = Path(re.search(r"results: (\S+)", said).group(1))
+        probes = {path.parent.name: sorted(first_token_s(r) for r in read_records(path) if r.ok and not r.warmup) for path in run_dir.glob("**/records.jsonl")}
+        return run_dir.name, probes
+
+    four_slots, four = search(4, 4, 5)
+    eight_slots, eight = search(8, 8, 8)
+    assert [len(four["chat-users-4"]), len(four["chat-users-5"]), len(eight["chat-users-8"])] == [4, 5, 8], (four, eight)
+    with_a_slot = max(four["chat-users-4"] + four["chat-users-5"][:4] + eight["chat-users-8"])
+    queued = four["chat-users-5"][-1]
+    assert queued > 2 * with_a_slot, (four, eight)  # the premise: the fifth user waited for an answer
+    limit_s = math.sqrt(with_a_slot * queued)
+    headlines = {slots: re.search(r"^Capacity: .*", arena("card", run, "--wide", "--slo", f"ttft={limit_s:.4f}s,tps=none"), re.M).group(0) for slots, run in ((4, four_slots), (8, eight_slots))}
+    assert headlines[4].startswith("Capacity: 4 users (") and headlines[4].endswith(", fails at 5)"), (headlines, four, eight)
+    assert headlines[8].startswith("Capacity: 8 users (") and headlines[8].endswith(", no probe failed)"), (headlines, four, eight)
 
 
 @pytest.mark.slow
