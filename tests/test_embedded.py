@@ -137,7 +137,23 @@ def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
 
     def search(slots: int, start: int, limit: int) -> tuple[str, dict[str, list[float]]]:
         """The run's id and each probe's first tokens (seconds, sorted)."""
-        said = arena("capacity", "--slots", str(slots), "--scale", "1", "--slo", "ttft=600s,tps=none", "--start", str(start), "--limit", str(limit), "--probe-requests", "1", "--probe-seconds", "0")
+        said = arena(
+            "capacity",
+            "--slots",
+            str(slots),
+            "--scale",
+            "1",
+            "--slo",
+            "ttft=600s,tps=none",
+            "--start",
+            str(start),
+            "--limit",
+            str(limit),
+            "--probe-requests",
+            "1",
+            "--probe-seconds",
+            "0",
+        )
         assert f"server slots: {slots} (fixed by --slots)" in said
         run_dir = Path(re.search(r"results: (\S+)", said).group(1))
         probes = {path.parent.name: sorted(first_token_s(r) for r in read_records(path) if r.ok and not r.warmup) for path in run_dir.glob("**/records.jsonl")}
@@ -150,7 +166,10 @@ def test_embedded_capacity_grows_with_the_servers_slots(tmp_path):
     queued = four["chat-users-5"][-1]
     assert queued > 2 * with_a_slot, (four, eight)  # the premise: the fifth user waited for an answer
     limit_s = math.sqrt(with_a_slot * queued)
-    headlines = {slots: re.search(r"^Capacity: .*", arena("card", run, "--wide", "--slo", f"ttft={limit_s:.4f}s,tps=none"), re.M).group(0) for slots, run in ((4, four_slots), (8, eight_slots))}
+    headlines = {
+        slots: re.search(r"^Capacity: .*", arena("card", run, "--wide", "--slo", f"ttft={limit_s:.4f}s,tps=none"), re.M).group(0)
+        for slots, run in ((4, four_slots), (8, eight_slots))
+    }
     assert headlines[4].startswith("Capacity: 4 users (") and headlines[4].endswith(", fails at 5)"), (headlines, four, eight)
     assert headlines[8].startswith("Capacity: 8 users (") and headlines[8].endswith(", no probe failed)"), (headlines, four, eight)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 from arena_core.loadgen.cache_state import cache_metrics, cache_problem
 from arena_core.loadgen.closed_loop import ClosedLoopPlan, SessionFacts
 from arena_core.loadgen.closed_metrics import llama_benchy_entry, request_metrics
+from arena_core.loadgen.precision import mean_figure
 from arena_core.loadgen.stats import median, tail_metrics
 from arena_core.loadgen.stream import ANSWER
 from arena_core.loadgen.verdict import verdict_for
@@ -84,10 +83,10 @@ def closed_loop_result(
         "output_tokens": float(sum(r.completion_tokens_server or 0 for r in ok)),
         "concurrency": float(plan.shape.concurrency),  # as the external instrument's reading of the tool's JSON has it
     }
-    if len(decode) >= 2:  # a 95 % interval of the mean per-user speed (normal approximation)
-        spread = 1.96 * statistics.stdev(decode) / math.sqrt(len(decode))
-        metrics["decode_tps_per_user_ci_low"] = max(0.0, metrics["decode_tps_per_user"] - spread)  # type: ignore[operator]
-        metrics["decode_tps_per_user_ci_high"] = metrics["decode_tps_per_user"] + spread  # type: ignore[operator]
+    for key, values in (("decode_tps_per_user", decode), ("decode_tps_total", totals)):  # 95 % Student t intervals
+        figure = mean_figure(values)  # the total's across the workload's runs
+        if figure is not None and figure.low is not None and figure.high is not None:
+            metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = max(0.0, figure.low), figure.high
     tail_metrics("ttft", ttfts, metrics)
     seed_ttft = [t for t in (_mean_of(e, "ttfr") for e in entries) if t is not None]
     if seed_ttft:  # llama-benchy's mean time to first response: what the seed cards print as "TTFT p50"

@@ -77,6 +77,18 @@ def _summary(values: list[float], percentiles: Sequence[float]) -> dict[str, Any
     }
 
 
+def output_length(output: VllmOutput) -> int:
+    """vLLM's output length of a request: usage's count, else the client's, else 1."""
+    return output.output_tokens or output.counted_tokens or 1
+
+
+def time_per_output_token(output: VllmOutput) -> float | None:
+    """vLLM's TPOT of a request: its time after the first token over the tokens after it (None
+    for an answer of one token)."""
+    length = output_length(output)
+    return (output.latency - output.ttft) / (length - 1) if output.success and length > 1 else None
+
+
 def vllm_metrics(
     outputs: Sequence[VllmOutput], duration: float, percentiles: Sequence[float] = (50, 90, 95, 99), goodput: Mapping[str, float] | None = None
 ) -> dict[str, Any]:
@@ -92,14 +104,13 @@ def vllm_metrics(
         if not output.success:
             lens.append(0)
             continue
-        length = output.output_tokens or output.counted_tokens or 1
+        length = output_length(output)
         lens.append(length)
         total_input += output.prompt_len
-        tpot = 0.0
-        if length > 1:
-            tpot = (output.latency - output.ttft) / (length - 1)
+        tpot = time_per_output_token(output)
+        if tpot is not None:
             tpots.append(tpot)
-        all_tpots.append(tpot)
+        all_tpots.append(tpot or 0.0)
         itls += output.itl
         ttfts.append(output.ttft)
         e2els.append(output.latency)

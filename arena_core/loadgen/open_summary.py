@@ -8,7 +8,7 @@ from typing import Any
 from arena_core.loadgen.cache_state import cache_problem
 from arena_core.loadgen.goodput import kept_up
 from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan
-from arena_core.loadgen.open_metrics import request_rate_label, vllm_metrics, vllm_result
+from arena_core.loadgen.open_metrics import request_rate_label, time_per_output_token, vllm_metrics, vllm_result
 from arena_core.loadgen.stats import percentile, tail_metrics
 from arena_core.loadgen.verdict import TOKEN_COUNT_TOLERANCE, stream_problems
 from arena_core.types import Verdict, WorkloadResult
@@ -87,6 +87,7 @@ def _summary(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, An
         "output_tokens": float(metrics["total_output"]),
     }
     tail_metrics("ttft", [o.ttft for o in outcome.outputs if o.success], summary)
+    tail_metrics("tpot", [t for t in map(time_per_output_token, outcome.outputs) if t is not None], summary)
     summary.update(outcome.cache)
     if outcome.first_answer_s:
         summary["first_answer_token_p50_s"] = percentile(outcome.first_answer_s, 50)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from arena_core.loadgen.precision import Figure, percentile_bounds
+
 
 def mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
@@ -40,43 +42,42 @@ def median(values: Sequence[float]) -> float:
     return percentile(values, 50)
 
 
-def percentile_interval(values: Sequence[float], q: float, confidence: float = 0.95) -> tuple[float, float] | None:
-    """A distribution-free interval for the q-th percentile from order statistics.
+def percentile_interval(values: Sequence[float], q: float) -> tuple[float, float] | None:
+    """The 95 % interval of the q-th percentile from order statistics
+    (:func:`~arena_core.loadgen.precision.percentile_bounds`), or ``None`` when the samples
+    cannot bound it on both sides."""
+    low, high = percentile_bounds(values, q)
+    return (low, high) if low is not None and high is not None else None
 
-    The ranks come from the normal approximation of Binomial(n, q/100); ``None`` when the sample
-    is too small for the interval to stay inside it (then the percentile is "insufficient samples").
-    """
-    n = len(values)
-    if n == 0:
+
+def percentile_figure(values: Sequence[float], q: float) -> Figure | None:
+    """The q-th percentile with its 95 % interval, or, where the samples cannot bound it from
+    above, the largest sample marked ``max_of``."""
+    if not values:
         return None
-    z = {0.90: 1.6449, 0.95: 1.96, 0.99: 2.5758}[confidence]
-    p = q / 100.0
-    spread = z * math.sqrt(n * p * (1 - p))
-    low, high = math.floor(n * p - spread), math.ceil(n * p + spread)
-    if low < 0 or high > n - 1:
-        return None
-    ordered = sorted(values)
-    return ordered[low], ordered[high]
-
-
-MIN_SAMPLES_FOR_P99 = 100
+    low, high = percentile_bounds(values, q)
+    if high is None:
+        return Figure(value=max(values), low=None, high=None, samples=len(values), max_of=True)
+    return Figure(value=percentile(values, q), low=low, high=high, samples=len(values))
 
 
 def tail_metrics(prefix: str, values: Sequence[float], into: dict[str, float | None]) -> None:
-    """``{prefix}_p50_s`` and, with 95 % intervals, ``_p90_s`` and ``_p99_s`` into ``into``.
-
-    A tail that the sample cannot support (too few values for the interval, or fewer than 100
-    for p99) is ``None``: "insufficient samples", not a number.
-    """
+    """``{prefix}_p50_s``, ``_p90_s`` and ``_p99_s`` with their 95 % intervals
+    (``_ci_low_s``, ``_ci_high_s``; None on a side the samples cannot bound), the sample count
+    ``{prefix}_samples`` and the largest sample ``{prefix}_max_s``. A tail the samples cannot
+    bound from above (fewer than 36 for a p90, 368 for a p99) is ``None``: the card shows the
+    largest sample as "max of n", and nothing ranks it as the percentile. The median is always
+    its point estimate (the headline and the scores read it), its interval None where fewer
+    than 6 samples cannot bound it."""
     if not values:
         return
-    into[f"{prefix}_p50_s"] = median(values)
-    middle = percentile_interval(values, 50)  # the score's uncertainty comes from this one
-    into[f"{prefix}_p50_ci_low_s"] = middle[0] if middle else None
-    into[f"{prefix}_p50_ci_high_s"] = middle[1] if middle else None
+    into[f"{prefix}_samples"] = float(len(values))
+    into[f"{prefix}_max_s"] = max(values)
+    low, high = percentile_bounds(values, 50)
+    into[f"{prefix}_p50_s"], into[f"{prefix}_p50_ci_low_s"], into[f"{prefix}_p50_ci_high_s"] = median(values), low, high
     for q in (90, 99):
-        interval = percentile_interval(values, q)
-        enough = interval is not None and (q != 99 or len(values) >= MIN_SAMPLES_FOR_P99)
-        into[f"{prefix}_p{q}_s"] = percentile(values, q) if enough else None
-        into[f"{prefix}_p{q}_ci_low_s"] = interval[0] if enough and interval else None
-        into[f"{prefix}_p{q}_ci_high_s"] = interval[1] if enough and interval else None
+        figure = percentile_figure(values, q)
+        assert figure is not None
+        into[f"{prefix}_p{q}_s"] = None if figure.max_of else figure.value
+        into[f"{prefix}_p{q}_ci_low_s"] = figure.low
+        into[f"{prefix}_p{q}_ci_high_s"] = figure.high

@@ -24,6 +24,23 @@ def fmt_seconds(seconds: float | None) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def fmt_seconds_within(seconds: float | None, low: float | None, high: float | None) -> str:
+    """``seconds`` and its 95 % interval in the value's unit, as :func:`fmt_seconds` writes it:
+    "612 [580–650] ms", "1.23 [1.10–1.40] s"; the value alone where either bound is missing."""
+    if seconds is None or low is None or high is None:
+        return fmt_seconds(seconds)
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} [{low * 1000:.0f}–{high * 1000:.0f}] ms"
+    return f"{seconds:.2f} [{low:.2f}–{high:.2f}] s"
+
+
+def fmt_tps_within(value: float | None, low: float | None, high: float | None) -> str:
+    """tokens/s with its 95 % interval: "41.0 [39.2–42.8]"; the value alone without one."""
+    if value is None or low is None or high is None:
+        return fmt_tps(value)
+    return f"{fmt_tps(value)} [{fmt_tps(low)}–{fmt_tps(high)}]"
+
+
 def shown_seconds(seconds: float) -> float:
     """``seconds`` as :func:`fmt_seconds` writes them: whole milliseconds under a second, else hundredths."""
     return round(seconds * 1000) / 1000 if seconds < 1 else round(seconds, 2)

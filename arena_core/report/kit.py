@@ -16,6 +16,8 @@ from arena_core.report.capacity_card import capacity_and_agents, capacity_column
 from arena_core.report.card_sections import G_NOTE, PREDICTION_HEADERS, PREDICTION_NOTE, TTFT_NOTE, prediction_rows
 from arena_core.report.formats import fmt_score, fmt_seconds, fmt_tps
 from arena_core.report.model_card import (
+    WORKLOAD_COLUMNS,
+    WORKLOAD_NOTE,
     big_figures,
     cost_rows,
     decode_totals,
@@ -81,6 +83,8 @@ __all__ = [
     "ttft_is_mean",
     "workload_blocks",
     "TURN_COLUMNS",
+    "WORKLOAD_COLUMNS",
+    "WORKLOAD_NOTE",
     "workload_rows",
     "wrap_text",
 ]

@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from arena_core.report.card_sections import capacity_section, prediction_section, slo_section, sweep_section
 from arena_core.report.cost import CostLine
-from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, fmt_tps
+from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, fmt_seconds_within, fmt_tps, fmt_tps_within
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
 from arena_core.report.workload_blocks import TURN_COLUMNS, summary_lines, workload_blocks
@@ -45,24 +45,42 @@ def decode_totals(card: ModelCard) -> list[tuple[str, float | None]]:
     return [(label, line.metrics.get("decode_tps_total") if (line := card.workload(name)) else None) for label, name in card.layout.totals]
 
 
+#: The workloads table's columns (text, markdown and the site); :data:`WORKLOAD_NOTE` says what the brackets hold.
+WORKLOAD_COLUMNS = ("workload", "requests", "tokens/s", "TTFT p50", "TTFT p90", "TTFT p99", "verdict")
+WORKLOAD_NOTE = (
+    "Each figure with its 95 % interval in brackets, from the workload's own requests. "
+    '"max of n": too few requests to bound that percentile from above (36 for a p90, 368 for a p99); the slowest is shown, and nothing ranks it as the percentile.'
+)
+
+
 def _tail(line: CardWorkload, q: int) -> str:
-    value = line.metrics.get(f"ttft_p{q}_s")
+    """A TTFT tail with its 95 % interval; where the samples could not bound it from above,
+    what it is: "max of 4: 812 ms" (``loadgen.stats.tail_metrics``)."""
+    value, samples, largest = line.metrics.get(f"ttft_p{q}_s"), line.metrics.get("ttft_samples"), line.metrics.get("ttft_max_s")
     if value is None:
-        return "—"
-    low, high = line.metrics.get(f"ttft_p{q}_ci_low_s"), line.metrics.get(f"ttft_p{q}_ci_high_s")
-    return fmt_seconds(value) + (f" [{fmt_seconds(low)}–{fmt_seconds(high)}]" if low is not None and high is not None else "")
+        return f"max of {samples:.0f}: {fmt_seconds(largest)}" if samples and largest is not None else "—"
+    return fmt_seconds_within(value, line.metrics.get(f"ttft_p{q}_ci_low_s"), line.metrics.get(f"ttft_p{q}_ci_high_s"))
+
+
+def sample_count(line: CardWorkload) -> str:
+    """How many requests the workload's TTFT figures are from ("—" where a run stored none)."""
+    samples = line.metrics.get("ttft_samples")
+    return f"{samples:.0f}" if samples else "—"
 
 
 def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
-    """The scored suite ("—" where missing), then whatever else the run measured (probes, optional workloads)."""
+    """The scored suite ("—" where missing), then whatever else the run measured (probes,
+    optional workloads): requests, tokens/s and TTFT p50 / p90 / p99, each with its 95 % interval."""
     rows = []
     suite = card.expected if any(card.workload(name) for name in card.expected) else ()  # a capacity search measures none of it
     for name in (*suite, *(line.name for line in card.workloads if line.name not in card.expected)):
         line = card.workload(name)
         if line is None:
-            rows.append((name, "—", "—", "—", "—", "not completed"))
+            rows.append((name, "—", "—", "—", "—", "—", "not completed"))
             continue
-        rows.append((name, fmt_tps(line.tokens_per_second), ttft_cell(card, line), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID"))
+        tps = fmt_tps_within(line.tokens_per_second, line.tokens_per_second_low, line.tokens_per_second_high)
+        ttft = fmt_seconds_within(line.ttft_p50_s, line.ttft_p50_low_s, line.ttft_p50_high_s) + (" (mean)" if ttft_is_mean(card, line) else "")
+        rows.append((name, sample_count(line), tps, ttft, _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID"))
     return rows
 
 
@@ -424,9 +442,8 @@ def render_model_card(
         "",
         f"{h2}Workloads",
         # a quality-only run measured none: its empty table's header alone was wider than a terminal
-        table_of(*reversed(without_empty_columns(["workload", "tokens/s", "TTFT p50", "TTFT p90 [95 % CI]", "TTFT p99 [95 % CI]", "verdict"], rows)))
-        if (rows := workload_rows(card))
-        else "(none measured)",
+        table_of(*reversed(without_empty_columns(list(WORKLOAD_COLUMNS), rows))) if (rows := workload_rows(card)) else "(none measured)",
+        *([wrap(WORKLOAD_NOTE)] if rows else []),
         *(wrap(f"- {name}: {notes}", hanging="  ") for name, notes in workload_notes(card)),
         "",
         f"{h2}Findings",

@@ -336,6 +336,8 @@ def _card_page(env: Environment, common: dict, view: CardView, verified: Mapping
         decode_totals=[(label, card_kit.fmt_tps(total)) for label, total in card_kit.decode_totals(card)],
         blocks=card_kit.workload_blocks(card),
         turn_columns=card_kit.TURN_COLUMNS,
+        workload_columns=card_kit.WORKLOAD_COLUMNS,
+        workload_note=card_kit.WORKLOAD_NOTE,
         workload_rows=card_kit.workload_rows(card),
         seed_rows=card_kit.seed_rows(card),
         findings=list(view.findings),
