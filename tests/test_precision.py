@@ -5,7 +5,11 @@ percentile, and Student t intervals on means."""
 from __future__ import annotations
 
 import math
+import os
 import random
+import re
+import subprocess
+from pathlib import Path
 from statistics import NormalDist
 
 import pytest
@@ -72,3 +76,58 @@ def test_a_means_interval_is_students_t():
     assert figure.low == pytest.approx(11.5 - half, abs=0.01) and figure.high == pytest.approx(11.5 + half, abs=0.01)
     assert figure.margin == pytest.approx(half / 11.5, abs=0.001)
     assert mean_figure([3.0]).low is None and mean_figure([]) is None
+
+
+TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "vllm" / "tokenizer"
+#: The rig's TTFT: 20 ms and an exponential wait of mean 20 ms (seeded); decode one token each 4 ms.
+JITTERY_RIG = ("--prefill-base-ms", "20", "--prefill-jitter-ms", "20", "--decode-gap-ms", "4")
+
+
+@pytest.mark.slow
+def test_compare_tells_apart_only_what_the_intervals_separate(tmp_path):
+    """Two runs of the same rig (its waits drawn anew) and one of a rig that decodes 20 % slower
+    (a token each 5 ms, not 4): a figure with intervals is better or worse exactly where the
+    intervals leave each other out, "no difference" where they overlap. The slower rig's
+    tokens/s is told apart; the card shows the TTFT tails the requests cannot bound as what
+    they are."""
+    from arena_core.testing import arena, rig_run_argv
+    from arena_core.testing.fake_server import FakeServerProcess
+
+    store, shape = tmp_path / "store", tmp_path / "arena.toml"
+    # 40 requests of 32 tokens: ten users, four runs (enough to bound a p90, not a p99)
+    shape.write_text("[workloads.chat]\nconcurrency = 10\nruns = 4\ngenerated_tokens = 32\n")
+
+    def measured(*rig_args: str) -> str:
+        with FakeServerProcess([*rig_args, "--tokenizer", str(TOKENIZER / "tokenizer.json")]) as rig:
+            argv = rig_run_argv(rig.url, store, tokenizer=TOKENIZER, workloads="chat", scale="1")
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return Path(re.search(r"results: (\S+)", done.stdout).group(1)).name
+
+    first, again = measured(*JITTERY_RIG, "--jitter-seed", "1"), measured(*JITTERY_RIG, "--jitter-seed", "2")
+    slower = measured(*JITTERY_RIG[:4], "--decode-gap-ms", "5", "--jitter-seed", "3")
+
+    def rows(a: str, b: str) -> dict[str, tuple[str, str, str]]:
+        done = arena("compare", a, b, "--output", str(store), env={**os.environ, "COLUMNS": "200"})
+        assert done.returncode == 0, done.stderr
+        found = {}
+        for line in done.stdout.splitlines():
+            if match := re.match(r"(chat (?:tok/s|TTFT p50))\s+(\S+ \[\S+\]\s?\S*)\s+(\S+ \[\S+\]\s?\S*)\s+(.+)$", line.strip()):
+                found[match.group(1)] = (match.group(2), match.group(3), match.group(4).strip())
+        assert set(found) == {"chat tok/s", "chat TTFT p50"}, done.stdout
+        return found
+
+    def interval(cell: str) -> tuple[float, float]:
+        low, high = re.search(r"\[([0-9.]+)–([0-9.]+)\]", cell).groups()
+        return float(low), float(high)
+
+    for a, b in ((first, again), (first, slower)):
+        for label, (cell_a, cell_b, said) in rows(a, b).items():
+            (low_a, high_a), (low_b, high_b) = interval(cell_a), interval(cell_b)
+            overlap = low_a <= high_b and low_b <= high_a
+            assert ("no difference" in said) == overlap, (label, cell_a, cell_b, said)
+            assert ("better" in said) == (not overlap), (label, cell_a, cell_b, said)
+    told = rows(first, slower)["chat tok/s"][2]
+    assert re.fullmatch(r"1\.2[0-9]x, A better", told), told  # 5 ms against 4 ms a token: 1.25x
+    card = arena("card", first, "--output", str(store), env={**os.environ, "COLUMNS": "200"}).stdout
+    assert re.search(r"^chat\s+40\s+.*\] ms\s+max of 40: \d+ ms\s+valid$", card, re.M), card  # p90 bounded by 40, p99 not

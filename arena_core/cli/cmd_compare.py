@@ -13,7 +13,7 @@ from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.hookspecs import hookimpl
 from arena_core.report import render_table
 from arena_core.report.capacity_card import capacity_found, capacity_probes
-from arena_core.report.formats import fmt_seconds, fmt_tps
+from arena_core.report.formats import fmt_seconds_within, fmt_tps, fmt_tps_within
 from arena_core.report.seed_figures import throughput_headline
 from arena_core.report.text import wrap_text
 from arena_core.results.cards import load_card, load_cards, scores_for
@@ -24,6 +24,10 @@ from arena_core.types import CardWorkload, ModelCard
 
 #: Which way is better for a row: more (throughput, score, quality) or less (latency, memory).
 HIGHER, LOWER = 1, -1
+
+
+#: A figure and its 95 % interval (None where it has none).
+Within = tuple[float | None, float | None, float | None]
 
 
 def verdict(a: float | None, b: float | None, better: int) -> str:
@@ -38,6 +42,19 @@ def verdict(a: float | None, b: float | None, better: int) -> str:
     return f"{ratio:.2f}x, " + ("A better" if (ratio > 1) == (better == HIGHER) else "B better")
 
 
+def verdict_within(a: Within, b: Within, better: int) -> str:
+    """:func:`verdict` where both figures have 95 % intervals that leave each other out; where
+    they overlap, "no difference" (the runs cannot tell them apart); where either has none, the
+    ratio says so."""
+    (value_a, *interval_a), (value_b, *interval_b) = a, b
+    if None in (*interval_a, *interval_b) or value_a is None or value_b is None:
+        return verdict(value_a, value_b, better) + (", no interval" if value_a is not None and value_b is not None and value_b else "")
+    (low_a, high_a), (low_b, high_b) = interval_a, interval_b
+    if low_a <= high_b and low_b <= high_a:  # type: ignore[operator]
+        return f"{value_a / value_b:.2f}x, no difference" if value_b else "no difference"
+    return verdict(value_a, value_b, better)
+
+
 class Rows:
     """The compare table: a label, A's and B's figures as shown, and the verdict."""
 
@@ -48,6 +65,12 @@ class Rows:
         if a is None and b is None:
             return
         self.rows.append((label, shown(a), shown(b), verdict(a, b, better)))
+
+    def add_within(self, label: str, a: Within, b: Within, shown: Callable[[float | None, float | None, float | None], str], better: int) -> None:
+        """A row of figures with their 95 % intervals, told apart only where the intervals separate."""
+        if a[0] is None and b[0] is None:
+            return
+        self.rows.append((label, shown(*a), shown(*b), verdict_within(a, b, better)))
 
 
 def _gb(value: float | None) -> str:
@@ -71,7 +94,9 @@ def _rate(value: float | None) -> str:
 def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, profile: str) -> None:
     """Two stored runs side by side: score, quality, throughput G, memory, benches, then per
     workload tokens/s, TTFT p50 and the request rate served, each with the ratio A / B and which
-    run it favours (more is better for throughput, less for latency and memory). Each run's
+    run it favours (more is better for throughput, less for latency and memory); a figure with
+    a 95 % interval is told apart only where the intervals leave each other out ("no
+    difference" where they overlap). Each run's
     score is its own card's: scored among the stored runs its card is scored among, not between
     the two. A run is named by its id or a unique start or end of it."""
     store = results_dir(app, output)
@@ -97,13 +122,20 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
     extra = [line.name for card in (a, b) for line in card.workloads if line.name not in a.expected]
     for name in (*a.expected, *dict.fromkeys(extra)):
         la, lb = a.workload(name), b.workload(name)
-        table.add(f"{name} tok/s", *(line.tokens_per_second if line else None for line in (la, lb)), fmt_tps, HIGHER)
-        table.add(f"{name} {_ttft_kind((a, la), (b, lb))}", *(line.ttft_p50_s if line else None for line in (la, lb)), fmt_seconds, LOWER)
+        tps = [(line.tokens_per_second, line.tokens_per_second_low, line.tokens_per_second_high) if line else (None, None, None) for line in (la, lb)]
+        table.add_within(f"{name} tok/s", *tps, fmt_tps_within, HIGHER)
+        ttft = [(line.ttft_p50_s, line.ttft_p50_low_s, line.ttft_p50_high_s) if line else (None, None, None) for line in (la, lb)]
+        table.add_within(f"{name} {_ttft_kind((a, la), (b, lb))}", *ttft, fmt_seconds_within, LOWER)
         table.add(f"{name} served", *(line.metrics.get("request_throughput") if line else None for line in (la, lb)), _rate, HIGHER)
     echo(wrap_text(f"A: {a.model_title} on {a.hardware} ({a.run_id})", hanging="   "))
     echo(wrap_text(f"B: {b.model_title} on {b.hardware} ({b.run_id})", hanging="   "))
     echo(render_table(["", "A", "B", "A / B"], table.rows))
     echo(wrap_text(f"Score: {sa.version}, as each run's card shows it. More is better for scores, quality and throughput; less for TTFT and memory."))
+    echo(
+        wrap_text(
+            "A figure with its 95 % interval in brackets is better or worse only where the two intervals leave each other out; where they overlap the runs cannot tell it apart: no difference."
+        )
+    )
     if any(row[0].endswith("output parity (temperature 0)") for row in table.rows):
         echo(
             wrap_text(

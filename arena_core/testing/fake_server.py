@@ -20,6 +20,7 @@ import functools
 import gzip
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -97,6 +98,10 @@ class FakeServerConfig:
     tokenizer_path: str | None = None
     prefill_base_s: float = 0.0
     prefill_per_token_s: float = 0.0
+    #: mean of an exponential delay added to each request's prefill, drawn from ``jitter_seed``
+    #: and the request's number: a known TTFT distribution (base + Exp(mean)) for precision tests
+    prefill_jitter_s: float = 0.0
+    jitter_seed: int = 0
     decode_gap_s: float = 0.01
     tokens_per_chunk: int = 1
     early_role_chunk: bool = False
@@ -464,6 +469,8 @@ class FakeOpenAIServer:
         coherent = COHERENCE_QUESTION in last_user.lower()
         count = 1 if coherent else int(asked)
         prefill = config.prefill_base_s + config.prefill_per_token_s * (prompt_tokens or 0)
+        if config.prefill_jitter_s > 0:
+            prefill += random.Random(f"{config.jitter_seed}-{entry['number']}").expovariate(1 / config.prefill_jitter_s)
         entry["status"] = 200
         if not stream:
             await asyncio.sleep(prefill + config.decode_gap_s * max(0, count - 1))
@@ -810,6 +817,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tokenizer", help="tokenizer.json for exact token counts and /tokenize")
     parser.add_argument("--prefill-base-ms", type=float, default=0.0)
+    parser.add_argument("--prefill-jitter-ms", type=float, default=0.0, help="mean of an exponential delay added to each prefill (seeded)")
+    parser.add_argument("--jitter-seed", type=int, default=0, help="the seed of --prefill-jitter-ms's draws, with each request's number")
     parser.add_argument("--prefill-per-token-ms", type=float, default=0.0)
     parser.add_argument("--decode-gap-ms", type=float, default=10.0)
     parser.add_argument("--tokens-per-chunk", type=int, default=1)
@@ -868,6 +877,8 @@ def main(argv: list[str] | None = None) -> None:
         tokenizer_path=args.tokenizer,
         prefill_base_s=args.prefill_base_ms / 1000,
         prefill_per_token_s=args.prefill_per_token_ms / 1000,
+        prefill_jitter_s=args.prefill_jitter_ms / 1000,
+        jitter_seed=args.jitter_seed,
         decode_gap_s=args.decode_gap_ms / 1000,
         tokens_per_chunk=args.tokens_per_chunk,
         early_role_chunk=args.early_role_chunk,
