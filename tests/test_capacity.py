@@ -186,6 +186,9 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert measured.returncode == 0, measured.stderr[-3000:]
     assert "Capacity: 4 users (TTFT ≤ 0.4 s for 95% of requests), fails at 5" in done.stdout
+    # the knee: a fifth user waits a whole answer, so TTFT p95 climbs past 4 users (4 slots)
+    knee = "Knee: 4 users (TTFT p95 within 2x the lightest probe's up to 4 users; more at 5)"
+    assert knee in done.stdout
     assert re.findall(r"probe (\d+) users?: .*: (pass|fail)", done.stderr) == [
         ("1", "pass"),
         ("2", "pass"),
@@ -197,6 +200,7 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     run_id = re.search(r"arena card (\S+)\)", done.stdout).group(1)
     card = arena("card", run_id, "--output", str(tmp_path / "store"))
     assert "Capacity: 4 users (TTFT ≤ 0.4 s for 95% of requests, fails at 5)" in card.stdout  # judged by the SLO the run recorded
+    assert knee in " ".join(card.stdout.split())
     assert re.search(r"chat-users-5\s+\S+\s+\S+", card.stdout)
     # the leaderboard's capacity column: a search's own, and for the plain run the newest search
     # of its model on its machine
@@ -207,7 +211,7 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     # compare puts the search's answer and its probes beside another run
     plain_id = next(iter(rows))
     compared = arena("compare", run_id, plain_id, "--output", str(tmp_path / "store"))
-    assert re.search(r"capacity +4 users +— ", compared.stdout) and re.search(r"chat-users-5 tok/s +[0-9.]+ +— ", compared.stdout), compared.stdout
+    assert re.search(r"capacity +4 users +— ", compared.stdout) and re.search(r"chat-users-5 tok/s +[0-9.]+ \[[0-9.]+–[0-9.]+\] +— ", compared.stdout), compared.stdout
     # [cost]: the plain run is costed at the search's capacity; the rig reads no energy, so the
     # hardware alone is counted, and the card says electricity was not
     config = tmp_path / "arena.toml"

@@ -131,3 +131,16 @@ def test_compare_tells_apart_only_what_the_intervals_separate(tmp_path):
     assert re.fullmatch(r"1\.2[0-9]x, A better", told), told  # 5 ms against 4 ms a token: 1.25x
     card = arena("card", first, "--output", str(store), env={**os.environ, "COLUMNS": "200"}).stdout
     assert re.search(r"^chat\s+40\s+.*\] ms\s+max of 40: \d+ ms\s+valid$", card, re.M), card  # p90 bounded by 40, p99 not
+
+
+def test_the_knee_is_the_last_load_before_latency_doubles():
+    from arena_core.run.capacity import Knee, latency_knee
+
+    # flat, then a queue: the knee between the last flat probe and the first slow one
+    assert latency_knee([(8, 0.9), (1, 0.010), (2, 0.011), (4, 0.012), (5, 0.41)]) == Knee(load=4, beyond=5)
+    # a steady climb (processor sharing: TTFT in proportion to users) is twice at twice the load, more beyond
+    assert latency_knee([(users, 0.05 * users) for users in (1, 2, 3, 4)]) == Knee(load=2, beyond=3)
+    # a probe with failures (its p95 is infinite, None) is past the knee; no rise: the knee is not reached
+    assert latency_knee([(1, 0.1), (2, None)]) == Knee(load=1, beyond=2)
+    assert latency_knee([(1, 0.1), (2, 0.15), (4, 0.19)]) == Knee(load=4, beyond=None)
+    assert "at every probe" in Knee(load=4, beyond=None).describe("users") and latency_knee([(1, None)]) is None

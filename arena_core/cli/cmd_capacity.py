@@ -19,6 +19,8 @@ from arena_core.cli.params import Within, quality_suite_option, server_options
 from arena_core.errors import Interrupted, UsageError
 from arena_core.hookspecs import hookimpl
 from arena_core.loadgen.goodput import parse_slo
+from arena_core.report.capacity_card import capacity_knee_line
+from arena_core.results.cards import load_card
 from arena_core.run.capacity import Capacity, SearchSettings, load_text, probe_workload, run_search
 from arena_core.run.manifest import read_manifest
 from arena_core.run.session import RunRequest, RunSession, plan_run
@@ -121,6 +123,8 @@ def capacity_command(ctx: click.Context, resume: str | None, **flags: Any) -> No
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: {len(session.results)} probes kept in run {session.run_id}; {session.resume_hint()}") from None
     echo(_headline(found, settings, objective.describe()))
+    if knee := capacity_knee_line(load_card(session.run_dir.parent, session.run_id, app.hooks.registry, objective)):
+        echo(knee)
     echo(f"results: {session.run_dir}  (arena card {session.run_id})")
 
 

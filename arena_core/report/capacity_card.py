@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from attrs import frozen
 
 from arena_core.report.formats import energy_read_from
-from arena_core.run.capacity import PROBE_LABEL, PROBE_NAME, load_text, passes
+from arena_core.run.capacity import PROBE_LABEL, PROBE_NAME, latency_knee, load_text, passes
 from arena_core.run.identity import UNNAMED
 from arena_core.types import ModelCard
 
@@ -73,6 +73,14 @@ def capacity_found(probes: Sequence[ProbeLine]) -> tuple[ProbeLine | None, Probe
     best = max(passed, key=lambda p: p.load, default=None)
     above = [p for p in probes if not p.passed and p.load > (best.load if best else 0)]
     return best, min(above, key=lambda p: p.load, default=None)
+
+
+def capacity_knee_line(card: ModelCard) -> str | None:
+    """ "Knee: 4 users (TTFT p95 within 2x …)": where the search's probes show latency starting
+    to climb (:func:`~arena_core.run.capacity.latency_knee`), or None without probes to tell."""
+    probes = capacity_probes(card)
+    knee = latency_knee([(p.load, p.ttft_p95_s) for p in probes])
+    return f"Knee: {knee.describe(probes[0].unit)}" if knee else None  # type: ignore[arg-type]
 
 
 def capacity_headline(card: ModelCard) -> str:

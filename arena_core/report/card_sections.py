@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from arena_core.report.capacity_card import capacity_headline, capacity_probes
+from arena_core.report.capacity_card import capacity_headline, capacity_knee_line, capacity_probes
 from arena_core.report.formats import fmt_seconds, fmt_shown_error, fmt_tps, shown_seconds, shown_tps
 from arena_core.report.sweep import capacity_rows, sweep_steps
 from arena_core.results.parity import quality_difference
@@ -92,7 +92,8 @@ def capacity_section(card: ModelCard, h2: str, table_of: TableOf) -> list[str]:
     ]
     headers = ["req/s" if rate else probes[0].unit, "within the SLO", *(["kept up"] if rate else []), "", "TTFT p50", "TTFT p95 (failures ∞)"]
     headers += ["tok/s per user", "tok/s total"]
-    return [f"{h2}{capacity_headline(card)}", table_of(rows, headers), *under_load_lines(card, table_of), ""]
+    knee = [line] if (line := capacity_knee_line(card)) else []
+    return [f"{h2}{capacity_headline(card)}", *knee, table_of(rows, headers), *under_load_lines(card, table_of), ""]
 
 
 def under_load_lines(card: ModelCard, table_of: TableOf) -> list[str]:

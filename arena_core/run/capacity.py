@@ -107,6 +107,40 @@ class Capacity:
     probes: tuple[Probe, ...]
 
 
+#: The knee: the most load whose TTFT p95 (failures as ∞) stays within this many times the
+#: lightest probe's; beyond it latency has begun to climb (tests/test_capacity.py: the rig with 4
+#: slots has its knee at 4 users).
+KNEE_FACTOR = 2.0
+
+
+@frozen(kw_only=True)
+class Knee:
+    """Where latency starts rising steeply, to within the probes: ``load``, the most load whose
+    TTFT p95 stayed within :data:`KNEE_FACTOR` times the lightest probe's, and ``beyond``, the
+    least probed load above it that did not (None: none up to the highest probe did not)."""
+
+    load: float
+    beyond: float | None
+
+    def describe(self, load: Load) -> str:
+        """ "4 users (TTFT p95 within 2x the lightest probe's up to 4 users; more at 5)"."""
+        past = f"; more at {self.beyond:g}" if self.beyond is not None else "; at every probe"
+        return f"{load_text(load, self.load)} (TTFT p95 within {KNEE_FACTOR:g}x the lightest probe's up to {load_text(load, self.load)}{past})"
+
+
+def latency_knee(points: Sequence[tuple[float, float | None]]) -> Knee | None:
+    """The knee of (load, TTFT p95 with failures as ∞, None for ∞) points, or None with no
+    finite figure at the lightest load to start from."""
+    ordered = sorted(points)
+    if not ordered or ordered[0][1] is None or ordered[0][1] <= 0:
+        return None
+    limit = KNEE_FACTOR * ordered[0][1]
+    for (load, _), (above, p95) in zip(ordered, ordered[1:]):
+        if p95 is None or p95 > limit:
+            return Knee(load=load, beyond=above)
+    return Knee(load=ordered[-1][0], beyond=None)
+
+
 def _middle(low: float, high: float, whole: bool) -> float:
     if whole:
         return float((int(low) + int(high)) // 2)
