@@ -68,6 +68,8 @@ SEED = Bound(0, 2**32 - 1, integer=True)
 REQUEST_RATE = Bound(0, math.inf, above=True)
 BURSTINESS = Bound(0, 1_000, above=True)
 RATIO_BELOW_ONE = Bound(0, 1, below=True)
+#: a relative margin a run measures to (``--precision``: 0.05 is ±5 %)
+MARGIN = Bound(0, 1, above=True, below=True)
 FRACTION = Bound(0, 1)
 WEIGHT = Bound(0, 1_000_000)
 #: ``--scale``: shrinks workloads for small machines, or grows them up to a hundredfold.

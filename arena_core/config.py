@@ -42,6 +42,8 @@ class RunSection:
     output: str = "arena-results"
     #: what to call a model the catalog lacks (default: from what its server reports)
     model_title: str | None = None
+    #: measure each closed-loop workload until precise to this margin at 95 % ("5%"); see --precision
+    precision: str | None = None
 
 
 #: ``[endpoint]``: an existing server. The key itself never goes in this file.

@@ -211,7 +211,9 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     # compare puts the search's answer and its probes beside another run
     plain_id = next(iter(rows))
     compared = arena("compare", run_id, plain_id, "--output", str(tmp_path / "store"))
-    assert re.search(r"capacity +4 users +— ", compared.stdout) and re.search(r"chat-users-5 tok/s +[0-9.]+ \[[0-9.]+–[0-9.]+\] +— ", compared.stdout), compared.stdout
+    assert re.search(r"capacity +4 users +— ", compared.stdout) and re.search(r"chat-users-5 tok/s +[0-9.]+ \[[0-9.]+–[0-9.]+\] +— ", compared.stdout), (
+        compared.stdout
+    )
     # [cost]: the plain run is costed at the search's capacity; the rig reads no energy, so the
     # hardware alone is counted, and the card says electricity was not
     config = tmp_path / "arena.toml"

@@ -144,3 +144,45 @@ def test_the_knee_is_the_last_load_before_latency_doubles():
     assert latency_knee([(1, 0.1), (2, None)]) == Knee(load=1, beyond=2)
     assert latency_knee([(1, 0.1), (2, 0.15), (4, 0.19)]) == Knee(load=4, beyond=None)
     assert "at every probe" in Knee(load=4, beyond=None).describe("users") and latency_knee([(1, None)]) is None
+
+
+@pytest.mark.slow
+def test_arena_run_precision_stops_each_workload_within_the_margin_of_the_rigs_truth(tmp_path):
+    """``arena run --precision 5%`` on a rig whose TTFT is 300 ms and an exponential wait of mean
+    30 ms (its median 300 + 30 ln 2 = 320.8 ms) and which decodes a token each 10 ms (100 tok/s
+    a stream): each closed-loop workload runs until its TTFT p50 and decode speed are within
+    ±5 % at 95 %, says so with the runs it took; its TTFT interval holds the rig's median (with
+    the rig's and client's own delay, measured on the rig without the wait) and its decode
+    speed is within 5 % of the rig's."""
+    import json
+
+    from arena_core.testing import rig_run_argv
+    from arena_core.testing.fake_server import FakeServerProcess
+
+    (tmp_path / "arena.toml").write_text(
+        "[workloads.chat]\nconcurrency = 4\ngenerated_tokens = 16\n\n[workloads.long-output]\nconcurrency = 4\ngenerated_tokens = 24\nprompt_tokens = 32\n"
+    )
+
+    def measured(jitter_ms: int, *extra: str) -> tuple[str, Path]:
+        rig_args = ["--prefill-base-ms", "300", "--prefill-jitter-ms", str(jitter_ms), "--jitter-seed", "5", "--decode-gap-ms", "10"]
+        with FakeServerProcess([*rig_args, "--tokenizer", str(TOKENIZER / "tokenizer.json")]) as rig:
+            argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,long-output", scale="1", extra=extra)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stderr, Path(re.search(r"results: (\S+)", done.stdout).group(1))
+
+    def metrics(run_dir: Path, name: str) -> dict:
+        return json.loads((run_dir / "workloads" / name / "result.json").read_text())
+
+    _, unhurried = measured(0)
+    said, run_dir = measured(30, "--precision", "5%", "--precision-cap", "90s")
+    assert json.loads((run_dir / "manifest.json").read_text())["precision"] == 0.05
+    for name in ("chat", "long-output"):
+        stopped = re.search(rf"{name}: within ±5 % after (\d+) runs: TTFT p50 ±([0-9.]+) %, decode tok/s per user ±([0-9.]+) %", said)
+        assert stopped and 2 <= int(stopped.group(1)) < 60 and max(float(stopped.group(2)), float(stopped.group(3))) <= 5, said[-3000:]
+        result = metrics(run_dir, name)
+        assert any(label.startswith("within ±5 % after") for label in result["verdict"]["labels"]), result["verdict"]
+        figures, delay = result["metrics"], metrics(unhurried, name)["metrics"]["ttft_p50_s"] - 0.300
+        low, high = figures["ttft_p50_ci_low_s"], figures["ttft_p50_ci_high_s"]
+        assert (high - low) / 2 / figures["ttft_p50_s"] <= 0.05 and low <= 0.300 + 0.030 * math.log(2) + delay <= high, (figures, delay)
+        assert abs(figures["decode_tps_per_user"] - 100) <= 5, figures

@@ -17,7 +17,7 @@ import click
 from arena_core import bounds
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo, progress_printer
-from arena_core.cli.params import Duration, Within, quality_options, regular_file, server_options
+from arena_core.cli.params import Duration, Margin, Within, quality_options, regular_file, server_options
 from arena_core.config import ArenaConfig, structure_config, with_settings
 from arena_core.errors import ConfigError, InvalidResults, UnknownNameError, UsageError
 from arena_core.hooks import ArenaHooks
@@ -51,7 +51,20 @@ def _workload_names(ctx: click.Context, param: click.Parameter, value: str | Non
 
 #: What a resumed run keeps from its start: a flag that would change it is refused, not ignored.
 #: (Given the same as the run had, a flag is fine: a resume command may repeat the original.)
-RESUME_FIXES = ("model", "backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output", "budget_s", "server_args")
+RESUME_FIXES = (
+    "model",
+    "backend",
+    "hardware",
+    "base_url",
+    "workloads",
+    "scale",
+    "instrument",
+    "exact_output",
+    "budget_s",
+    "server_args",
+    "precision",
+    "precision_cap_s",
+)
 #: What a resumed run takes from the flags when they are given: where to find things, not what to measure.
 RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tokenizer", "dataset", "corpus")
 
@@ -67,6 +80,12 @@ RESUME_TAKES = ("output", "api_key_env", "api_key_file", "request_timeout", "tok
     type=Duration(),
     help="Fit the run into this time (10m, 90s, none) by choosing its scale; said before it starts and on the card (default: 10m for the embedded server without --scale).",
 )
+@click.option(
+    "--precision",
+    type=Margin(),
+    help="Measure each closed-loop workload until its TTFT p50 and decode speed are known to this margin at 95 % (5%), for at most --precision-cap; its result says which stopped it.",
+)
+@click.option("--precision-cap", "precision_cap_s", type=Duration(), help="The most time each workload runs under --precision (default: 5m).")
 @click.option("--instrument", type=click.Choice(["native", "external"]), help="Measure with Arena's own instrument, or with the reference tools.")
 @click.option(
     "--dataset",

@@ -13,6 +13,7 @@ from arena_core.errors import ArenaError, PluginError, UnknownNameError, UsageEr
 from arena_core.plugins import ENV_DISABLED
 from arena_core.registry import KINDS, Kind, find_kind
 from arena_core.run.budget import MOST_QUALITY_CONCURRENCY, QUALITY_CONCURRENCY
+from arena_core.run.precision_plan import parse_margin
 
 
 class KindType(click.ParamType):
@@ -102,6 +103,18 @@ class Within(click.ParamType):
         if problem := self.bound.problem(number):
             self.fail(problem, param, ctx)
         return number
+
+
+class Margin(click.ParamType):
+    """A relative margin: "5%" or 0.05 (:func:`~arena_core.run.precision_plan.parse_margin`)."""
+
+    name = "margin"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            return value if isinstance(value, float) else parse_margin(value, "")
+        except UsageError as exc:
+            self.fail(str(exc).removeprefix(": "), param, ctx)
 
 
 class Duration(click.ParamType):

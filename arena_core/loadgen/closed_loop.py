@@ -25,6 +25,7 @@ from arena_core.loadgen.chat import ChatClient, ServerRefused, record_from
 from arena_core.loadgen.codec import Codec
 from arena_core.loadgen.plausible import template_tokens_problem
 from arena_core.loadgen.prompts import CONTEXT_PROBE, PromptBuilder, chat_messages
+from arena_core.loadgen.until_precise import margin_text, precise_enough
 from arena_core.types import ClosedLoopShape, RequestRecord
 
 WARMUP_TEXT = "Warmup " * 10
@@ -240,7 +241,7 @@ class ClosedLoopDriver:
         await self.client.http.warm(plan.shape.concurrency)
         records: list[RequestRecord] = []
         for run_index, batch in zip(all_runs, prepared):
-            if self._time_is_up(run_index):
+            if self._time_is_up(run_index, records):
                 break
             started = time.perf_counter()
             run_records: list[RequestRecord] = []
@@ -264,7 +265,7 @@ class ClosedLoopDriver:
         await self.client.http.warm(plan.shape.concurrency)
         records: list[RequestRecord] = []
         for run_index, conversations in zip(all_runs, user_turns):
-            if self._time_is_up(run_index):
+            if self._time_is_up(run_index, records):
                 break
             started = time.perf_counter()
             with paused_gc():
@@ -299,17 +300,24 @@ class ClosedLoopDriver:
             answered += record.completion_tokens_server or self.plan.shape.generated_tokens
         return records
 
-    def _time_is_up(self, run_index: int) -> bool:
-        """Whether a test with a stated duration should start no more measured runs: its time
-        has passed (counted from the first measured run) and it has its fewest runs."""
+    def _time_is_up(self, run_index: int, records: Sequence[RequestRecord]) -> bool:
+        """Whether a test should start no more measured runs, once it has its fewest: its
+        headline figures are within the asked precision, or its stated duration has passed
+        (counted from the first measured run)."""
         shape = self.plan.shape
         if run_index == 1:
             self._measuring_since = time.perf_counter()
-        if shape.duration_s is None or run_index <= shape.min_runs:
+        if run_index <= shape.min_runs:
             return False
-        if time.perf_counter() - self._measuring_since < shape.duration_s:
+        if shape.precision is not None:
+            enough, margins = precise_enough(records, shape.precision)
+            if enough:
+                self.progress(f"{self.plan.workload}: within {margin_text(shape.precision)} after {run_index - 1} runs: {margins}")
+                return True
+        if shape.duration_s is None or time.perf_counter() - self._measuring_since < shape.duration_s:
             return False
-        self.progress(f"{self.plan.workload}: {shape.duration_s:g} s have passed: {run_index - 1} of at most {shape.runs} runs measured")
+        also = f", not yet within {margin_text(shape.precision)}: {precise_enough(records, shape.precision)[1]}" if shape.precision is not None else ""
+        self.progress(f"{self.plan.workload}: {shape.duration_s:g} s have passed: {run_index - 1} of at most {shape.runs} runs measured{also}")
         return True
 
     async def _finish_run(self, run_index: int, records: list[RequestRecord], seconds: float) -> list[RequestRecord]:

@@ -6,14 +6,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from arena_core.loadgen.cache_state import cache_metrics, cache_problem
 from arena_core.loadgen.closed_loop import ClosedLoopPlan, SessionFacts
 from arena_core.loadgen.closed_metrics import llama_benchy_entry, request_metrics
 from arena_core.loadgen.precision import mean_figure
 from arena_core.loadgen.stats import median, tail_metrics
 from arena_core.loadgen.stream import ANSWER
+from arena_core.loadgen.until_precise import precision_label
 from arena_core.loadgen.verdict import verdict_for
-from arena_core.types import RequestRecord, WorkloadResult
+from arena_core.types import RequestRecord, Verdict, WorkloadResult
 
 LLAMA_BENCHY_SCHEMA_VERSION = "0.4.0"
 
@@ -118,8 +121,16 @@ def closed_loop_result(
         tokens_per_second=metrics["decode_tps_per_user"],
         ttft_p50_s=metrics.get("ttft_p50_s"),
         metrics=metrics,
-        verdict=verdict_for(measured, exact_output=plan.exact_output, extra_reasons=extra),
+        verdict=_with_precision(verdict_for(measured, exact_output=plan.exact_output, extra_reasons=extra), metrics, plan, measured),
     )
+
+
+def _with_precision(verdict: Verdict, metrics: dict[str, float | None], plan: ClosedLoopPlan, measured: Sequence[RequestRecord]) -> Verdict:
+    """A workload measured until precise (``--precision``) is labelled with the margins it reached."""
+    if plan.shape.precision is None:
+        return verdict
+    label = precision_label(metrics, plan.shape.precision, len({r.run_index for r in measured}))
+    return attrs.evolve(verdict, labels=(*verdict.labels, label))
 
 
 def _first_answer_s(record: RequestRecord) -> float | None:

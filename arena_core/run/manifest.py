@@ -98,6 +98,9 @@ class Manifest:
     #: the time budget the run's scale was chosen to fit (``--budget``), and the time it was
     #: expected to take, said before it started (:mod:`arena_core.run.budget`); None: no budget
     budget_s: float | None = None
+    #: ``--precision`` (a relative margin) and its cap in seconds per workload; None: not asked
+    precision: float | None = None
+    precision_cap_s: float | None = None
     expected_s: float | None = None
     #: what holding the run to its budget changed while it ran (a smaller scale for the last
     #: workloads, fewer quality items), in words (:class:`~arena_core.run.budget.BudgetKeeper`)

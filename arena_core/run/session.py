@@ -33,6 +33,7 @@ from arena_core.run.budget import DEFAULT_BUDGET_S, FINISH_S, LEAST_QUALITY_S, B
 from arena_core.run.identity import CATALOG_IDENTITY, UNNAMED, ask_the_server, identify, served_facts, unique_name
 from arena_core.run.integrity import sealed
 from arena_core.run.manifest import Manifest, TelemetrySetup, read_manifest, write_manifest
+from arena_core.run.precision_plan import PRECISION_CAP_S, parse_margin, until_precise
 from arena_core.run.probes import probes_for
 from arena_core.run.pulse import Counts, Pulse
 from arena_core.run.roofline import KV_BYTES_PER_ELEMENT, KV_CACHE_BYTES, apply_ceiling
@@ -116,13 +117,18 @@ class RunRequest:
     #: Choose the scale so the run fits this many seconds (0: no budget); None: 10 minutes for
     #: the embedded server when no scale is given, else none.
     budget_s: float | None = None
+    #: Measure each closed-loop workload until its headline figures are within this relative
+    #: margin at 95 % (``--precision``), for at most ``precision_cap_s`` seconds of runs each.
+    precision: float | None = None
+    precision_cap_s: float | None = None
 
     @classmethod
     def resuming(cls, manifest: Manifest, **given: object) -> RunRequest:
         """The request that carries on the run ``manifest`` records; ``given`` (the API key's
         source, the output folder, a request timeout) is what a manifest never holds."""
         kept = {
-            name: getattr(manifest, name) for name in ("backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output", "server_args")
+            name: getattr(manifest, name)
+            for name in ("backend", "hardware", "base_url", "workloads", "scale", "instrument", "exact_output", "server_args", "precision", "precision_cap_s")
         }
         paths = {name: Path(value) for name in RECORDED_PATHS if (value := getattr(manifest, name))}
         settings = {key: value for key, value in given.items() if value is not None}
@@ -162,6 +168,9 @@ class RunPlan:
     #: the time budget (``--budget``) the scale was chosen to fit, and the run's expected time
     budget_s: float | None = None
     expected: Expected | None = None
+    #: ``--precision`` and its cap, as the closed-loop workloads' shapes carry them
+    precision: float | None = None
+    precision_cap_s: float | None = None
     #: what the estimate rests on, and the workloads before scaling: a run that falls behind its
     #: budget shrinks the workloads still to run (:class:`~arena_core.run.budget.BudgetKeeper`)
     timing: Timing | None = None
@@ -181,16 +190,14 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     endpoint = _endpoint_settings(request, config.endpoint, config.source)
     backend, embedded = _choose_backend(request, config, registry, attach=bool(endpoint.base_url))
     model = _model_of(request, run.model, backend, hooks)
-    here = server_is_here(endpoint.base_url)
-    hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks, here=here)
+    hardware, reason = _choose_hardware(request.hardware or run.hardware, config, hooks, here=server_is_here(endpoint.base_url))
     chosen_scale = request.scale or (run.scale if run.scale != 1.0 else None)
     # a budget by default only where Arena chose the scale for its own embedded server
     budget = request.budget_s if request.budget_s is not None else (DEFAULT_BUDGET_S if embedded and chosen_scale is None and not request.workloads else None)
     scale = chosen_scale or (embedded.scale if embedded else 1.0)
-    unscaled = []
-    for name in () if request.quality_only else request.workloads or run.workloads or default_workloads(registry):
-        spec = registry.get("workloads", name)
-        unscaled.append(apply_override(spec, config.workloads[name], source=config.source) if name in config.workloads else spec)
+    precision = _precision_asked(request, config)
+    budget = None if precision else budget  # each workload's length is found as it runs: no budget fits it, none is claimed
+    unscaled = _asked_workloads(request, config, registry)
     quality = _quality_suites(request, registry)
     asked_at_once = request.quality_concurrency or QUALITY_CONCURRENCY
     timing, untimed = _timing(hooks, model, hardware, backend, request.output or Path(run.output), quality, request.quality_full, asked_at_once)
@@ -204,6 +211,8 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
     elif timing is None:
         budget = None  # the embedded default's budget, where its time cannot be estimated: not claimed
     workloads = _scaled(unscaled, scale)
+    if precision:
+        workloads, timing = until_precise(workloads, precision, request.precision_cap_s or PRECISION_CAP_S), None
     instrument = request.instrument or run.instrument
     _check_instrument(instrument, workloads, registry)
     exact = request.exact_output if request.exact_output is not None else bool(embedded and embedded.exact_output)
@@ -230,7 +239,29 @@ def plan_run(request: RunRequest, config: ArenaConfig, hooks: ArenaHooks) -> Run
         expected=(timing.expected(workloads).within(budget - FINISH_S) if budget else timing.expected(workloads)) if timing is not None else None,
         timing=timing,
         unscaled=tuple(unscaled),
+        precision=precision or None,
+        precision_cap_s=(request.precision_cap_s or PRECISION_CAP_S) if precision else None,
     )
+
+
+def _asked_workloads(request: RunRequest, config: ArenaConfig, registry: Registry) -> list[WorkloadSpec]:
+    """The workloads the run measures, each as the config's ``[workloads.NAME]`` changes it, unscaled."""
+    unscaled = []
+    for name in () if request.quality_only else request.workloads or config.run.workloads or default_workloads(registry):
+        spec = registry.get("workloads", name)
+        unscaled.append(apply_override(spec, config.workloads[name], source=config.source) if name in config.workloads else spec)
+    return unscaled
+
+
+def _precision_asked(request: RunRequest, config: ArenaConfig) -> float | None:
+    """``--precision``, else the config's ``[run] precision``; refused beside ``--budget``."""
+    said = config.run.precision
+    precision = request.precision or (parse_margin(said, f"{config.source}: $.run.precision") if said else None)
+    if precision and request.budget_s:
+        raise UsageError(
+            f"--budget {minutes(request.budget_s)} and --precision: a budget fits a fixed count of runs; with --precision each workload runs until precise, for at most --precision-cap"
+        )
+    return precision
 
 
 def _timing(
@@ -387,6 +418,8 @@ def new_manifest(plan: RunPlan, run_id: str) -> Manifest:
         scale=plan.scale,
         workloads=tuple(w.name for w in plan.workloads),
         config_source=plan.config.source,
+        precision=plan.precision,
+        precision_cap_s=plan.precision_cap_s,
         # the configuration as used, flags applied (names of key variables and files only, never a key)
         config=CONVERTER.unstructure(attrs.evolve(plan.config, endpoint=plan.endpoint)),
         quality_suites=tuple(suite.name for suite in plan.quality),

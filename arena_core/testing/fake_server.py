@@ -468,9 +468,7 @@ class FakeOpenAIServer:
             await asyncio.sleep(config.slow_start_s)
         coherent = COHERENCE_QUESTION in last_user.lower()
         count = 1 if coherent else int(asked)
-        prefill = config.prefill_base_s + config.prefill_per_token_s * (prompt_tokens or 0)
-        if config.prefill_jitter_s > 0:
-            prefill += random.Random(f"{config.jitter_seed}-{entry['number']}").expovariate(1 / config.prefill_jitter_s)
+        prefill = self._prefill_s(prompt_tokens or 0, entry["number"])
         entry["status"] = 200
         if not stream:
             await asyncio.sleep(prefill + config.decode_gap_s * max(0, count - 1))
@@ -622,6 +620,15 @@ class FakeOpenAIServer:
         entry["end_ns"] = time.perf_counter_ns()
         conn.write_chunk(b"data: [DONE]\n\n")
         conn.end_stream()
+
+    def _prefill_s(self, prompt_tokens: int, number: int) -> float:
+        """How long a request's prefill takes: the base, per prompt token, and with
+        ``prefill_jitter_s`` an exponential wait drawn from the seed and the request's number."""
+        config = self.config
+        prefill = config.prefill_base_s + config.prefill_per_token_s * prompt_tokens
+        if config.prefill_jitter_s > 0:
+            prefill += random.Random(f"{config.jitter_seed}-{number}").expovariate(1 / config.prefill_jitter_s)
+        return prefill
 
     async def _decode(
         self, conn: _Connection, entry: dict[str, Any], request: dict[str, Any], count: int, decode_start: float, fault: str, coherent: bool

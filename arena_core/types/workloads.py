@@ -53,6 +53,9 @@ class ClosedLoopShape:
     #: passed since the first one started and ``min_runs`` are done; ``runs`` stays the most.
     duration_s: float | None = field(default=None, validator=optional(bounds.TIMEOUT_S))
     min_runs: int = field(default=1, validator=bounds.RUNS)
+    #: Stop when precise (``--precision``): no measured run starts once ``min_runs`` are done and
+    #: the headline figures' 95 % intervals are within this relative margin (0.05: ±5 %).
+    precision: float | None = field(default=None, validator=optional(bounds.MARGIN))
 
     def __attrs_post_init__(self) -> None:
         if self.min_runs > self.runs:
