@@ -44,11 +44,11 @@ def verdict(a: float | None, b: float | None, better: int) -> str:
 
 def verdict_within(a: Within, b: Within, better: int) -> str:
     """:func:`verdict` where both figures have 95 % intervals that leave each other out; where
-    they overlap, "no difference" (the runs cannot tell them apart); where either has none, the
-    ratio says so."""
+    they overlap, "no difference" (the runs cannot tell them apart); where either has none (an
+    imported card's), by the ratio alone, as the table's note says."""
     (value_a, *interval_a), (value_b, *interval_b) = a, b
     if None in (*interval_a, *interval_b) or value_a is None or value_b is None:
-        return verdict(value_a, value_b, better) + (", no interval" if value_a is not None and value_b is not None and value_b else "")
+        return verdict(value_a, value_b, better)
     (low_a, high_a), (low_b, high_b) = interval_a, interval_b
     if low_a <= high_b and low_b <= high_a:  # type: ignore[operator]
         return f"{value_a / value_b:.2f}x, no difference" if value_b else "no difference"
@@ -133,7 +133,7 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
     echo(wrap_text(f"Score: {sa.version}, as each run's card shows it. More is better for scores, quality and throughput; less for TTFT and memory."))
     echo(
         wrap_text(
-            "A figure with its 95 % interval in brackets is better or worse only where the two intervals leave each other out; where they overlap the runs cannot tell it apart: no difference."
+            "A figure with its 95 % interval in brackets is better or worse only where the two intervals leave each other out; where they overlap the runs cannot tell it apart: no difference. One without an interval is judged by its ratio alone."
         )
     )
     if any(row[0].endswith("output parity (temperature 0)") for row in table.rows):

@@ -107,38 +107,43 @@ class Capacity:
     probes: tuple[Probe, ...]
 
 
-#: The knee: the most load whose TTFT p95 (failures as ∞) stays within this many times the
-#: lightest probe's; beyond it latency has begun to climb (tests/test_capacity.py: the rig with 4
-#: slots has its knee at 4 users).
-KNEE_FACTOR = 2.0
+#: A knee is where the latency curve bends at least this far (as a share of both axes' ranges)
+#: below the straight line from the lightest probe to the heaviest; a curve that climbs evenly
+#: has none (tests/test_capacity.py: the rig with 4 slots has its knee at 4 users).
+KNEE_BEND = 0.1
 
 
 @frozen(kw_only=True)
 class Knee:
-    """Where latency starts rising steeply, to within the probes: ``load``, the most load whose
-    TTFT p95 stayed within :data:`KNEE_FACTOR` times the lightest probe's, and ``beyond``, the
-    least probed load above it that did not (None: none up to the highest probe did not)."""
+    """Where latency starts rising steeply, to within the probes: ``load``, the probe at which
+    the TTFT p95 curve bends most (Kneedle: the farthest below the straight line across both
+    ranges), and ``beyond``, the next probe up, where the climb has begun."""
 
     load: float
-    beyond: float | None
+    beyond: float
 
     def describe(self, load: Load) -> str:
-        """ "4 users (TTFT p95 within 2x the lightest probe's up to 4 users; more at 5)"."""
-        past = f"; more at {self.beyond:g}" if self.beyond is not None else "; at every probe"
-        return f"{load_text(load, self.load)} (TTFT p95 within {KNEE_FACTOR:g}x the lightest probe's up to {load_text(load, self.load)}{past})"
+        """ "4 users (TTFT p95 flat up to 4 users, climbing from 5)"."""
+        return f"{load_text(load, self.load)} (TTFT p95 flat up to {load_text(load, self.load)}, climbing from {self.beyond:g})"
 
 
 def latency_knee(points: Sequence[tuple[float, float | None]]) -> Knee | None:
-    """The knee of (load, TTFT p95 with failures as ∞, None for ∞) points, or None with no
-    finite figure at the lightest load to start from."""
-    ordered = sorted(points)
-    if not ordered or ordered[0][1] is None or ordered[0][1] <= 0:
+    """The knee of (load, TTFT p95 with failures as ∞, None for ∞) points (Satopää et al.'s
+    Kneedle on the curve scaled to [0, 1] each way, an infinite p95 at the top); None for fewer
+    than three probes, a curve that does not climb, or one that bends less than :data:`KNEE_BEND`.
+    Scaled to its own range, a stall of a few milliseconds at a light load is nothing beside a
+    queue's whole-answer wait."""
+    ordered = sorted(points, key=lambda point: point[0])
+    finite = [p95 for _, p95 in ordered if p95 is not None]
+    if len(ordered) < 3 or not finite:
         return None
-    limit = KNEE_FACTOR * ordered[0][1]
-    for (load, _), (above, p95) in zip(ordered, ordered[1:]):
-        if p95 is None or p95 > limit:
-            return Knee(load=load, beyond=above)
-    return Knee(load=ordered[-1][0], beyond=None)
+    lightest, heaviest, low = ordered[0][0], ordered[-1][0], min(finite)
+    high = max(finite) if len(finite) == len(ordered) else 2 * max(finite)  # ∞ drawn above the highest finite
+    if high <= low or heaviest <= lightest:
+        return None
+    bends = [((load - lightest) / (heaviest - lightest)) - (((p95 if p95 is not None else high) - low) / (high - low)) for load, p95 in ordered]
+    at = max(range(len(ordered) - 1), key=lambda index: bends[index])
+    return Knee(load=ordered[at][0], beyond=ordered[at + 1][0]) if bends[at] >= KNEE_BEND else None
 
 
 def _middle(low: float, high: float, whole: bool) -> float:

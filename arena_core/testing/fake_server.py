@@ -19,8 +19,8 @@ import collections
 import functools
 import gzip
 import json
+import math
 import os
-import random
 import re
 import shutil
 import signal
@@ -35,6 +35,8 @@ from typing import Any
 
 from attrs import field, frozen
 
+#: The golden ratio's fraction: its multiples modulo 1 spread most evenly over [0, 1).
+GOLDEN_RATIO_FRACTION = 0.6180339887498949
 COHERENCE_QUESTION = "capital of france"
 #: Arena's sanity question (``arena_core.run.sanity.QUESTION``; the rig imports nothing of Arena's,
 #: so it starts fast and measures only itself -- a test keeps the two equal).
@@ -98,8 +100,8 @@ class FakeServerConfig:
     tokenizer_path: str | None = None
     prefill_base_s: float = 0.0
     prefill_per_token_s: float = 0.0
-    #: mean of an exponential delay added to each request's prefill, drawn from ``jitter_seed``
-    #: and the request's number: a known TTFT distribution (base + Exp(mean)) for precision tests
+    #: mean of an exponential delay added to each request's prefill (its quantile from the
+    #: request's number and ``jitter_seed``): a known TTFT distribution, base + Exp(mean)
     prefill_jitter_s: float = 0.0
     jitter_seed: int = 0
     decode_gap_s: float = 0.01
@@ -623,11 +625,15 @@ class FakeOpenAIServer:
 
     def _prefill_s(self, prompt_tokens: int, number: int) -> float:
         """How long a request's prefill takes: the base, per prompt token, and with
-        ``prefill_jitter_s`` an exponential wait drawn from the seed and the request's number."""
+        ``prefill_jitter_s`` an exponential wait: its quantile taken from a low-discrepancy
+        sequence over the requests' numbers (from ``jitter_seed``), so the waits of any run of
+        consecutive requests follow the distribution closely, and a test's figures land on its
+        truth within the instrument's error, not a random sample's."""
         config = self.config
         prefill = config.prefill_base_s + config.prefill_per_token_s * prompt_tokens
-        if config.prefill_jitter_s > 0:
-            prefill += random.Random(f"{config.jitter_seed}-{number}").expovariate(1 / config.prefill_jitter_s)
+        if config.prefill_jitter_s > 0:  # u from a golden-ratio sequence: any run of requests samples the distribution evenly
+            u = (config.jitter_seed * 0.1 + number * GOLDEN_RATIO_FRACTION) % 1.0
+            prefill += -config.prefill_jitter_s * math.log1p(-u)
         return prefill
 
     async def _decode(
@@ -825,7 +831,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer", help="tokenizer.json for exact token counts and /tokenize")
     parser.add_argument("--prefill-base-ms", type=float, default=0.0)
     parser.add_argument("--prefill-jitter-ms", type=float, default=0.0, help="mean of an exponential delay added to each prefill (seeded)")
-    parser.add_argument("--jitter-seed", type=int, default=0, help="the seed of --prefill-jitter-ms's draws, with each request's number")
+    parser.add_argument("--jitter-seed", type=int, default=0, help="where --prefill-jitter-ms's sequence of quantiles starts")
     parser.add_argument("--prefill-per-token-ms", type=float, default=0.0)
     parser.add_argument("--decode-gap-ms", type=float, default=10.0)
     parser.add_argument("--tokens-per-chunk", type=int, default=1)
