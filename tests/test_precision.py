@@ -153,7 +153,8 @@ def test_arena_run_precision_stops_each_workload_within_the_margin_of_the_rigs_t
     30 ms (its median 300 + 30 ln 2 = 320.8 ms; the waits' quantiles evenly spread, so a run's
     sample follows the distribution) and which decodes a token each 10 ms (100 tok/s a stream):
     each closed-loop workload runs until its TTFT p50 and decode speed are within ±5 % at 95 %
-    and says so with the runs it took; its TTFT p50 is within 5 % of the rig's median and its
+    and says so with the runs it took, the open-loop one lets requests go on its schedule until
+    its TTFT p50 and TPOT p50 are; its TTFT p50 is within 5 % of the rig's median and its
     interval holds it (with the rig's and client's own delay, measured on the rig without the
     wait), and its decode speed is within 5 % of the rig's."""
     import json
@@ -163,12 +164,13 @@ def test_arena_run_precision_stops_each_workload_within_the_margin_of_the_rigs_t
 
     (tmp_path / "arena.toml").write_text(
         "[workloads.chat]\nconcurrency = 4\ngenerated_tokens = 16\n\n[workloads.long-output]\nconcurrency = 4\ngenerated_tokens = 24\nprompt_tokens = 32\n"
+        "\n[workloads.monday-peak]\nrequest_rate = 10\nnum_prompts = 30\ninput_tokens = 64\noutput_tokens = 16\n"
     )
 
     def measured(jitter_ms: int, *extra: str) -> tuple[str, Path]:
         rig_args = ["--prefill-base-ms", "300", "--prefill-jitter-ms", str(jitter_ms), "--jitter-seed", "5", "--decode-gap-ms", "10"]
         with FakeServerProcess([*rig_args, "--tokenizer", str(TOKENIZER / "tokenizer.json")]) as rig:
-            argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,long-output", scale="1", extra=extra)
+            argv = rig_run_argv(rig.url, tmp_path / "store", tokenizer=TOKENIZER, workloads="chat,long-output,monday-peak", scale="1", extra=extra)
             done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stderr, Path(re.search(r"results: (\S+)", done.stdout).group(1))
@@ -190,3 +192,12 @@ def test_arena_run_precision_stops_each_workload_within_the_margin_of_the_rigs_t
         assert (high - low) / 2 / figures["ttft_p50_s"] <= 0.05 and low <= truth <= high, (figures, delay)
         assert abs(figures["ttft_p50_s"] - truth) <= 0.05 * truth, (figures, delay)
         assert abs(figures["decode_tps_per_user"] - 100) <= 5, figures
+    # open loop: requests let go on monday-peak's schedule (10 a second, up to the cap's 900)
+    # until precise; TPOT p50 is the rig's 10 ms a token
+    stopped = re.search(r"monday-peak: within ±5 % after (\d+) requests \((\d+) let go\): TTFT p50 ±([0-9.]+) %, TPOT p50 ±([0-9.]+) %", said)
+    assert stopped and 20 <= int(stopped.group(1)) <= int(stopped.group(2)) < 200, said[-3000:]
+    result = metrics(run_dir, "monday-peak")
+    figures, delay = result["metrics"], metrics(unhurried, "monday-peak")["metrics"]["ttft_p50_s"] - 0.300
+    assert result["requests"] == int(stopped.group(2)) == json.loads((run_dir / "workloads" / "monday-peak" / "vllm-bench.json").read_text())["num_prompts"]
+    assert result["failed"] == 0 and any(label.startswith(f"within ±5 % after {result['requests']} requests") for label in result["verdict"]["labels"])
+    assert abs(figures["ttft_p50_s"] - (0.300 + 0.030 * math.log(2) + delay)) <= 0.05 * 0.3208 and abs(figures["tpot_p50_s"] - 0.010) <= 0.0005, figures

@@ -129,7 +129,8 @@ def _with_precision(verdict: Verdict, metrics: dict[str, float | None], plan: Cl
     """A workload measured until precise (``--precision``) is labelled with the margins it reached."""
     if plan.shape.precision is None:
         return verdict
-    label = precision_label(metrics, plan.shape.precision, len({r.run_index for r in measured}))
+    runs = len({r.run_index for r in measured})
+    label = precision_label(metrics, plan.shape.precision, f"{runs} run{'s' if runs != 1 else ''}")
     return attrs.evolve(verdict, labels=(*verdict.labels, label))
 
 

@@ -27,6 +27,7 @@ from arena_core.loadgen.goodput import share_kept_up
 from arena_core.loadgen.open_metrics import VllmOutput, vllm_output
 from arena_core.loadgen.records_io import RecordWriter
 from arena_core.loadgen.stream import ANSWER
+from arena_core.loadgen.until_precise import FEWEST_REQUESTS, margin_text, precise_enough
 from arena_core.types import OpenLoopShape, RequestRecord
 
 #: Finished records reach the disk (written and fsynced by a worker thread) in batches of this
@@ -35,6 +36,8 @@ from arena_core.types import OpenLoopShape, RequestRecord
 FLUSH_EVERY = 256
 FLUSH_INTERVAL_S = 0.25
 WARM_CONNECTIONS = 16
+#: ``--precision``: the finished requests' figures are checked each time this many more finish.
+PRECISION_CHECK_EVERY = 5
 #: The metronome waits on an event until this close to a due time, then sleeps the rest.
 COARSE_WAIT_MARGIN_S = 0.002
 #: The schedule starts this long after the metronome is set up, so the first request is not late.
@@ -152,6 +155,10 @@ class OpenLoopDriver:
         self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-records")
         self._flushes: list[asyncio.Future[None]] = []
         self._flush_timer: asyncio.TimerHandle | None = None
+        #: requests let go; with ``--precision``, the finished ones the rule reads, and whether it stopped the schedule
+        self.dispatched = 0
+        self._finished_records: list[RequestRecord] = []
+        self._precise = False
 
     async def run(self, requests: Sequence[SampledRequest], offsets: Sequence[float]) -> OpenLoopOutcome:
         """Send every request at its offset from the start, whatever the server is doing."""
@@ -179,7 +186,10 @@ class OpenLoopDriver:
         self._flush()
         await asyncio.gather(*self._flushes)
         self._disk.shutdown()
-        return self._outcome.outcome(duration, (self._last_dispatch - start_ns) / 1e9)
+        if plan.shape.precision is not None and not self._precise:
+            said = precise_enough(self._finished_records, plan.shape.precision, open_loop=True)[1]
+            self.progress(f"{plan.workload}: all {self.dispatched} requests let go, not yet within {margin_text(plan.shape.precision)}: {said}")
+        return self._outcome.outcome(duration, (self._last_dispatch - start_ns) / 1e9, self.dispatched)
 
     async def _dispatch_all(self, offsets: Sequence[float]) -> tuple[float, int]:
         """Let each request go when the metronome says it is due; wait for all to finish."""
@@ -189,7 +199,10 @@ class OpenLoopDriver:
         due = [start_ns + round(offset * 1e9) for offset in offsets]
 
         def on_due(index: int, due_ns: int) -> None:
+            if self._precise:  # due after the figures became precise: not let go
+                return
             self._last_dispatch = time.perf_counter_ns()
+            self.dispatched += 1
             if self._workers:
                 self._queue.put_nowait((index, due_ns, self._last_dispatch))
             else:
@@ -198,6 +211,13 @@ class OpenLoopDriver:
                 all_sent.set_result(None)
 
         metronome = Metronome(loop, due, on_due)
+
+        def stop_schedule() -> None:  # precise: no more requests let go, and the wait for the last one ends
+            metronome.stop()
+            if not all_sent.done():
+                all_sent.set_result(None)
+
+        self._stop_schedule = stop_schedule
         metronome.start()
         try:
             if due:
@@ -240,6 +260,8 @@ class OpenLoopDriver:
     def _keep(self, record: RequestRecord) -> None:
         self._pending_lines += self.writer.lines((record,))
         self._finished += 1
+        if self.plan.shape.precision is not None:
+            self._check_precision(record)
         if self.on_request is not None:
             self._tokens += record.completion_tokens_server or len(record.chunk_ns)
             self.on_request(self._finished, self._total, self._tokens)
@@ -248,6 +270,21 @@ class OpenLoopDriver:
             self.progress(f"{self.plan.workload}: {self._finished} requests done")
         elif self._flush_timer is None:  # the rest go to disk within FLUSH_INTERVAL_S however quiet it gets
             self._flush_timer = asyncio.get_running_loop().call_later(FLUSH_INTERVAL_S, self._flush)
+
+    def _check_precision(self, record: RequestRecord) -> None:
+        """``--precision``: once the finished requests' headline figures are within the margin
+        (checked every :data:`PRECISION_CHECK_EVERY` from :data:`FEWEST_REQUESTS` on), no more
+        are let go; those in flight finish and count."""
+        self._finished_records.append(record)
+        target = self.plan.shape.precision
+        finished = len(self._finished_records)
+        if self._precise or target is None or finished < FEWEST_REQUESTS or finished % PRECISION_CHECK_EVERY:
+            return
+        enough, said = precise_enough(self._finished_records, target, open_loop=True)
+        if enough:
+            self._precise = True
+            self._stop_schedule()
+            self.progress(f"{self.plan.workload}: within {margin_text(target)} after {finished} requests ({self.dispatched} let go): {said}")
 
     def _flush(self) -> None:
         if self._flush_timer is not None:
@@ -293,10 +330,11 @@ class _Tally:
         if record.ok and (record.malformed_events or record.usage_rejected or (record.chunk_ns and record.completion_tokens_server is None)):
             self.suspicious.append(record)
 
-    def outcome(self, duration_s: float, dispatch_span_s: float) -> OpenLoopOutcome:
+    def outcome(self, duration_s: float, dispatch_span_s: float, dispatched: int) -> OpenLoopOutcome:
+        """The run's outcome; ``dispatched``: the requests let go (the first of the schedule)."""
         return OpenLoopOutcome(
             outputs=tuple(o for o in self.outputs if o is not None),
-            lateness_s=tuple(self.lateness),
+            lateness_s=tuple(self.lateness[:dispatched]),
             first_answer_s=tuple(self.answers),
             duration_s=duration_s,
             dispatch_span_s=dispatch_span_s,

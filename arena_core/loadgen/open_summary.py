@@ -5,11 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import attrs
+
 from arena_core.loadgen.cache_state import cache_problem
 from arena_core.loadgen.goodput import kept_up
 from arena_core.loadgen.open_loop import OpenLoopOutcome, OpenLoopPlan
 from arena_core.loadgen.open_metrics import request_rate_label, time_per_output_token, vllm_metrics, vllm_result
 from arena_core.loadgen.stats import percentile, tail_metrics
+from arena_core.loadgen.until_precise import precision_label
 from arena_core.loadgen.verdict import TOKEN_COUNT_TOLERANCE, stream_problems
 from arena_core.types import Verdict, WorkloadResult
 
@@ -55,8 +58,15 @@ def open_loop_result(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict
         tokens_per_second=metrics["output_throughput"],
         ttft_p50_s=metrics["median_ttft_ms"] / 1000 if any(o.success for o in outcome.outputs) else None,
         metrics=summary,
-        verdict=_verdict(outcome, plan, summary, failed=failed, requested=requested),
+        verdict=_with_precision(_verdict(outcome, plan, summary, failed=failed, requested=requested), summary, plan, requested),
     )
+
+
+def _with_precision(verdict: Verdict, summary: dict[str, float | None], plan: OpenLoopPlan, requested: int) -> Verdict:
+    """A workload measured until precise (``--precision``) is labelled with the margins it reached."""
+    if plan.shape.precision is None:
+        return verdict
+    return attrs.evolve(verdict, labels=(*verdict.labels, precision_label(summary, plan.shape.precision, f"{requested} requests")))
 
 
 def _summary(outcome: OpenLoopOutcome, plan: OpenLoopPlan, metrics: dict[str, Any]) -> dict[str, float | None]:

@@ -1,10 +1,11 @@
-"""``--precision``: a run's closed-loop workloads measured until precise, not for a fixed count.
+"""``--precision``: a run's workloads measured until precise, not for a fixed count.
 
-Each closed-loop workload keeps its shape (concurrency, lengths, scale) and runs run after run
-until its headline figures are within the margin at 95 % (the rule:
+Each workload keeps its shape (concurrency or rate, lengths, scale). A closed loop runs run
+after run until its headline figures are within the margin at 95 % (the rule:
 :mod:`arena_core.loadgen.until_precise`), after at least :data:`FEWEST_RUNS` and for at most the
-cap's seconds of runs; its result says which stopped it. Open-loop workloads keep their
-schedule (a rate's figures come from the prompts it was asked to send).
+cap's seconds of runs. An open loop's schedule is drawn as long as its rate fills the cap, and
+its requests are let go until the figures are precise (after at least
+:data:`~arena_core.loadgen.until_precise.FEWEST_REQUESTS`). Each result says which stopped it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import attrs
 
 from arena_core import bounds
 from arena_core.errors import UsageError
-from arena_core.types import ClosedLoopShape, WorkloadSpec
+from arena_core.types import ClosedLoopShape, OpenLoopShape, WorkloadSpec
+from arena_core.types.workloads import MAX_SCHEDULE_S
 
 #: Seconds of runs a workload may take to become precise, unless ``--precision-cap`` says.
 PRECISION_CAP_S = 300.0
@@ -39,14 +41,17 @@ def parse_margin(text: str | float, where: str = "--precision") -> float:
 
 
 def until_precise(workloads: Sequence[WorkloadSpec], precision: float, cap_s: float) -> tuple[WorkloadSpec, ...]:
-    """Each closed-loop workload measured until within ``precision``, for at most ``cap_s``
-    seconds of runs; the rest as they are."""
+    """Each workload measured until within ``precision``: a closed loop for at most ``cap_s``
+    seconds of runs; an open loop's schedule as long as its rate fills ``cap_s`` (its prompts
+    at least), let go until precise. An agents workload (its sessions) as it is."""
     found = []
     for spec in workloads:
         shape = spec.shape
         if isinstance(shape, ClosedLoopShape):
             runs = max(shape.runs, MOST_RUNS)
-            shape = attrs.evolve(shape, precision=precision, runs=runs, min_runs=FEWEST_RUNS, duration_s=cap_s)
-            spec = attrs.evolve(spec, shape=shape)
+            spec = attrs.evolve(spec, shape=attrs.evolve(shape, precision=precision, runs=runs, min_runs=FEWEST_RUNS, duration_s=cap_s))
+        elif isinstance(shape, OpenLoopShape):
+            most = min(int(bounds.PROMPTS.most), math.floor(shape.request_rate * min(cap_s, MAX_SCHEDULE_S)))
+            spec = attrs.evolve(spec, shape=attrs.evolve(shape, precision=precision, num_prompts=max(shape.num_prompts, most)))
         found.append(spec)
     return tuple(found)

@@ -261,6 +261,8 @@ def _precision_asked(request: RunRequest, config: ArenaConfig) -> float | None:
         raise UsageError(
             f"--budget {minutes(request.budget_s)} and --precision: a budget fits a fixed count of runs; with --precision each workload runs until precise, for at most --precision-cap"
         )
+    if precision and (request.instrument or config.run.instrument) == "external":
+        raise UsageError("--precision: the reference tools run a fixed count of requests; measuring until precise needs Arena's native instrument")
     return precision
 
 

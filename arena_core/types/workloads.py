@@ -107,6 +107,9 @@ class OpenLoopShape:
     output_tokens: int | None = field(default=None, validator=optional(bounds.TOKENS))
     range_ratio: float = field(default=0.0, validator=bounds.RATIO_BELOW_ONE)
     max_concurrency: int | None = field(default=None, validator=optional(bounds.CONCURRENCY))
+    #: Stop when precise (``--precision``): no request is let go once the headline figures' 95 %
+    #: intervals are within this relative margin; ``num_prompts`` is then the most.
+    precision: float | None = field(default=None, validator=optional(bounds.MARGIN))
 
     def __attrs_post_init__(self) -> None:
         if self.dataset == "random" and (self.input_tokens is None or self.output_tokens is None):

@@ -135,10 +135,14 @@ class NativeInstrument:
             outcome = await driver.run(requests, offsets)
         finally:
             await client.close()
-        metrics, report = arena.open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=shape.num_prompts)
+        # with --precision, the requests let go before the figures became precise, not the schedule's most
+        sent = driver.dispatched if shape.precision is not None else shape.num_prompts
+        metrics, report = arena.open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=sent)
         context.write_json("vllm-bench.json", report)
         context.write_json("session.json", {"instrument": "native", "tokenizer": codec.description, "dataset": dataset_note})
-        return arena.open_loop_result(outcome, plan, metrics, runner=NAME, instrument="native", requested=len(requests))
+        return arena.open_loop_result(
+            outcome, plan, metrics, runner=NAME, instrument="native", requested=sent if shape.precision is not None else len(requests)
+        )
 
 
 class ExternalInstrument:
