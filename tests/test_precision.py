@@ -131,6 +131,10 @@ def test_compare_tells_apart_only_what_the_intervals_separate(tmp_path):
     assert re.fullmatch(r"1\.2[0-9]x, A better", told), told  # 5 ms against 4 ms a token: 1.25x
     card = arena("card", first, "--output", str(store), env={**os.environ, "COLUMNS": "200"}).stdout
     assert re.search(r"^chat\s+40\s+.*\] ms\s+max of 40: \d+ ms\s+valid$", card, re.M), card  # p90 bounded by 40, p99 not
+    # the widest headline interval of the run, in a line: chat's TTFT p50 (its tokens/s is the rig's steady pace)
+    widest = re.search(r"known to ±(\d+) % at worst \(chat TTFT p50, from 40 requests\)", " ".join(card.split()))
+    (low, high), middle = interval(rows(first, again)["chat TTFT p50"][0]), float(rows(first, again)["chat TTFT p50"][0].split()[0])
+    assert widest and int(widest.group(1)) == round((high - low) / 2 / middle * 100), card
 
 
 def test_the_knee_is_where_the_latency_curve_bends_most():

@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from arena_core.report.card_sections import capacity_section, prediction_section, slo_section, sweep_section
 from arena_core.report.cost import CostLine
-from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, fmt_seconds_within, fmt_tps, fmt_tps_within
+from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, fmt_seconds_within, fmt_tps, fmt_tps_within, shown_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
 from arena_core.report.workload_blocks import TURN_COLUMNS, summary_lines, workload_blocks
@@ -60,6 +60,40 @@ def _tail(line: CardWorkload, q: int) -> str:
     if value is None:
         return f"max of {samples:.0f}: {fmt_seconds(largest)}" if samples and largest is not None else "—"
     return fmt_seconds_within(value, line.metrics.get(f"ttft_p{q}_ci_low_s"), line.metrics.get(f"ttft_p{q}_ci_high_s"))
+
+
+def precision_verdict(card: ModelCard) -> str | None:
+    """What the run's sample sizes support, in a line: the widest relative margin among the
+    headline figures (a stream's tokens/s and TTFT p50, each at 95 %) and where it is; None
+    where no figure has an interval (an imported card)."""
+    margins = []
+    for line in card.workloads:
+        for label, value, low, high in (
+            ("tokens/s", line.tokens_per_second, line.tokens_per_second_low, line.tokens_per_second_high),
+            ("TTFT p50", line.ttft_p50_s, line.ttft_p50_low_s, line.ttft_p50_high_s),
+        ):
+            if (margin := _shown_margin(label, value, low, high)) is not None:
+                margins.append((margin, f"{line.name} {label}, from {sample_count(line)} requests"))
+    if not margins:
+        return None
+    widest, where = max(margins)
+    return (
+        f"What this run can support: its headline figures are known to ±{widest * 100:.0f} % at worst ({where}); "
+        f"a run within that of it is not told apart (compare says no difference, the leaderboard ties them)."
+    )
+
+
+def _shown_margin(label: str, value: float | None, low: float | None, high: float | None) -> float | None:
+    """A figure's relative margin from its interval as the table writes it (tokens/s each to its
+    own digits; seconds in the value's unit, :func:`fmt_seconds_within`), so a reader gets the same."""
+    if not value or low is None or high is None:
+        return None
+    if label == "tokens/s":
+        written, bounds = shown_tps(value), (shown_tps(low), shown_tps(high))
+    else:
+        digits = (lambda x: round(x * 1000) / 1000) if value < 1 else (lambda x: round(x, 2))
+        written, bounds = digits(value), (digits(low), digits(high))
+    return (bounds[1] - bounds[0]) / 2 / written if written else None
 
 
 def sample_count(line: CardWorkload) -> str:
@@ -444,6 +478,7 @@ def render_model_card(
         # a quality-only run measured none: its empty table's header alone was wider than a terminal
         table_of(*reversed(without_empty_columns(list(WORKLOAD_COLUMNS), rows))) if (rows := workload_rows(card)) else "(none measured)",
         *([wrap(WORKLOAD_NOTE)] if rows else []),
+        *([wrap(verdict)] if (verdict := precision_verdict(card)) else []),
         *(wrap(f"- {name}: {notes}", hanging="  ") for name, notes in workload_notes(card)),
         "",
         f"{h2}Findings",

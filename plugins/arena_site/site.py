@@ -338,6 +338,7 @@ def _card_page(env: Environment, common: dict, view: CardView, verified: Mapping
         turn_columns=card_kit.TURN_COLUMNS,
         workload_columns=card_kit.WORKLOAD_COLUMNS,
         workload_note=card_kit.WORKLOAD_NOTE,
+        precision_verdict=card_kit.precision_verdict(card),
         workload_rows=card_kit.workload_rows(card),
         seed_rows=card_kit.seed_rows(card),
         findings=list(view.findings),
