@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -159,6 +160,7 @@ class OpenLoopDriver:
         self.dispatched = 0
         self._finished_records: list[RequestRecord] = []
         self._precise = False
+        self._next_check = 0
 
     async def run(self, requests: Sequence[SampledRequest], offsets: Sequence[float]) -> OpenLoopOutcome:
         """Send every request at its offset from the start, whatever the server is doing."""
@@ -273,13 +275,15 @@ class OpenLoopDriver:
 
     def _check_precision(self, record: RequestRecord) -> None:
         """``--precision``: once the finished requests' headline figures are within the margin
-        (checked every :data:`PRECISION_CHECK_EVERY` from :data:`FEWEST_REQUESTS` on), no more
-        are let go; those in flight finish and count."""
+        (checked from :data:`FEWEST_REQUESTS` on, each time 5 % more, at least
+        :data:`PRECISION_CHECK_EVERY`, have finished: a check sorts them all, in the loop that
+        lets requests go), no more are let go; those in flight finish and count."""
         self._finished_records.append(record)
         target = self.plan.shape.precision
         finished = len(self._finished_records)
-        if self._precise or target is None or finished < FEWEST_REQUESTS or finished % PRECISION_CHECK_EVERY:
+        if self._precise or target is None or finished < max(FEWEST_REQUESTS, self._next_check):
             return
+        self._next_check = max(finished + PRECISION_CHECK_EVERY, math.ceil(finished * 1.05))
         enough, said = precise_enough(self._finished_records, target, open_loop=True)
         if enough:
             self._precise = True

@@ -56,8 +56,16 @@ def precise_enough(records: Sequence[RequestRecord], target: float, *, open_loop
     """Whether every headline figure is within ``target``, and the margins in words
     ("TTFT p50 ±3.1 %, decode tok/s per user ±0.4 %"; "not yet bounded" where one is not)."""
     margins = headline_margins(records, open_loop=open_loop)
-    said = ", ".join(f"{name} ±{margin * 100:.1f} %" if margin is not None else f"{name} not yet bounded" for name, margin in margins.items())
-    return all(margin is not None and margin <= target for margin in margins.values()), said
+    return _within(margins, target), _said(margins)
+
+
+def _within(margins: Mapping[str, float | None], target: float) -> bool:
+    return all(margin is not None and margin <= target for margin in margins.values())
+
+
+def _said(margins: Mapping[str, float | None]) -> str:
+    """ "TTFT p50 ±3.1 %, decode tok/s per user ±0.4 %" ("not yet bounded" where one is not)."""
+    return ", ".join(f"{name} ±{margin * 100:.1f} %" if margin is not None else f"{name} not yet bounded" for name, margin in margins.items())
 
 
 def published_margins(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -81,6 +89,7 @@ def precision_label(metrics: Mapping[str, float | None], asked: float, measured:
     ±3.1 %, decode tok/s per user ±0.4 %", or "not within ±5 % (its cap reached after 9 runs): …";
     ``measured``: "4 runs", "120 requests"."""
     margins = published_margins(metrics)
-    held = all(margin is not None and margin <= asked for margin in margins.values())
-    said = ", ".join(f"{name} ±{margin * 100:.1f} %" if margin is not None else f"{name} not bounded" for name, margin in margins.items())
-    return (f"within {margin_text(asked)} after {measured}: " if held else f"not within {margin_text(asked)} (its cap reached after {measured}): ") + said
+    held = _within(margins, asked)
+    return (f"within {margin_text(asked)} after {measured}: " if held else f"not within {margin_text(asked)} (its cap reached after {measured}): ") + _said(
+        margins
+    )
