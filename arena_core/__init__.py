@@ -6,7 +6,8 @@ the runner kit (the measuring instrument of :mod:`arena_core.loadgen`, re-export
 model cards of stored runs (``load_cards``), for scorers and predictors used from plain Python,
 the tables of bytes per weight and per KV element and the ``bounds`` on outside figures (for a
 predictor), and what a command plugin needs (``CliApp``, ``render_table``, ``CONVERTER`` for its own TOML, and the
-store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box), and
+store: ``read_manifest``, ``verify_run``, ``adopt_run`` for a run measured on another box,
+``unpack_folder``, the one door an archive from outside comes in by), and
 the memory watchdog's margin (``watchdog_margin_bytes``) for a backend that sizes its server,
 ``Pulse``, which keeps a long command from going silent, ``card_kit``, the rows the built-in
 renderers lay a card out from (for a renderer of another format), and ``launch_kit``, what a
@@ -18,6 +19,7 @@ Plugins import from ``arena_core`` and from nowhere else in it; a test walks ``p
 __version__ = "0.1.0"
 
 from arena_core import bounds
+from arena_core.archives import unpack_folder
 from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.converter import CONVERTER
@@ -66,6 +68,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "adopt_run",
+    "unpack_folder",
     "bounds",
     "bytes_per_param",
     "known_precision",

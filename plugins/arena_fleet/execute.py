@@ -17,14 +17,13 @@ import sys
 import tarfile
 import tempfile
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from arena_core import UsageError, adopt_run, read_manifest, verify_run
+from arena_core import UsageError, adopt_run, read_manifest, unpack_folder, verify_run
 from arena_fleet.matrix import Cell, record_cell
 
 #: The file that says a folder is a run (``arena_core``'s store layout).
@@ -95,32 +94,14 @@ def _pack(run_dir: Path) -> bytes:
 
 def ingest(store: Path, packed: bytes) -> tuple[str, bool]:
     """Unpack a run folder into ``store``: (run id, whether it was new). Only plain files and
-    folders under one run's folder are accepted; a run already there with the same manifest is
-    the same run (a retried task), kept once."""
-    if len(packed) > MAX_RUN_BYTES:
-        raise UsageError(f"a run folder of {len(packed)} bytes came back: over the {MAX_RUN_BYTES} byte limit, not ingested")
+    folders under one run's folder pass the one door (:func:`arena_core.unpack_folder`); a run
+    already there with the same manifest is the same run (a retried task), kept once."""
     store.mkdir(parents=True, exist_ok=True)
     try:
-        with tempfile.TemporaryDirectory(prefix=".ingest-", dir=store) as tmp, tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
-            return _unpack(store, tar, Path(tmp))
-    except (tarfile.TarError, EOFError, zlib.error) as exc:  # not a packed run folder at all: that cell fails, the matrix goes on
-        raise UsageError(f"the run folder that came back cannot be unpacked ({type(exc).__name__}: {str(exc)[:120]}); not ingested") from None
+        with tempfile.TemporaryDirectory(prefix=".ingest-", dir=store) as tmp:
+            return adopt_run(store, unpack_folder(packed, Path(tmp), what="the run folder that came back", most_bytes=MAX_RUN_BYTES))
     except OSError as exc:  # the store's disk, not the box: said as such
         raise UsageError(f"the run folder that came back could not be written into {store} ({exc.strerror or exc}); not ingested") from None
-
-
-def _unpack(store: Path, tar: tarfile.TarFile, tmp: Path) -> tuple[str, bool]:
-    """The checks of :func:`ingest` on the archive's members, then the run adopted."""
-    members = tar.getmembers()
-    names = {Path(m.name).parts[0] for m in members if m.name}
-    if len(names) != 1:
-        raise UsageError("the run folder that came back is not one run (names: " + ", ".join(sorted(names))[:200] + ")")
-    if sum(m.size for m in members) > MAX_RUN_BYTES or any(
-        not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts or Path(m.name).is_absolute() for m in members
-    ):
-        raise UsageError("the run folder that came back holds links, devices or paths outside it: not ingested")
-    tar.extractall(tmp, filter="data")
-    return adopt_run(store, tmp / names.pop())
 
 
 def settle(store: Path, cell: Cell, report: CellReport, queued_at: float) -> Outcome:

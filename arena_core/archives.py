@@ -1,0 +1,68 @@
+"""One door for archives from outside: a run folder a fleet box sends back is unpacked here,
+and only here, after every member is checked (``tests/test_archives.py`` attacks each check).
+
+An archive is a gzipped tar of one folder. Refused, in one line naming the member: a member
+named ``.`` or nothing; a path outside the folder (``..``, absolute); anything but a plain file
+or folder (a link, hard or symbolic, a device, a FIFO); more than :data:`MOST_MEMBERS` members;
+more bytes, packed or unpacked, than the caller allows; more than one folder at the top. What
+passes is extracted with tarfile's ``data`` filter as well, into a folder the caller owns.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zlib
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from arena_core.errors import UsageError
+
+#: The most members an archive may hold (a run folder holds tens).
+MOST_MEMBERS = 10_000
+
+
+def unpack_folder(packed: bytes, into: Path, *, what: str, most_bytes: int) -> Path:
+    """Unpack the gzipped tar ``packed`` (of one folder) into ``into``, an empty folder, and
+    return the folder it held; ``what`` names the archive in the one-line refusal."""
+    if len(packed) > most_bytes:
+        raise UsageError(f"{what} is {len(packed):,} bytes: over the {most_bytes:,} byte limit, not unpacked")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+            members = []
+            for member in tar:  # one at a time, so a flood of members is refused before it is all read
+                members.append(member)
+                if len(members) > MOST_MEMBERS:
+                    raise UsageError(f"{what} holds more than {MOST_MEMBERS:,} members: not unpacked")
+            top = _checked(members, what, most_bytes)
+            tar.extractall(into, members=members, filter="data")
+    except (tarfile.TarError, EOFError, zlib.error) as exc:  # not an archive at all
+        raise UsageError(f"{what} cannot be unpacked ({type(exc).__name__}: {str(exc)[:120]}); not unpacked") from None
+    return into / top
+
+
+def _checked(members: Sequence[tarfile.TarInfo], what: str, most_bytes: int) -> str:
+    """The one top-level folder's name, once every member passes; else the first refusal."""
+    for member in members:
+        path = PurePosixPath(member.name)
+        shown = repr(member.name[:120])
+        if not member.name.strip() or path.parts in ((), (".",)) or path.parts[0] == ".":
+            raise UsageError(f"{what} holds a member named {shown}: not a file or folder inside it; not unpacked")
+        if path.is_absolute() or ".." in path.parts:
+            raise UsageError(f"{what} holds {shown}, a path outside its folder: not unpacked")
+        if not (member.isfile() or member.isdir()):
+            raise UsageError(f"{what} holds {shown}, {_kind(member)}: only plain files and folders are unpacked")
+    if sum(member.size for member in members) > most_bytes:
+        raise UsageError(f"{what} unpacks to more than {most_bytes:,} bytes: not unpacked")
+    tops = sorted({PurePosixPath(member.name).parts[0] for member in members})
+    if len(tops) != 1:
+        raise UsageError(f"{what} is not one folder (at its top: {', '.join(tops)[:200] or 'nothing'}); not unpacked")
+    return tops[0]
+
+
+def _kind(member: tarfile.TarInfo) -> str:
+    if member.issym() or member.islnk():
+        return "a link"
+    if member.ischr() or member.isblk():
+        return "a device"
+    return "a FIFO" if member.isfifo() else "not a plain file"
