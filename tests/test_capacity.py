@@ -187,7 +187,7 @@ def test_arena_capacity_finds_the_rigs_slots(tmp_path):
     assert measured.returncode == 0, measured.stderr[-3000:]
     assert "Capacity: 4 users (TTFT ≤ 0.4 s for 95% of requests), fails at 5" in done.stdout
     # the knee: a fifth user waits a whole answer, so TTFT p95 climbs past 4 users (4 slots)
-    knee = "Knee: 4 users (TTFT p95 flat up to 4 users, climbing from 5)"
+    knee = "Knee: 4 users (TTFT p95 flat up to 4 users, climbing from 5 users)"
     assert knee in done.stdout
     assert re.findall(r"probe (\d+) users?: .*: (pass|fail)", done.stderr) == [
         ("1", "pass"),

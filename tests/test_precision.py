@@ -148,7 +148,7 @@ def test_the_knee_is_where_the_latency_curve_bends_most():
     # a probe with failures (its p95 is infinite, None) is above every finite one
     assert latency_knee([(1, 0.1), (2, 0.1), (4, 0.11), (8, None)]) == Knee(load=4, beyond=8)
     assert latency_knee([(1, 0.1), (2, 0.15)]) is None and latency_knee([(1, None), (2, None), (4, None)]) is None
-    assert Knee(load=4, beyond=5).describe("users") == "4 users (TTFT p95 flat up to 4 users, climbing from 5)"
+    assert Knee(load=4, beyond=5).describe("users") == "4 users (TTFT p95 flat up to 4 users, climbing from 5 users)"
 
 
 @pytest.mark.slow

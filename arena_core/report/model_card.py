@@ -113,14 +113,15 @@ def workload_rows(card: ModelCard) -> list[tuple[str, ...]]:
             rows.append((name, "—", "—", "—", "—", "—", "not completed"))
             continue
         tps = fmt_tps_within(line.tokens_per_second, line.tokens_per_second_low, line.tokens_per_second_high)
-        ttft = fmt_seconds_within(line.ttft_p50_s, line.ttft_p50_low_s, line.ttft_p50_high_s) + (" (mean)" if ttft_is_mean(card, line) else "")
-        rows.append((name, sample_count(line), tps, ttft, _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID"))
+        rows.append((name, sample_count(line), tps, ttft_cell(card, line, within=True), _tail(line, 90), _tail(line, 99), "valid" if line.valid else "INVALID"))
     return rows
 
 
-def ttft_cell(card: ModelCard, line: CardWorkload) -> str:
-    """The TTFT p50 column's cell: the p50, or the mean marked so where the source gave a mean."""
-    return fmt_seconds(line.ttft_p50_s) + (" (mean)" if ttft_is_mean(card, line) else "")
+def ttft_cell(card: ModelCard, line: CardWorkload, *, within: bool = False) -> str:
+    """The TTFT p50 column's cell: the p50 (``within``: with its 95 % interval), or the mean
+    marked so where the source gave a mean."""
+    shown = fmt_seconds_within(line.ttft_p50_s, line.ttft_p50_low_s, line.ttft_p50_high_s) if within else fmt_seconds(line.ttft_p50_s)
+    return shown + (" (mean)" if ttft_is_mean(card, line) else "")
 
 
 def workload_notes(card: ModelCard) -> list[tuple[str, str]]:

@@ -123,8 +123,8 @@ class Knee:
     beyond: float
 
     def describe(self, load: Load) -> str:
-        """ "4 users (TTFT p95 flat up to 4 users, climbing from 5)"."""
-        return f"{load_text(load, self.load)} (TTFT p95 flat up to {load_text(load, self.load)}, climbing from {self.beyond:g})"
+        """ "4 users (TTFT p95 flat up to 4 users, climbing from 5 users)"."""
+        return f"{load_text(load, self.load)} (TTFT p95 flat up to {load_text(load, self.load)}, climbing from {load_text(load, self.beyond)})"
 
 
 def latency_knee(points: Sequence[tuple[float, float | None]]) -> Knee | None:
