@@ -21,6 +21,7 @@ import gzip
 import json
 import math
 import os
+import random
 import re
 import shutil
 import signal
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import field, frozen
+from attrs.validators import in_
 
 #: The golden ratio's fraction: its multiples modulo 1 spread most evenly over [0, 1).
 GOLDEN_RATIO_FRACTION = 0.6180339887498949
@@ -104,6 +106,10 @@ class FakeServerConfig:
     #: request's number and ``jitter_seed``): a known TTFT distribution, base + Exp(mean)
     prefill_jitter_s: float = 0.0
     jitter_seed: int = 0
+    #: "even": the waits' quantiles from a golden-ratio sequence (any run of requests follows the
+    #: distribution: a test's figure lands on its truth); "random": independent seeded draws
+    #: (repeated samples, for an interval's coverage: bench/percentile_coverage.py --rig)
+    jitter_draws: str = field(default="even", validator=in_(("even", "random")))
     decode_gap_s: float = 0.01
     tokens_per_chunk: int = 1
     early_role_chunk: bool = False
@@ -631,8 +637,11 @@ class FakeOpenAIServer:
         truth within the instrument's error, not a random sample's."""
         config = self.config
         prefill = config.prefill_base_s + config.prefill_per_token_s * prompt_tokens
-        if config.prefill_jitter_s > 0:  # u from a golden-ratio sequence: any run of requests samples the distribution evenly
-            u = (config.jitter_seed * 0.1 + number * GOLDEN_RATIO_FRACTION) % 1.0
+        if config.prefill_jitter_s > 0:
+            if config.jitter_draws == "even":  # a golden-ratio sequence: any run of requests samples the distribution evenly
+                u = (config.jitter_seed * 0.1 + number * GOLDEN_RATIO_FRACTION) % 1.0
+            else:
+                u = random.Random(f"{config.jitter_seed}-{number}").random()
             prefill += -config.prefill_jitter_s * math.log1p(-u)
         return prefill
 
@@ -831,7 +840,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer", help="tokenizer.json for exact token counts and /tokenize")
     parser.add_argument("--prefill-base-ms", type=float, default=0.0)
     parser.add_argument("--prefill-jitter-ms", type=float, default=0.0, help="mean of an exponential delay added to each prefill (seeded)")
-    parser.add_argument("--jitter-seed", type=int, default=0, help="where --prefill-jitter-ms's sequence of quantiles starts")
+    parser.add_argument("--jitter-seed", type=int, default=0, help="where --prefill-jitter-ms's sequence of quantiles starts (or its draws' seed)")
+    parser.add_argument("--jitter-draws", choices=["even", "random"], default="even", help="the waits' quantiles evenly spread, or drawn at random")
     parser.add_argument("--prefill-per-token-ms", type=float, default=0.0)
     parser.add_argument("--decode-gap-ms", type=float, default=10.0)
     parser.add_argument("--tokens-per-chunk", type=int, default=1)
@@ -892,6 +902,7 @@ def main(argv: list[str] | None = None) -> None:
         prefill_per_token_s=args.prefill_per_token_ms / 1000,
         prefill_jitter_s=args.prefill_jitter_ms / 1000,
         jitter_seed=args.jitter_seed,
+        jitter_draws=args.jitter_draws,
         decode_gap_s=args.decode_gap_ms / 1000,
         tokens_per_chunk=args.tokens_per_chunk,
         early_role_chunk=args.early_role_chunk,
