@@ -260,7 +260,8 @@ def test_measured_quality_ranks_compares_and_labels_the_score(tmp_path):
     assert [row["model"] for row in board] == ["org-right-build", "org-wrong-build"]
     assert [row["quality"] for row in board] == [100.0, 0.0] and all("quality measured" in row["labels"] for row in board)
     runs = [row["run_id"] for row in board]
-    compared = arena("compare", *runs, "--output", str(tmp_path))
+    # wide: at 80 columns the table's labels wrap beside the figures' intervals
+    compared = run_arena("compare", *runs, "--output", str(tmp_path), env={**os.environ, "COLUMNS": "200"})
     assert compared.returncode == 0 and "HumanEval (measured)" in compared.stdout and "100.0 [91.4–100.0]" in compared.stdout
     # 100 % against 0 % of 41: the difference's interval leaves 0 far out, and the verdict says so
     difference = re.search(r"HumanEval, A − B +([+-]\d+\.\d) points +95 % \[([+-]\d+\.\d), ([+-]\d+\.\d)\] +(A|B) better", compared.stdout)
