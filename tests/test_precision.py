@@ -205,3 +205,17 @@ def test_arena_run_precision_stops_each_workload_within_the_margin_of_the_rigs_t
     assert result["requests"] == int(stopped.group(2)) == json.loads((run_dir / "workloads" / "monday-peak" / "vllm-bench.json").read_text())["num_prompts"]
     assert result["failed"] == 0 and any(label.startswith(f"within ±5 % after {result['requests']} requests") for label in result["verdict"]["labels"])
     assert abs(figures["ttft_p50_s"] - (0.300 + 0.030 * math.log(2) + delay)) <= 0.05 * 0.3208 and abs(figures["tpot_p50_s"] - 0.010) <= 0.0005, figures
+
+
+def test_compare_judges_the_intervals_as_it_writes_them():
+    """Two TTFTs whose intervals touch on the page ("48 [45–57] ms", "37 [31–45] ms") are no
+    difference, though unrounded they miss each other by half a millisecond: the verdict is one a
+    reader can check on the row (CI's clean clone failed the rig test on exactly this)."""
+    from arena_core.cli.cmd_compare import LOWER, Rows, _written_seconds
+    from arena_core.report.formats import fmt_seconds_within
+
+    table = Rows()
+    table.add_within("chat TTFT p50", (0.0484, 0.0452, 0.0573), (0.0372, 0.0312, 0.04496), fmt_seconds_within, _written_seconds, LOWER)
+    assert table.rows == [("chat TTFT p50", "48 [45–57] ms", "37 [31–45] ms", "1.30x, no difference")]
+    table.add_within("chat TTFT p50", (0.0484, 0.0462, 0.0573), (0.0372, 0.0312, 0.04496), fmt_seconds_within, _written_seconds, LOWER)
+    assert table.rows[-1][3] == "1.30x, B better"  # 46 against 45: apart on the page too

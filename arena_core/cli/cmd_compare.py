@@ -13,7 +13,7 @@ from arena_core.cli.params import OUTPUT, custom_profiles, results_dir
 from arena_core.hookspecs import hookimpl
 from arena_core.report import render_table
 from arena_core.report.capacity_card import capacity_found, capacity_probes
-from arena_core.report.formats import fmt_seconds_within, fmt_tps, fmt_tps_within
+from arena_core.report.formats import fmt_seconds_within, fmt_tps, fmt_tps_within, shown_seconds_within, shown_tps
 from arena_core.report.seed_figures import throughput_headline
 from arena_core.report.text import wrap_text
 from arena_core.results.cards import load_card, load_cards, scores_for
@@ -66,11 +66,29 @@ class Rows:
             return
         self.rows.append((label, shown(a), shown(b), verdict(a, b, better)))
 
-    def add_within(self, label: str, a: Within, b: Within, shown: Callable[[float | None, float | None, float | None], str], better: int) -> None:
-        """A row of figures with their 95 % intervals, told apart only where the intervals separate."""
+    def add_within(
+        self,
+        label: str,
+        a: Within,
+        b: Within,
+        shown: Callable[[float | None, float | None, float | None], str],
+        written: Callable[[Within], Within],
+        better: int,
+    ) -> None:
+        """A row of figures with their 95 % intervals, told apart only where the intervals, as
+        the row writes them (``written``), separate: the verdict is one a reader can check."""
         if a[0] is None and b[0] is None:
             return
-        self.rows.append((label, shown(*a), shown(*b), verdict_within(a, b, better)))
+        self.rows.append((label, shown(*a), shown(*b), verdict_within(written(a), written(b), better)))
+
+
+def _written_tps(figure: Within) -> Within:
+    return tuple(None if v is None else shown_tps(v) for v in figure)  # type: ignore[return-value]
+
+
+def _written_seconds(figure: Within) -> Within:
+    value, low, high = figure
+    return shown_seconds_within(value, low, high) if value is not None and low is not None and high is not None else figure
 
 
 def _gb(value: float | None) -> str:
@@ -123,9 +141,9 @@ def compare_command(app: CliApp, run_a: str, run_b: str, output: Path | None, pr
     for name in (*a.expected, *dict.fromkeys(extra)):
         la, lb = a.workload(name), b.workload(name)
         tps = [(line.tokens_per_second, line.tokens_per_second_low, line.tokens_per_second_high) if line else (None, None, None) for line in (la, lb)]
-        table.add_within(f"{name} tok/s", *tps, fmt_tps_within, HIGHER)
+        table.add_within(f"{name} tok/s", *tps, fmt_tps_within, _written_tps, HIGHER)
         ttft = [(line.ttft_p50_s, line.ttft_p50_low_s, line.ttft_p50_high_s) if line else (None, None, None) for line in (la, lb)]
-        table.add_within(f"{name} {_ttft_kind((a, la), (b, lb))}", *ttft, fmt_seconds_within, LOWER)
+        table.add_within(f"{name} {_ttft_kind((a, la), (b, lb))}", *ttft, fmt_seconds_within, _written_seconds, LOWER)
         table.add(f"{name} served", *(line.metrics.get("request_throughput") if line else None for line in (la, lb)), _rate, HIGHER)
     echo(wrap_text(f"A: {a.model_title} on {a.hardware} ({a.run_id})", hanging="   "))
     echo(wrap_text(f"B: {b.model_title} on {b.hardware} ({b.run_id})", hanging="   "))

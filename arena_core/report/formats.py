@@ -34,6 +34,13 @@ def fmt_seconds_within(seconds: float | None, low: float | None, high: float | N
     return f"{seconds:.2f} [{low:.2f}–{high:.2f}] s"
 
 
+def shown_seconds_within(seconds: float, low: float, high: float) -> tuple[float, float, float]:
+    """``seconds`` and its interval as :func:`fmt_seconds_within` writes them (in the value's
+    unit), so a verdict on them is one a reader can check on the page."""
+    digits = (lambda x: round(x * 1000) / 1000) if seconds < 1 else (lambda x: round(x, 2))
+    return digits(seconds), digits(low), digits(high)
+
+
 def fmt_tps_within(value: float | None, low: float | None, high: float | None) -> str:
     """tokens/s with its 95 % interval: "41.0 [39.2–42.8]"; the value alone without one."""
     if value is None or low is None or high is None:

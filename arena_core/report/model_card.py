@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from arena_core.report.card_sections import capacity_section, prediction_section, slo_section, sweep_section
 from arena_core.report.cost import CostLine
-from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, fmt_seconds_within, fmt_tps, fmt_tps_within, shown_tps
+from arena_core.report.formats import energy_read_from, fmt_score, fmt_seconds, fmt_seconds_within, fmt_tps, fmt_tps_within, shown_seconds_within, shown_tps
 from arena_core.report.seed_figures import seed_rows, throughput_headline
 from arena_core.report.text import WIDEST, render_table, without_empty_columns, wrap_text
 from arena_core.report.workload_blocks import TURN_COLUMNS, summary_lines, workload_blocks
@@ -88,12 +88,8 @@ def _shown_margin(label: str, value: float | None, low: float | None, high: floa
     own digits; seconds in the value's unit, :func:`fmt_seconds_within`), so a reader gets the same."""
     if not value or low is None or high is None:
         return None
-    if label == "tokens/s":
-        written, bounds = shown_tps(value), (shown_tps(low), shown_tps(high))
-    else:
-        digits = (lambda x: round(x * 1000) / 1000) if value < 1 else (lambda x: round(x, 2))
-        written, bounds = digits(value), (digits(low), digits(high))
-    return (bounds[1] - bounds[0]) / 2 / written if written else None
+    written, shown_low, shown_high = (shown_tps(value), shown_tps(low), shown_tps(high)) if label == "tokens/s" else shown_seconds_within(value, low, high)
+    return (shown_high - shown_low) / 2 / written if written else None
 
 
 def sample_count(line: CardWorkload) -> str:
