@@ -123,13 +123,16 @@ def test_native_agrees_with_the_real_llama_benchy(runner, tokenizer_path, corpus
         ours_error, theirs_error = ours[key]["mean"] - truth["native"], theirs[key]["mean"] - truth["external"]
         assert ours_error >= 0 and theirs_error >= 0, (key, ours_error, theirs_error)
     # Prefill speed per request (prompt tokens over the time to first response), against the
-    # rig's own; a TTFT within 3 ms of ~33 ms bounds it to about 10 %.
+    # rig's own: never faster than the rig prefilled (the client's time holds the rig's), and no
+    # further below it than llama-benchy's is below its run's. How far below is how late two
+    # processes ran: on a ~33 ms first response, CI's clean clone saw 16 % (about 5 ms), so no
+    # absolute bound holds on a busy machine; the side-by-side one does.
     truth_pp = {
         instrument: statistics.fmean(e["prompt_tokens"] / ((e["role_ns"] - e["received_ns"]) / 1e9) for e in log[-concurrency * 2 :])
         for instrument, log in logs.items()
     }
     ours_pp, theirs_pp = (report["pp_throughput" if concurrency == 1 else "pp_req_throughput"]["mean"] for report in (ours, theirs))
-    assert close(ours_pp, truth_pp["native"], 0.12), (ours_pp, truth_pp)
+    assert ours_pp <= truth_pp["native"] * 1.01, (ours_pp, truth_pp)
     assert theirs_pp / truth_pp["external"] <= ours_pp / truth_pp["native"] * 1.03, (theirs_pp, ours_pp, truth_pp)
     # Both instruments sent the same kind of requests, of the same size.
     for instrument, log in logs.items():
