@@ -20,6 +20,17 @@ from arena_core.errors import UsageError
 
 #: The most members an archive may hold (a run folder holds tens).
 MOST_MEMBERS = 10_000
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_packed(path: Path) -> bool:
+    """Whether ``path`` is a file that starts as gzip does: an archive's (a bundle's), not a
+    reference tool's JSON or a cards file, which are text."""
+    try:
+        with open(path, "rb") as handle:
+            return path.is_file() and handle.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def unpack_folder(packed: bytes, into: Path, *, what: str, most_bytes: int) -> Path:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from arena_core.config import ArenaConfig
     from arena_core.plugins import ArenaPluginManager
-    from arena_core.types import DescribedModel, HardwareDetection, ModelQuery, RunInfo, RunResult
+    from arena_core.types import BundleRequest, DescribedModel, HardwareDetection, ModelQuery, OpenedBundle, RunInfo, RunResult
 
 
 class ArenaHooks:
@@ -73,12 +73,22 @@ class ArenaHooks:
     def describe_model(self, query: ModelQuery) -> DescribedModel | None:
         """The first model source's description of ``query.source``; a source that finds it
         wrong says so in one line (its :class:`UsageError` is the user's error, not a bug)."""
-        for impl in self._impls("arena_describe_model", call_order=True):
+        return self._first_answer("arena_describe_model", query=query)
+
+    def open_bundle(self, request: BundleRequest) -> OpenedBundle | None:
+        """The first bundle reader's check of ``request.path``; its refusal is the user's error."""
+        return self._first_answer("arena_open_bundle", request=request)
+
+    def _first_answer(self, hook_name: str, **kwargs: Any) -> Any:
+        """The first implementation's answer that is not None. Its :class:`UsageError` is the
+        user's error (raised as it is); any other exception is its plugin's bug, reported, and
+        the next implementation asked."""
+        for impl in self._impls(hook_name, call_order=True):
             try:
-                found = self._call(impl, query=query)
+                found = self._call(impl, **kwargs)
             except (UsageError, PluginError):  # the user's error, or strict mode's stop
                 raise
-            except Exception as exc:  # a plugin's bug: reported, and the next source asked
+            except Exception as exc:
                 self.pm.report(impl.plugin_name, f"{impl.function.__name__} raised {type(exc).__name__}: {exc}; skipped")
                 continue
             if found is not None:

@@ -31,11 +31,13 @@ if TYPE_CHECKING:
     from arena_core.config import ArenaConfig
     from arena_core.types import (
         BackendSpec,
+        BundleRequest,
         DescribedModel,
         HardwareDetection,
         HardwareProfile,
         ModelQuery,
         ModelSpec,
+        OpenedBundle,
         PredictorSpec,
         QualitySuiteSpec,
         RendererSpec,
@@ -217,6 +219,22 @@ def arena_describe_model(query: ModelQuery) -> DescribedModel | None:
         or ``None`` when this plugin does not read such a source. A source it reads but finds
         wrong raises :class:`~arena_core.errors.UsageError` in one line starting with
         ``query.named_by``.
+    """
+
+
+@hookspec(firstresult=True)
+def arena_open_bundle(request: BundleRequest) -> OpenedBundle | None:
+    """Open and check a file that carries a run from elsewhere (a signed bundle).
+
+    Kind: firstresult. Called by ``arena verify FILE`` and ``arena import FILE`` (and for each
+    bundle of a folder given to ``arena import``). The built-in reader (``arena_bundles``) checks
+    the signature, every file's digest, and every figure of the run recomputed from its records.
+
+    :param request: the file, the empty folder to unpack it into, the registry (for the runners
+        that recompute their results), the card renderer, and the keys the site trusts.
+    :return: an :class:`~arena_core.types.OpenedBundle` once every check passes; ``None`` when
+        this plugin does not read such a file. A bundle it reads that fails a check raises
+        :class:`~arena_core.errors.UsageError` in one line naming what failed.
     """
 
 

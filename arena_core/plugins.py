@@ -40,6 +40,9 @@ DEFAULT_COMMANDS: dict[str, str] = {
     "hardware": "arena_hardware",
     "matrix": "arena_fleet",
     "fleet": "arena_fleet",
+    "bundle": "arena_bundles",
+    "keys": "arena_bundles",
+    "export": "arena_bundles",
 }
 
 #: The in-tree plugins, registered under these (importable) names before any entry point.
@@ -58,6 +61,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "arena_renderers",
     "arena_site",
     "arena_agents",
+    "arena_bundles",
 )
 
 #: Third-party plugins declare ``[project.entry-points.arena]`` in their ``pyproject.toml``.

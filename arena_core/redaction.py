@@ -26,3 +26,8 @@ def redact(text: str) -> str:
             if secret in text:
                 text = text.replace(secret, REDACTED)
     return text
+
+
+def holds_secret(text: str) -> bool:
+    """Whether ``text`` holds any secret this process has read (a file about to leave it, whole)."""
+    return any(secret in text for secret in _known)

@@ -36,25 +36,32 @@ def check_key(value: str, where: str) -> str:
 
 def read_api_key(settings: EndpointSettings) -> str | None:
     """The key named by ``settings`` (an environment variable, else a file), checked, or None."""
-    if settings.api_key_env:
-        value = os.environ.get(settings.api_key_env)
+    return read_secret(env=settings.api_key_env, file=settings.api_key_file, env_flag="--api-key-env", file_flag="--api-key-file", what="key")
+
+
+def read_secret(*, env: str | None, file: str | Path | None, env_flag: str, file_flag: str, what: str = "key") -> str | None:
+    """A secret from the environment variable ``env``, else the file ``file``, checked as an API
+    key is (:func:`check_key`) and remembered for redaction; None when neither is named. Errors
+    name the flag (``env_flag``, ``file_flag``) and the variable or file, never the secret."""
+    if env:
+        value = os.environ.get(env)
         if not value:
-            raise UsageError(f"--api-key-env: the environment variable {settings.api_key_env} is not set")
-        return check_key(value, f"--api-key-env {settings.api_key_env}")
-    if settings.api_key_file:
-        path = Path(settings.api_key_file).expanduser()
+            raise UsageError(f"{env_flag}: the environment variable {env} is not set")
+        return check_key(value, f"{env_flag} {env}")
+    if file:
+        path = Path(file).expanduser()
         if not path.exists():
-            raise UsageError(f"--api-key-file: cannot read {path}: No such file or directory")
+            raise UsageError(f"{file_flag}: cannot read {path}: No such file or directory")
         if problem := unreadable(path, _MAX_KEY_FILE_BYTES):
-            raise UsageError(f"--api-key-file: {path} is {problem}")
+            raise UsageError(f"{file_flag}: {path} is {problem}")
         try:
             with open(path, encoding="utf-8") as handle:
                 value = handle.read(_MAX_KEY_FILE_BYTES + 1)
         except OSError as exc:
-            raise UsageError(f"--api-key-file: cannot read {path}: {exc.strerror or exc}") from None
+            raise UsageError(f"{file_flag}: cannot read {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
-            raise UsageError(f"--api-key-file: {path} is not text") from None
+            raise UsageError(f"{file_flag}: {path} is not text") from None
         if len(value) > _MAX_KEY_FILE_BYTES:
-            raise UsageError(f"--api-key-file: {path} is larger than a key ({_MAX_KEY_FILE_BYTES} bytes at most)")
-        return check_key(value, f"--api-key-file {path}")
+            raise UsageError(f"{file_flag}: {path} is larger than a {what} ({_MAX_KEY_FILE_BYTES} bytes at most)")
+        return check_key(value, f"{file_flag} {path}")
     return None

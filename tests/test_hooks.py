@@ -369,6 +369,41 @@ def test_hook_arena_describe_model():
     assert hooks.describe_model(ModelQuery(source="gemma-3-270m", named_by="model gemma-3-270m", serve=True)) is None
 
 
+def test_hook_arena_open_bundle(tmp_path):
+    """A third party's reader of its own bundle kind is asked like the built-in one (which
+    answers only for gzip files); a reader's bug is reported and the next asked; its refusal
+    is the user's error, said as it is."""
+    from arena_core import BundleRequest, OpenedBundle, Provenance
+
+    class BoxReader:
+        @hookimpl
+        def arena_open_bundle(self, request):
+            if request.path.suffix != ".box":
+                return None
+            if request.path.read_text() == "broken":
+                raise UsageError(f"bundle {request.path.name}: the box is broken")
+            provenance = Provenance(signer="SHA256:" + "A" * 43, figures="checked by the box", made_by="box 1", contents_sha256="0" * 64)
+            return OpenedBundle(run_id="20261207-000000-b0c5", run_dir=request.into / "run", provenance=provenance, checked=("box: opened",))
+
+    class Buggy:
+        @hookimpl(tryfirst=True)
+        def arena_open_bundle(self, request):
+            raise KeyError("bug")
+
+    pm = plugin_manager_with(Buggy(), BoxReader(), builtins=("arena_bundles",))
+    hooks = ArenaHooks(pm)
+
+    def asked(name: str, text: str):
+        (tmp_path / name).write_text(text)
+        return hooks.open_bundle(BundleRequest(path=tmp_path / name, into=tmp_path, registry=hooks.registry, card_of=lambda run_dir: "{}"))
+
+    assert asked("run.box", "a run").checked == ("box: opened",)
+    assert [str(p) for p in pm.problems] == ["plugin 'Buggy': arena_open_bundle raised KeyError: 'bug'; skipped"]
+    with pytest.raises(UsageError, match="^bundle run.box: the box is broken$"):
+        asked("run.box", "broken")
+    assert asked("result.json", "{}") is None  # not gzip: the built-in reader does not answer, nor does the box's
+
+
 class Recorder:
     def __init__(self) -> None:
         self.seen: list[tuple[str, object]] = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from arena_core import CardWorkload, testing
+from arena_core import CardWorkload, read_manifest, testing
 from arena_core.results.cards import load_cards, scores_for
 from arena_core.results.imports import import_file, seed_cards_path
 from arena_scoring import ArenaScorer, SiteScorer
@@ -173,8 +173,11 @@ def test_import_reference_tool_results(hooks, tmp_path):
     assert not peak.valid and "10 of 300 requests failed" in peak.reasons[0]  # failures are not hidden by an import
     with pytest.raises(UsageError, match="--workload is required"):
         import_file(tmp_path / "vllm.json", store, hooks.registry, workload=None, model="qwen3.6-35b-a3b", hardware="gb10", backend="vllm")
-    with pytest.raises(UsageError, match="unknown model 'nope'"):
-        import_file(tmp_path / "vllm.json", store, hooks.registry, workload="chat", model="nope", hardware="gb10", backend="vllm")
+    # a model outside the catalog (as an attached server's run names it) is taken by its name; text that is no name is not
+    with pytest.raises(UsageError, match="^--model: '../nope' is neither a catalog model"):
+        import_file(tmp_path / "vllm.json", store, hooks.registry, workload="monday-peak", model="../nope", hardware="gb10", backend="vllm")
+    (outside,) = import_file(tmp_path / "vllm.json", store, hooks.registry, workload="monday-peak", model="my-own-model", hardware="gb10", backend="vllm")
+    assert read_manifest(store / outside).model_title == "my-own-model"
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from arena_core.loadgen.datasets import SampledRequest, random_lengths, sample_r
 from arena_core.loadgen.goodput import decode_tps as stream_decode_tps
 from arena_core.loadgen.goodput import first_token_s as first_output_s
 from arena_core.loadgen.loop import run as run_measurement
-from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopOutcome, OpenLoopPlan
+from arena_core.loadgen.open_loop import OpenLoopDriver, OpenLoopOutcome, OpenLoopPlan, outcome_from_records
 from arena_core.loadgen.open_metrics import peak_concurrency
 from arena_core.loadgen.open_summary import PERCENTILES, open_loop_report, open_loop_result
 from arena_core.loadgen.output_count import client_output_count
@@ -87,6 +87,7 @@ __all__ = [
     "median",
     "open_loop_report",
     "open_loop_result",
+    "outcome_from_records",
     "peak_concurrency",
     "percentile",
     "percentile_interval",

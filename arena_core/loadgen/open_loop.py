@@ -350,6 +350,21 @@ class _Tally:
         )
 
 
+def outcome_from_records(
+    records: Sequence[RequestRecord], prompt_lens: Sequence[int], *, duration_s: float, dispatch_span_s: float, dispatched: int
+) -> OpenLoopOutcome:
+    """The outcome a driver reached, again, from its stored records (in the order they finished)
+    and what it kept beside them: each request's prompt length, the run's duration and dispatch
+    span, the requests let go. The driver's own tally, fed the same records, so a stored result
+    can be recomputed by the code that made it (``arena verify BUNDLE``)."""
+    tally = _Tally(len(prompt_lens))
+    for record in records:
+        if not 0 <= record.request_index < len(prompt_lens) or record.scheduled_ns is None or record.dispatched_ns is None:
+            raise ValueError(f"record {record.request_index} is not one of the {len(prompt_lens)} requests scheduled")
+        tally.add(record.request_index, record, prompt_lens[record.request_index], (record.dispatched_ns - record.scheduled_ns) / 1e9)
+    return tally.outcome(duration_s, dispatch_span_s, dispatched)
+
+
 def _with_client_count(record: RequestRecord) -> RequestRecord:
     """With token ids in every chunk, the client's own count is their sum."""
     return attrs.evolve(record, completion_tokens_client=sum(n or 0 for n in record.chunk_tokens))

@@ -22,6 +22,7 @@ from arena_core.loadgen.records_io import read_records
 from arena_core.registry import Registry
 from arena_core.run.capacity import SearchSettings
 from arena_core.run.identity import UNNAMED
+from arena_core.run.integrity import signed_by
 from arena_core.run.manifest import MANIFEST, Manifest, read_manifest
 from arena_core.run.roofline import KV_CACHE_BYTES, bytes_per_param
 from arena_core.run.session import default_workloads
@@ -122,6 +123,7 @@ def card_from_run(run_dir: Path, registry: Registry, slo: Slo | None = None, *, 
         measured_with=manifest.measured_with or manifest.instrument,
         measured_at=manifest.measured_at,
         source=manifest.source,
+        signed_by=signed_by(run_dir),
         expected=expected,
         workloads=tuple(lines),
         quality=manifest.quality or (model.item.quality if model else ()),

@@ -324,7 +324,11 @@ def import_file(path: Path, output: Path, registry: Registry, *, workload: str |
         if not value:
             raise UsageError(f"{flag} is required to import {path.name}: the file does not say which it measured")
     assert workload and model and hardware
-    _check_names(registry, "arena import", workloads=workload, models=model, hardware=hardware, backends=backend)
+    _check_names(registry, "arena import", workloads=workload, hardware=hardware, backends=backend)
+    if model not in registry.models and (
+        not re.fullmatch(NAME_PATTERN, model) or len(model) > MAX_TEXT
+    ):  # a model outside the catalog, as an attached run names it
+        raise UsageError(f"--model: {model[:80]!r} is neither a catalog model (arena list models) nor a name (lowercase words joined by dashes)")
     try:
         result = reader.read(data, workload, None)
     except (KeyError, TypeError, ValueError) as exc:
@@ -335,4 +339,6 @@ def import_file(path: Path, output: Path, registry: Registry, *, workload: str |
     result = attrs.evolve(result, instrument="imported", verdict=attrs.evolve(result.verdict, labels=(*result.verdict.labels, label)))
     measured = str(data.get("timestamp") or data.get("date") or "")[:10]
     origin = {"model": model, "hardware": hardware, "backend": backend, "source": f"imported from {path.name} ({reader.tool})"}
+    if model not in registry.models:
+        origin["model_title"] = model
     return [_store(output, [result], registry, **origin, measured_with=f"{reader.tool} (imported)", started_at=measured)]

@@ -29,6 +29,8 @@ def _labels(card: ModelCard, score: Score) -> tuple[str, ...]:
         labels.append("custom shapes (" + "; ".join(card.custom) + ")")
     if any(not line.valid for line in card.workloads):
         labels.append("invalid results")
+    if card.signed_by:
+        labels.append(card.signed_by)
     if score.value is not None and score.quality_source == "measured":
         labels.append("quality measured")
     if score.value is not None and card.model_memory_estimated:

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import attrs
+
 from arena_core.config import CostSection
+from arena_core.errors import UsageError
 from arena_core.hooks import ArenaHooks
 from arena_core.report.cost import cost_of
-from arena_core.results.cards import scores_for
+from arena_core.results.cards import card_from_run, scores_for
 from arena_core.results.findings import findings
 from arena_core.results.predictions import ledger_of, why_not_predicted
 from arena_core.types import CardView, LedgerLine, ModelCard, Score, SiteView
@@ -32,6 +35,18 @@ def card_view(
         cost=cost_of([*others, card] if stored is card else others, cost)(stored) if cost.given else None,
         wide=wide,
     )
+
+
+def standalone_card(run_dir: Path, hooks: ArenaHooks) -> str:
+    """The card of the run in ``run_dir`` by itself, as JSON: its own figures and scores, with no
+    other run, prediction or cost beside it and Arena's default profiles -- what a bundle carries
+    and ``arena verify`` renders again from the bundle's own files."""
+    renderer = hooks.registry.by_kind["renderers"].get("json")
+    if renderer is None or renderer.item.card is None:
+        raise UsageError("no renderer named 'json' is registered (the arena_renderers plugin is disabled?): a bundle's card cannot be rendered")
+    card = attrs.evolve(card_from_run(run_dir, hooks.registry), signed_by="")  # its own files: not how it came into a store
+    view = CardView(card=card, scores=scores_for(card, hooks, {}, ()), findings=tuple(findings(card, ())), predictions=None)
+    return str(renderer.item.card(view))
 
 
 def site_view(

@@ -18,6 +18,7 @@ from arena_core.types.backends import (
     ServerDialect,
     version_numbers,
 )
+from arena_core.types.bundles import BundleRequest, OpenedBundle, Provenance
 from arena_core.types.cards import (
     SERVER_COUNTS,
     CardLayout,
@@ -61,6 +62,9 @@ from arena_core.types.workloads import (
 )
 
 __all__ = [
+    "BundleRequest",
+    "OpenedBundle",
+    "Provenance",
     "MeasuredQuality",
     "QualityRequest",
     "QualitySuiteSpec",

@@ -244,6 +244,8 @@ class ModelCard:
     measured_with: str
     measured_at: str
     source: str
+    #: for a run imported from a signed bundle: who signed it and what was recomputed ("" otherwise)
+    signed_by: str = ""
     expected: tuple[str, ...]
     workloads: tuple[CardWorkload, ...]
     quality: tuple[QualityScore, ...] = ()

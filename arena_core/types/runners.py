@@ -176,6 +176,11 @@ class RunnerSpec:
     #: every workload once the server is up, before the run's first request, so a run never stops
     #: half-way for something that could have been known at the start.
     preflight: Callable[[WorkloadSpec, str, RunContext], None] | None = None
+    #: ``recompute(folder)``: the result again from a workload's folder (its stored records and
+    #: what the runner kept beside them), by the code that made it, so a result can be checked
+    #: against its records (``arena verify BUNDLE``); raises :class:`UsageError` saying what is
+    #: missing when the folder cannot be recomputed (another instrument, an earlier Arena).
+    recompute: Callable[[Path], WorkloadResult] | None = None
 
     def command_for(self, workload: WorkloadSpec, base_url: str, model: str, options: RunOptions | None = None) -> str | None:
         """The reference tool's command for ``workload`` as one line (shown on cards and by

@@ -8,6 +8,7 @@ JSON. Both write ``llama-benchy.json`` in llama-benchy's schema beside the Arena
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -21,6 +22,7 @@ from typing import Any
 import attrs
 
 import arena_core as arena
+from arena_runners import recompute
 
 NAME = "llama-benchy"
 EXECUTABLE = "llama-benchy"
@@ -127,7 +129,9 @@ class NativeInstrument:
             await client.close()
         report = arena.llama_benchy_report(records, plan, facts, context.endpoint.model)
         context.write_json("llama-benchy.json", report)
-        context.write_json("session.json", {**attrs.asdict(facts), "tokenizer": codec.description, "corpus": corpus.source, "instrument": "native"})
+        # with the plan beside the facts, the result can be recomputed from the records (recompute.py)
+        session = {**attrs.asdict(facts), "tokenizer": codec.description, "corpus": corpus.source, "instrument": "native"}
+        context.write_json("session.json", {**session, "plan": arena.CONVERTER.unstructure(plan)})
         return arena.closed_loop_result(records, plan, facts, report, runner=NAME, instrument="native")
 
 
@@ -260,4 +264,5 @@ SPEC = arena.RunnerSpec(
         tool="llama-benchy", recognises=lambda data: "benchmarks" in data, read=read_report, caveat="failed requests are not recorded in its JSON"
     ),
     preflight=preflight,
+    recompute=functools.partial(recompute.closed_loop, runner=NAME),
 )

@@ -8,6 +8,7 @@ reader of that schema) also serves ``arena import``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import arena_core as arena
+from arena_runners import recompute
 
 NAME = "vllm-bench"
 EXECUTABLE = "vllm"
@@ -139,10 +141,19 @@ class NativeInstrument:
         sent = driver.dispatched if shape.precision is not None else shape.num_prompts
         metrics, report = arena.open_loop_report(outcome, plan, tokenizer=codec.description, num_prompts=sent)
         context.write_json("vllm-bench.json", report)
-        context.write_json("session.json", {"instrument": "native", "tokenizer": codec.description, "dataset": dataset_note})
-        return arena.open_loop_result(
-            outcome, plan, metrics, runner=NAME, instrument="native", requested=sent if shape.precision is not None else len(requests)
-        )
+        requested = sent if shape.precision is not None else len(requests)
+        # what the records do not hold, so the result can be recomputed from them (recompute.py)
+        kept = {
+            "plan": arena.CONVERTER.unstructure(plan),
+            "prompt_lens": [r.prompt_len for r in requests],
+            "duration_s": outcome.duration_s,
+            "dispatch_span_s": outcome.dispatch_span_s,
+            "dispatched": driver.dispatched,
+            "num_prompts": sent,
+            "requested": requested,
+        }
+        context.write_json("session.json", {"instrument": "native", "tokenizer": codec.description, "dataset": dataset_note, **kept})
+        return arena.open_loop_result(outcome, plan, metrics, runner=NAME, instrument="native", requested=requested)
 
 
 class ExternalInstrument:
@@ -292,4 +303,5 @@ SPEC = arena.RunnerSpec(
     command_options=command_options,
     report=arena.ReportReader(tool="vllm bench serve", recognises=lambda data: "output_throughput" in data, read=read_report),
     preflight=preflight,
+    recompute=functools.partial(recompute.open_loop, runner=NAME),
 )
