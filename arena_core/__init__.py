@@ -31,6 +31,7 @@ from arena_core.loadgen import *  # noqa: F403 -- the runner kit; its names are 
 from arena_core.loadgen import __all__ as _RUNNER_KIT
 from arena_core.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginInfo, PluginProblem, make_plugin_manager
 from arena_core.redaction import holds_secret
+from arena_core.redaction import remember as remember_secret
 from arena_core.registry import Registration, Registry
 from arena_core.report import kit as card_kit
 from arena_core.report import render_table
@@ -94,6 +95,7 @@ __all__ = [
     "read_api_key",
     "read_secret",
     "holds_secret",
+    "remember_secret",
     "read_manifest",
     "render_table",
     "sha256_of",

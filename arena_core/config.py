@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 from attrs import field, frozen
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.errors import ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, override
 
 from arena_core import bounds
-from arena_core.converter import CONVERTER, Fraction, Scale, Weight, with_todays_names
+from arena_core.converter import CONVERTER, Fraction, Scale, Weight, join_key, structure_problems, with_todays_names
 from arena_core.errors import ConfigError, UnknownNameError
 from arena_core.files import unreadable
 from arena_core.registry import Registry
@@ -174,7 +174,7 @@ def structure_config(data: Any, *, source: str) -> ArenaConfig:
     try:
         config = CONVERTER.structure(data, ArenaConfig)
     except (ClassValidationError, IterableValidationError) as exc:
-        problems = list(_flatten(exc, "$"))
+        problems = list(structure_problems(exc, "$"))
         path, problem = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ConfigError(problem + more, source=source, path=path) from None
@@ -222,36 +222,6 @@ def load_config(path: Path | str | None = None) -> ArenaConfig:
     return parse_config(text, source=str(path))
 
 
-def _flatten(exc: BaseException, path: str) -> Iterator[tuple[str, str]]:
-    """(key path, problem) for every leaf error in a cattrs exception group."""
-    if isinstance(exc, ForbiddenExtraKeysError):
-        for key in sorted(exc.extra_fields):
-            yield _join(path, key), "unknown key"
-    elif isinstance(exc, ClassValidationError):
-        with_notes, without = exc.group_exceptions()
-        for sub, note in with_notes:
-            yield from _flatten(sub, _join(path, note.name))
-        for sub in without:
-            yield from _flatten(sub, path)
-    elif isinstance(exc, IterableValidationError):
-        with_notes, without = exc.group_exceptions()
-        for sub, note in with_notes:
-            index = note.index
-            yield from _flatten(sub, _join(path, index) if isinstance(index, str) else f"{path}[{index}]")
-        for sub in without:
-            yield from _flatten(sub, path)
-    elif isinstance(exc, AttributeError) and "items" in str(exc):
-        yield path, "expected a table"
-    elif isinstance(exc, KeyError):  # cattrs has already put the missing key on the path
-        yield path, "required key missing"
-    else:
-        yield path, str(exc) or type(exc).__name__
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if key.replace("-", "_").replace(".", "_").isidentifier() else f"{path}[{key!r}]"
-
-
 # --- checking names against the registry -----------------------------------------------------
 
 
@@ -268,12 +238,12 @@ def check_config(config: ArenaConfig, registry: Registry) -> None:
             _unknown(registry, "workloads", name, source, f"$.run.workloads[{index}]")
     for name, change in config.workloads.items():
         if name not in registry.workloads:
-            _unknown(registry, "workloads", name, source, _join("$.workloads", name))
+            _unknown(registry, "workloads", name, source, join_key("$.workloads", name))
         apply_override(registry.workloads[name].item, change, source=source)
     for profile_name, profile in config.scoring.profiles.items():
         for name in profile.workload_weights:
             if name not in registry.workloads:
-                path = _join(_join(_join("$.scoring.profiles", profile_name), "workload_weights"), name)
+                path = join_key(join_key(join_key("$.scoring.profiles", profile_name), "workload_weights"), name)
                 _unknown(registry, "workloads", name, source, path)
 
 
@@ -294,12 +264,12 @@ def apply_override(spec: WorkloadSpec, change: WorkloadOverride, *, source: str 
     shape_fields = attrs.fields_dict(type(spec.shape))
     for key in values:
         if key not in shape_fields:
-            path = _join(_join("$.workloads", spec.name), key)
+            path = join_key(join_key("$.workloads", spec.name), key)
             raise ConfigError(f"does not apply to {_kind(spec)} workload {spec.name!r}", source=source, path=path)
     try:
         shape = attrs.evolve(spec.shape, **values)
     except (TypeError, ValueError) as exc:  # a rule across fields (the random dataset needs both lengths)
-        raise ConfigError(str(exc), source=source, path=_join("$.workloads", spec.name)) from None
+        raise ConfigError(str(exc), source=source, path=join_key("$.workloads", spec.name)) from None
     changed = {key: value for key, value in values.items() if getattr(spec.shape, key) != value}
     if seed != spec.seed:
         changed["seed"] = seed

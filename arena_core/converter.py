@@ -8,11 +8,12 @@ never leave the process: an :class:`~arena_core.types.Endpoint` is unstructured 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, NewType, get_origin
 
 import cattrs
 from cattrs.cols import homogenous_tuple_structure_factory, is_sequence, list_structure_factory
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from arena_core import bounds
@@ -106,3 +107,34 @@ def with_todays_names(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     return {EARLIER_NAMES[key] if key in EARLIER_NAMES and EARLIER_NAMES[key] not in data else key: value for key, value in data.items()}
+
+
+def structure_problems(exc: BaseException, path: str) -> Iterator[tuple[str, str]]:
+    """(key path, problem) for every leaf error in a cattrs exception group: what a one-line
+    error about a config file or a stored JSON names."""
+    if isinstance(exc, ForbiddenExtraKeysError):
+        for key in sorted(exc.extra_fields):
+            yield join_key(path, key), "unknown key"
+    elif isinstance(exc, ClassValidationError):
+        with_notes, without = exc.group_exceptions()
+        for sub, note in with_notes:
+            yield from structure_problems(sub, join_key(path, note.name))
+        for sub in without:
+            yield from structure_problems(sub, path)
+    elif isinstance(exc, IterableValidationError):
+        with_notes, without = exc.group_exceptions()
+        for sub, note in with_notes:
+            index = note.index
+            yield from structure_problems(sub, join_key(path, index) if isinstance(index, str) else f"{path}[{index}]")
+        for sub in without:
+            yield from structure_problems(sub, path)
+    elif isinstance(exc, AttributeError) and "items" in str(exc):
+        yield path, "expected a table"
+    elif isinstance(exc, KeyError):  # cattrs has already put the missing key on the path
+        yield path, "required key missing"
+    else:  # a validator's ValueError carries its message first, then the attribute and the value
+        yield path, exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc) or type(exc).__name__
+
+
+def join_key(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.replace("-", "_").replace(".", "_").isidentifier() else f"{path}[{key!r}]"

@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from arena_bundles import layout
 from arena_bundles.keys import fingerprint, public_text
+from arena_core import standalone_card
 from arena_core.run.manifest import content_seal
 from arena_core.testing import arena, rig_run_argv
 from arena_core.testing.fake_server import FakeServerProcess
@@ -77,7 +78,13 @@ def repacked(bundle: Path, to: Path, edit: Callable[[dict[str, bytes]], None], *
     doctored their own run), else with the signature it had."""
     files, top = members(bundle), bundle.name.removesuffix(layout.SUFFIX)
     edit(files)
-    if sign_with is not None:
+    if sign_with is not None:  # as a signer doctoring their own run would: its manifest sealed again, then signed
+        manifest = json.loads(files["run/manifest.json"])
+        manifest["files"] = {
+            name[4:]: hashlib.sha256(data).hexdigest() for name, data in files.items() if name.startswith("run/") and name != "run/manifest.json"
+        }
+        manifest["seal"] = content_seal(manifest)
+        files["run/manifest.json"] = json.dumps(manifest).encode()
         contents = json.loads(files[layout.CONTENTS])
         contents["files"] = {name: hashlib.sha256(data).hexdigest() for name, data in files.items() if name not in (layout.CONTENTS, layout.SIGNATURE)}
         contents["signer"] = fingerprint(sign_with.public_key())
@@ -248,15 +255,64 @@ def test_a_bundle_made_by_another_version_says_what_it_cannot_recompute(bundled,
     assert checked.stdout.rstrip().endswith("figures not recomputed (made by Arena 0.0.9)")
 
 
-def test_a_workload_that_cannot_be_recomputed_is_said_not_refused(bundled, tmp_path):
-    """A result the reference tool computed itself has no records of Arena's to recompute it from:
-    the bundle verifies, says which workload was not recomputed, and its mark says so."""
+def test_a_result_of_arenas_own_instrument_must_recompute_one_of_the_tools_is_said(bundled, hooks, tmp_path):
+    """A result Arena's own instrument measured keeps what recomputing needs: a session that says
+    otherwise is refused. A result the reference tool computed itself has no records of Arena's
+    to recompute it from: the bundle verifies, says which workload was not, and its mark says so."""
     bundle, env = bundled
-    tool_made = _edit_json("run/workloads/chat/session.json", lambda session: session.update(instrument="external"))
+    said_external = _edit_json("run/workloads/chat/session.json", lambda session: session.update(instrument="external"))
+    checked = arena("verify", str(repacked(bundle, tmp_path / "native.arena-bundle", said_external, sign_with=signer_of(env))))
+    assert checked.returncode != 0
+    assert "chat: measured by Arena's own instrument, but its result cannot be recomputed (chat: measured by the reference tool itself" in checked.stderr
+
+    def tool_made(files: dict[str, bytes]) -> None:  # as the external instrument stores it, and its card made again
+        said_external(files)
+        _edit_json(_result("chat"), lambda result: result.update(instrument="external"))(files)
+        unpacked = tmp_path / "unpacked"
+        for name, data in files.items():
+            (unpacked / name).parent.mkdir(parents=True, exist_ok=True)
+            (unpacked / name).write_bytes(data)
+        files["card.json"] = standalone_card(unpacked / "run", hooks).encode()
+
     checked = arena("verify", str(repacked(bundle, tmp_path / bundle.name, tool_made, sign_with=signer_of(env))))
     assert checked.returncode == 0, checked.stderr
     assert "not recomputed: chat: measured by the reference tool itself" in checked.stdout
     assert checked.stdout.rstrip().endswith("figures recomputed from records, but for chat (not recomputable)")
+
+
+def test_what_a_signer_could_craft_is_refused_in_one_line(bundled, tmp_path):
+    """A workload named by a path (its folder would be read from anywhere), numbers a recompute
+    cannot take, a bundle without its card: each refused in one line, no traceback."""
+    bundle, env = bundled
+    session = "run/workloads/monday-peak/session.json"
+    crafts = {
+        "a workload named by a path": (
+            _edit_json("run/manifest.json", lambda manifest: manifest.update(workloads=["chat", "/tmp/elsewhere"])),
+            "not an Arena manifest ($: 'workloads' must match regex",
+        ),
+        "an infinite count": (
+            lambda files: files.update({session: files[session].replace(b'"dispatched": ', b'"dispatched": 1e999, "was": ')}),
+            "monday-peak: measured by Arena's own instrument, but its result cannot be recomputed",
+        ),
+        "no card": (lambda files: files.pop("card.json"), "the signed contents do not list card.json"),
+    }
+    for name, (edit, reason) in crafts.items():
+        checked = arena("verify", str(repacked(bundle, tmp_path / bundle.name, edit, sign_with=signer_of(env))))
+        assert checked.returncode != 0 and reason in checked.stderr and len(checked.stderr.strip().splitlines()) == 1, (name, checked.stderr)
+
+
+def test_a_huge_header_is_refused_before_it_is_read(tmp_path):
+    """A pax header of 64 MiB in a file of a few kilobytes: tarfile would read it whole into memory."""
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("20261207-000000-abcd/run/x")
+        info.pax_headers = {"comment": "x" * (64 << 20)}
+        tar.addfile(info, io.BytesIO(b""))
+    bomb = tmp_path / "bomb.arena-bundle"
+    bomb.write_bytes(packed.getvalue())
+    assert bomb.stat().st_size < 1 << 20
+    said = arena("verify", str(bomb))
+    assert said.returncode != 0 and re.search(r"holds a header of [\d,]+ bytes \(a name or attributes over 1,048,576\): not unpacked", said.stderr), said.stderr
 
 
 def test_imported_bundles_show_their_signer_and_the_verified_mark_on_the_site(measured, bundled, tmp_path):
@@ -287,6 +343,18 @@ def test_imported_bundles_show_their_signer_and_the_verified_mark_on_the_site(me
     assert re.search(rf"imported as run {renamed}, signed by untrusted key SHA256:\S+, figures recomputed from records", imported.stdout)
     again = arena("import", str(bundle), "--trusted-keys", str(trusted), "--output", str(site_store))
     assert again.returncode == 0 and f"already in the store: run {run_id}" in again.stdout
+    clash = tmp_path / "clash"
+    clash.mkdir()  # another run of an id the store holds, first in the folder: refused, and the next still imported
+    repacked(
+        bundle,
+        clash / "a.arena-bundle",
+        _edit_json("run/manifest.json", lambda manifest: manifest.update(config_source="measured-elsewhere.toml")),
+        sign_with=signer_of(env),
+    )
+    shutil.copy(folder / f"{renamed}{layout.SUFFIX}", clash / "b.arena-bundle")
+    both = arena("import", str(clash), "--output", str(site_store))
+    assert both.returncode == 1 and "holds another run of that id; not adopted" in both.stderr and "1 of 2 bundles refused" in both.stderr
+    assert f"already in the store: run {renamed}" in both.stdout
     refused = arena(
         "import", str(folder / f"{renamed}{layout.SUFFIX}"), "--trusted-keys", str(trusted), "--untrusted", "refuse", "--output", str(tmp_path / "strict")
     )

@@ -80,13 +80,13 @@ def _import_bundles(app: CliApp, given: Path, store: Path, trusted_keys: Path | 
         with tempfile.TemporaryDirectory(prefix="arena-import-", dir=store) as into:
             try:
                 opened = opened_bundle(app, path, Path(into), trusted_keys=trusted_keys, refuse_untrusted=refuse_untrusted)
+                named = Path(into) / "adopted" / opened.run_id  # a run folder is adopted under its run's id
+                named.parent.mkdir()
+                run_id, new = adopt_run(store, opened.run_dir.rename(named))  # another run of that id: refused
             except UsageError as exc:
                 echo(f"refused: {exc}", err=True)
                 refused += 1
                 continue
-            named = Path(into) / "adopted" / opened.run_id  # a run folder is adopted under its run's id
-            named.parent.mkdir()
-            run_id, new = adopt_run(store, opened.run_dir.rename(named))
             if new:
                 write_provenance(store / run_id, opened.provenance)
         signer = opened.provenance.signer_name or f"untrusted key {opened.provenance.signer}"

@@ -32,7 +32,10 @@ def opened_bundle(app: CliApp, path: Path, into: Path, *, trusted_keys: Path | N
         trusted_keys=trusted_keys,
         refuse_untrusted=refuse_untrusted,
     )
+    reported = len(app.hooks.pm.problems)
     opened = app.hooks.open_bundle(request)
+    if opened is None and len(app.hooks.pm.problems) > reported:  # a reader failed on it: its line says how
+        raise UsageError(f"{path}: the plugin that reads it failed ({str(app.hooks.pm.problems[-1])[:300]})")
     if opened is None:
         raise UsageError(f"{path}: not a bundle any plugin reads (arena plugins lists them; arena_bundles reads Arena's own)")
     return opened

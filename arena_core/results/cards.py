@@ -197,7 +197,7 @@ def _took(manifest: Manifest) -> float | None:
         return None
     try:
         return (datetime.fromisoformat(manifest.finished_at) - datetime.fromisoformat(manifest.started_at)).total_seconds()
-    except ValueError:  # a manifest edited by hand: no time, rather than a wrong one
+    except (ValueError, TypeError):  # a manifest edited by hand (a time without its zone beside one with): no time, rather than a wrong one
         return None
 
 

@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from attrs import field, frozen
+from attrs.validators import deep_iterable
 
 from arena_core import bounds
-from arena_core.converter import CONVERTER, with_todays_names
+from arena_core.converter import CONVERTER, structure_problems, with_todays_names
 from arena_core.errors import UsageError
 from arena_core.files import read_json_file, write_json_atomic
 from arena_core.redaction import redact
 from arena_core.types import HardwareProfile, MeasuredQuality, QualityScore
+from arena_core.types.names import valid_name
 
 MANIFEST = "manifest.json"
 #: A manifest is tens of kilobytes (its commands, facts and file hashes); a file past this is not one.
@@ -65,7 +67,9 @@ class Manifest:
     hardware_profile: HardwareProfile | None = None
     instrument: str
     scale: float = 1.0
-    workloads: tuple[str, ...] = ()
+    #: Names (no path): each is a folder of the run (``workloads/NAME``), so a manifest from
+    #: outside cannot point a reader at a file elsewhere.
+    workloads: tuple[str, ...] = field(default=(), validator=deep_iterable(valid_name))
     #: The server measured, when Arena attached to one (resume attaches to it again).
     base_url: str | None = None
     config_source: str | None = None
@@ -153,7 +157,8 @@ def read_manifest(run_dir: Path) -> Manifest:
     try:
         return CONVERTER.structure(_upgrade(data), Manifest)
     except Exception as exc:  # cattrs raises its own validation group, not a ValueError
-        raise UsageError(f"{path}: not an Arena manifest ({type(exc).__name__}: {str(exc)[:120]})") from None
+        where, problem = next(iter(structure_problems(exc, "$")), ("$", type(exc).__name__))
+        raise UsageError(f"{path}: not an Arena manifest ({where}: {problem[:160]})") from None
 
 
 def write_manifest(run_dir: Path, manifest: Manifest) -> None:

@@ -36,13 +36,16 @@ SAME = 1e-9
 
 def open_bundle(request: arena.BundleRequest) -> arena.OpenedBundle:
     path, what = request.path, f"bundle {request.path.name}"
-    size = path.stat().st_size
-    if size > layout.MOST_BYTES:
-        raise arena.UsageError(f"{what} is {size:,} bytes: over the {layout.MOST_BYTES:,} byte limit, not opened")
-    folder = arena.unpack_folder(arena.read_file_bytes(path, max_bytes=layout.MOST_BYTES), request.into, what=what, most_bytes=layout.MOST_BYTES)
-    listing = _read(folder / layout.CONTENTS, what)
-    contents, signature = json.loads(listing), json.loads(_read(folder / layout.SIGNATURE, what))
-    signer = _signed_by(contents, signature, listing, what)
+    try:
+        size = path.stat().st_size
+        if size > layout.MOST_BYTES:
+            raise arena.UsageError(f"{what} is {size:,} bytes: over the {layout.MOST_BYTES:,} byte limit, not opened")
+        packed = arena.read_file_bytes(path, max_bytes=layout.MOST_BYTES)
+    except (OSError, ValueError) as exc:  # a link, a file that grew past the limit while read
+        raise arena.UsageError(f"{what} cannot be read ({str(exc)[:120]})") from None
+    folder = arena.unpack_folder(packed, request.into, what=what, most_bytes=layout.MOST_BYTES)
+    listing, contents = _read(folder / layout.CONTENTS, what)
+    signer = _signed_by(contents, _read(folder / layout.SIGNATURE, what)[1], listing, what)
     names = trusted_keys(request.trusted_keys)
     if request.refuse_untrusted and signer not in names:
         raise arena.UsageError(f"{what}: signed by {signer}, a key the trusted-keys file does not name; refused")
@@ -52,6 +55,9 @@ def open_bundle(request: arena.BundleRequest) -> arena.OpenedBundle:
     manifest = arena.read_manifest(run_dir)
     if manifest.run_id != contents.get("run_id") or folder.name != manifest.run_id:
         raise arena.UsageError(f"{what}: its run is {manifest.run_id!r} but it is packed as {folder.name!r}; refused")
+    sealed, problems = arena.verify_run(run_dir)
+    if not sealed or problems:  # the run's own manifest seal and hashes, as arena verify RUN checks them in a store
+        raise arena.UsageError(f"{what}: its run's own seal does not hold: {problems[0]}")
     made_by = str(contents.get("made_by", "unknown"))[:40]
     figures, lines = _figures(request, run_dir, folder, made_by, what)
     provenance = arena.Provenance(
@@ -60,15 +66,15 @@ def open_bundle(request: arena.BundleRequest) -> arena.OpenedBundle:
     return arena.OpenedBundle(run_id=manifest.run_id, run_dir=run_dir, provenance=provenance, checked=(*checked, *lines))
 
 
-def _read(path: Path, what: str) -> bytes:
+def _read(path: Path, what: str) -> tuple[bytes, Any]:
+    """A bundle's own JSON file: its bytes and its value, read as outside data (bounded in size and depth)."""
     try:
         data = arena.read_file_bytes(path, max_bytes=layout.MOST_LISTING_BYTES)
-        json.loads(data)
+        return data, arena.parse_json(data.decode("utf-8"), max_bytes=layout.MOST_LISTING_BYTES)
     except FileNotFoundError:
         raise arena.UsageError(f"{what}: holds no {path.name}; not a signed bundle") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and a JSON too deep are ValueErrors
         raise arena.UsageError(f"{what}: {path.name} cannot be read ({str(exc)[:120]})") from None
-    return data
 
 
 def _signed_by(contents: Any, signature: Any, listing: bytes, what: str) -> str:
@@ -92,6 +98,8 @@ def _signed_by(contents: Any, signature: Any, listing: bytes, what: str) -> str:
 
 def _files_match(folder: Path, contents: dict[str, Any], what: str) -> str:
     listed: dict[str, Any] = contents["files"]
+    if missing := [name for name in layout.REQUIRED if name not in listed]:
+        raise arena.UsageError(f"{what}: the signed contents do not list {missing[0]}, which every bundle holds")
     present = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
     for name in (layout.CONTENTS, layout.SIGNATURE):
         present.pop(name, None)
@@ -111,7 +119,7 @@ def _figures(request: arena.BundleRequest, run_dir: Path, folder: Path, made_by:
     workload its runner cannot recompute (the reference tool's own result, say) is said, not refused."""
     skipped: dict[str, str] = {}
     disagreements = list(_result_disagreements(request.registry, run_dir, skipped))
-    carried = json.loads((folder / layout.CARD).read_text(encoding="utf-8"))
+    carried = _read(folder / layout.CARD, what)[1]
     rendered = json.loads(request.card_of(run_dir))
     disagreements += [
         f"the card's {where}: the card says {_shown(said)}, its records give {_shown(made)}" for where, said, made in _differences(carried, rendered)
@@ -143,8 +151,12 @@ def _result_disagreements(registry: arena.Registry, run_dir: Path, skipped: dict
             continue
         try:
             again = recompute(arena.workload_dir(run_dir, name)).scaled(stored.scale).customised(stored.custom)
-        except arena.UsageError as exc:
-            skipped[name] = str(exc)  # it names the workload's folder
+        except Exception as exc:  # outside data of any shape; a runner's clear error (UsageError) or any other
+            why = str(exc) if isinstance(exc, arena.UsageError) else f"{type(exc).__name__}: {str(exc)[:120]}"
+            if stored.instrument == "native":  # Arena's own instrument keeps what recomputing needs: one that cannot is refused
+                yield f"{name}: measured by Arena's own instrument, but its result cannot be recomputed ({why})"
+            else:
+                skipped[name] = why  # the reference tool's own result, or an imported one
             continue
         yield from (
             f"{name}'s {where}: its result says {_shown(said)}, its records give {_shown(made)}" for where, said, made in _result_differences(stored, again)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import click
 
 import arena_core as arena
 from arena_bundles import layout
+from arena_bundles.check import open_bundle
 from arena_bundles.keys import default_key_file, fingerprint, load_key, new_key, public_text
 from arena_bundles.pack import bundle_bytes
 
@@ -44,11 +46,26 @@ def bundle_command(app: arena.CliApp, run_id: str, key_file: Path | None, target
     temporary = path.with_name(path.name + ".tmp")
     try:
         temporary.write_bytes(packed)
+        _checked_as_a_stranger_would(app, temporary, run_dir.name)
         os.replace(temporary, path)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise arena.UsageError(f"--to: cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        temporary.unlink(missing_ok=True)
     arena.echo(f"bundled run {run_dir.name} into {path} ({len(packed):,} bytes), signed by {fingerprint(key.public_key())}")
+
+
+def _checked_as_a_stranger_would(app: arena.CliApp, packed: Path, run_id: str) -> None:
+    """The bundle just made, checked by ``arena verify FILE``'s own code: a run whose figures its
+    records do not give (stored before Arena kept what recomputing needs, say) is never sent."""
+    with tempfile.TemporaryDirectory(prefix="arena-bundle-") as into:
+        request = arena.BundleRequest(
+            path=packed, into=Path(into), registry=app.hooks.registry, card_of=lambda run_dir: arena.standalone_card(run_dir, app.hooks)
+        )
+        try:
+            open_bundle(request)
+        except arena.UsageError as exc:
+            raise arena.UsageError(f"run {run_id} cannot be bundled: {str(exc).split(': ', 1)[-1]}") from None
 
 
 @click.group("keys")

@@ -90,6 +90,7 @@ def load_key(key_file: Path | None) -> Ed25519PrivateKey:
     where = KEY_VARIABLE if from_environment else str(path)
     if text is None or not text.startswith(PRIVATE_PREFIX):
         raise arena.UsageError(f"{where}: not an Arena signing key (a line starting {PRIVATE_PREFIX})")
+    arena.remember_secret(text[len(PRIVATE_PREFIX) :])  # the key without its prefix is as secret
     try:
         raw = base64.b64decode(text[len(PRIVATE_PREFIX) :].encode("ascii"), validate=True)
     except (ValueError, binascii.Error):

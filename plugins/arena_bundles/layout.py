@@ -27,6 +27,8 @@ SIGNATURE = "signature.json"
 MOST_BYTES = 1 << 30
 #: contents.json and signature.json: a line per file, a few hundred bytes.
 MOST_LISTING_BYTES = 16 * 2**20
+#: What every bundle's signed contents list (what the checks read).
+REQUIRED = (f"{RUN}/manifest.json", CARD, ENVIRONMENT)
 #: Files of a stored run that are not the run's: the writer's lock, an import's provenance.
 NOT_CARRIED = (".writer", "provenance.json")
 

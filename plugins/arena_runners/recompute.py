@@ -9,6 +9,7 @@ recomputed: :class:`arena_core.UsageError` says which it is.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ RECORDS = "records.jsonl"
 #: session.json holds a plan and, open loop, a prompt length per request: kilobytes to a few
 #: megabytes (100,000 requests of 6-digit lengths).
 MAX_SESSION_BYTES = 8 * 2**20
+#: The most requests, or seconds, a session may state (a run is hours and thousands of requests).
+MOST_COUNT = 10**8
 
 
 def _session(folder: Path, needs: tuple[str, ...]) -> dict[str, Any]:
@@ -68,9 +71,13 @@ def open_loop(folder: Path, *, runner: str) -> arena.WorkloadResult:
     if (
         not isinstance(prompt_lens, list)
         or not all(type(n) is int and n >= 0 for n in prompt_lens)
-        or not all(isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 0 for n in numbers)
+        or not all(isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) and 0 <= n <= MOST_COUNT for n in numbers)
     ):
         raise arena.UsageError(f"{folder.name}/{SESSION}: its prompt lengths and timing are not counts and seconds")
+    if not session["duration_s"] > 0 or session["dispatched"] > len(prompt_lens):
+        raise arena.UsageError(
+            f"{folder.name}/{SESSION}: a run of {session['duration_s']} s that let go {session['dispatched']} of {len(prompt_lens)} requests"
+        )
     try:
         outcome = arena.outcome_from_records(
             _records(folder), prompt_lens, duration_s=session["duration_s"], dispatch_span_s=session["dispatch_span_s"], dispatched=int(session["dispatched"])
