@@ -779,8 +779,35 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_te
         float(x) for x in re.search(r"tokens/s per user on these results: ([0-9.]+) % with the priors, ([0-9.]+) % fitted", flat(fitted.stdout)).groups()
     )
     assert after < before
+    # the ledger of each situation a prediction is used in: tier 1 no worse than tier 0 on the
+    # same results (median and p90), and the 80 % interval holding 75-85 % of them
+    said = flat(fitted.stdout)
+    for label in ("leave-one-run-out", "leave-family-out", "new engine version", "new architecture kind"):
+        cell = r"([0-9.]+) / ([0-9.]+) % \(([0-9.]+) / ([0-9.]+) %\)"
+        found = re.search(rf"{label} \(\d+ results\): tok/s {cell}; TTFT {cell}; open-loop tok/s {cell}; open-loop TTFT {cell}", said)
+        assert found, (label, said)
+        figures = [float(x) for x in found.groups()]
+        for at in range(0, 16, 4):  # each metric: tier 1 median, p90, then tier 0's
+            assert figures[at] <= figures[at + 2] and figures[at + 1] <= figures[at + 3], (label, figures)
+        held = int(re.search(rf"{label} \(.*?the 80 % interval holds (\d+) %", said).group(1))
+        assert 75 <= held <= 85, (label, held)
     predicted = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")
     assert predicted.returncode == 0 and "tier 1: calibrated on 75 results of 15 runs on gb10" in flat(predicted.stdout)
+    # the error a prediction prints is its situation's: a catalog model the fit learnt from, a
+    # model given by config.json outside every family of the fit, an engine version outside it
+    run_error = re.search(r"leave-one-run-out \(\d+ results\): tok/s ([0-9.]+) / [0-9.]+ % \([0-9.]+ / [0-9.]+ %\); TTFT ([0-9.]+)", said).groups()
+    family_error = re.search(r"leave-family-out \(\d+ results\): tok/s ([0-9.]+) / [0-9.]+ % \([0-9.]+ / [0-9.]+ %\); TTFT ([0-9.]+)", said).groups()
+    version_error = re.search(r"new engine version \(\d+ results\): tok/s ([0-9.]+) / [0-9.]+ % \([0-9.]+ / [0-9.]+ %\); TTFT ([0-9.]+)", said).groups()
+    assert f"predicted for a model the fit learnt from; median error there: {run_error[0]} % tok/s, {run_error[1]} % TTFT (leave-one-run-out)" in flat(
+        predicted.stdout
+    )
+    config = Path(__file__).resolve().parent / "fixtures" / "vllm_real" / "config.json"
+    outside = flat(arena("predict", "--model-config", str(config), "--hardware", "gb10", "--output", str(store), "--workloads", "chat").stdout)
+    assert f"predicted for a model outside the fit; median error there: {family_error[0]} % tok/s, {family_error[1]} % TTFT (leave-family-out)" in outside, (
+        outside
+    )
+    newer = flat(arena("predict", "qwen3.6-35b-a3b", "--engine-version", "0.31.0", "--hardware", "gb10", "--output", str(store), "--workloads", "chat").stdout)
+    assert f"(leave-one-run-out); {version_error[0]} % tok/s, {version_error[1]} % TTFT (new engine version)" in newer, newer
     stored = json.loads((store / "calibrations" / "gb10--vllm.json").read_text())
     (store / "calibrations" / "gb10--vllm.json").write_text(json.dumps({**stored, "efficiency": {**stored["efficiency"], "bandwidth": 50}}))
     impossible = arena("predict", "qwen3.6-35b-a3b", "--hardware", "gb10", "--output", str(store), "--workloads", "chat")

@@ -34,7 +34,7 @@ from arena_core.loadgen.prompts import PromptBuilder, chat_messages
 from arena_core.loadgen.records_io import RecordWriter, read_records
 from arena_core.loadgen.refusal import clean_text, refusal
 from arena_core.loadgen.sharegpt import DatasetError, load_two_turn_conversations
-from arena_core.loadgen.stats import mean, median, percentile, percentile_interval, population_std
+from arena_core.loadgen.stats import mean, median, nearest_rank, percentile, percentile_interval, population_std
 from arena_core.loadgen.stream import ANSWER
 from arena_core.loadgen.tool_calls import ToolCallCollector, ToolCallsRead, read_tool_calls
 from arena_core.loadgen.tools import run_reference_tool, script_interpreter
@@ -90,6 +90,7 @@ __all__ = [
     "outcome_from_records",
     "peak_concurrency",
     "percentile",
+    "nearest_rank",
     "percentile_interval",
     "population_std",
     "random_lengths",

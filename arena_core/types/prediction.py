@@ -69,6 +69,11 @@ class Calibration:
     #: the predictor that fitted it; empty in a calibration stored before predictors had names
     #: (the built-in step simulator's, which reads it as its own)
     predictor: str = ""
+    #: how the fit does where a prediction is used, by situation (the predictor's own leave-out
+    #: kinds: a run, a family, an engine version...): its figures there, by name
+    situations: Mapping[str, Mapping[str, float]] = field(factory=dict)
+    #: what the fit learnt from, by what a situation is judged on ("models", "families", ...)
+    fitted_to: Mapping[str, tuple[str, ...]] = field(factory=dict)
 
 
 @frozen(kw_only=True)

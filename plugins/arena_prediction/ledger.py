@@ -24,7 +24,8 @@ import attrs
 
 from arena_core import CONVERTER, Figures, FitCache, LedgerLine, ModelCard, Registry, __version__
 from arena_prediction.calibration import OpenResult, OpenSample, Sample, fit, model_of, open_results_of, open_samples_of, samples_of, scheduling_of
-from arena_prediction.simulator import Efficiency, prior_of
+from arena_prediction.leave_out import LeaveOut, leave_out
+from arena_prediction.simulator import Efficiency, blended, prior_of
 from arena_prediction.workloads import interval_ends, open_interval
 
 #: The most fits the ledger makes per hardware and engine. Up to this many runs, each run's
@@ -136,7 +137,14 @@ class _Kept:
 
 
 def ledger(
-    cards: Sequence[ModelCard], registry: Registry, only: str | None = None, *, calibrated: bool = True, fits: FitCache | None = None
+    cards: Sequence[ModelCard],
+    registry: Registry,
+    only: str | None = None,
+    *,
+    calibrated: bool = True,
+    fits: FitCache | None = None,
+    leave: str = "run",
+    weight: float = 1.0,
 ) -> list[LedgerLine]:
     """Each result of ``cards`` (or of run ``only``) predicted without its own run: fitted to the
     closed-loop results of the runs outside its fold (:func:`ledger_folds`: up to
@@ -144,7 +152,9 @@ def ledger(
     ``calibrated``, at the engine's priors (tier 0); the fit takes the open-loop results of those
     runs for a request's own cost. An open-loop result's tokens/s is its output
     throughput. Runs of a backend that declares no scheduling are not covered. ``fits`` keeps the
-    fits and the lines made with them, keyed by what they were made from."""
+    fits and the lines made with them, keyed by what they were made from. ``leave``: which runs
+    a fit learns from (:mod:`arena_prediction.leave_out`; a run no fit of that kind predicts has
+    no line); ``weight``: how far tier 1 goes from the priors toward the fit (1: all the way)."""
     groups: dict[tuple[str, str], list[ModelCard]] = {}
     for card in cards:
         if (scheduling := scheduling_of(card.backend, registry, card.backend_facts)) is not None:
@@ -152,17 +162,18 @@ def ledger(
     lines: list[LedgerLine] = []
     for (hardware, engine), members in groups.items():
         if only is None or only in {c.run_id for c in members}:
-            lines += _group_ledger(members, registry, only, (hardware, engine), calibrated, _Kept(fits))
+            out = leave_out(leave, members, registry, ledger_folds([c.run_id for c in members], LEDGER_FOLDS))
+            lines += _group_ledger(members, registry, only, (hardware, engine), calibrated, _Kept(fits), out, weight)
     return lines
 
 
 def _group_ledger(
-    members: Sequence[ModelCard], registry: Registry, only: str | None, group: tuple[str, str], calibrated: bool, kept: _Kept
+    members: Sequence[ModelCard], registry: Registry, only: str | None, group: tuple[str, str], calibrated: bool, kept: _Kept, out: LeaveOut, weight: float
 ) -> list[LedgerLine]:
     """The ledger of one hardware and engine's runs, run by run in run-id order; each run's lines
     read from ``kept`` where they are, else predicted (simulating every run's results once, when
     first needed, in the order given: a fit sums its errors in that order)."""
-    fold_of = ledger_folds([c.run_id for c in members], LEDGER_FOLDS)
+    fold_of = out.fold_of
     prints = {c.run_id: card_print(c, registry) for c in members}
     found: list[Sample] | None = None
     found_open: list[OpenSample] | None = None
@@ -172,9 +183,11 @@ def _group_ledger(
         if only is not None and card.run_id != only:
             continue
         fold = fold_of[card.run_id]
-        others = [c.run_id for c in members if fold_of[c.run_id] != fold] if calibrated else []
+        others = [c.run_id for c in members if out.learns(fold, fold_of[c.run_id])] if calibrated else []
+        if calibrated and not others and out.kind != "run":
+            continue  # a run this kind of leave-out does not predict (the oldest engine version, say)
         fit_key = _key("fit", *group, *(prints[run_id] for run_id in others))
-        lines_key = _key("lines", fit_key, prints[card.run_id])
+        lines_key = _key("lines", fit_key, prints[card.run_id], *([f"weight {weight}"] if weight != 1 else []))
         if (mine := kept.lines(lines_key, card.run_id)) is None:
             found = samples_of(members, registry) if found is None else found
             trained = [s for s in found if s.run_id in set(others)]
@@ -184,7 +197,8 @@ def _group_ledger(
             if fold not in fitted:
                 fitted[fold] = _fitted(trained, opened, group[1], fit_key, kept) if trained else prior_of(group[1])
             own = [*(s for s in found if s.run_id == card.run_id), *open_results_of([card], registry)]
-            mine = _ledger_lines(card.run_id, own, fitted[fold], tier=1 if trained else 0)
+            efficiency = blended(prior_of(group[1]), fitted[fold], weight) if trained else fitted[fold]
+            mine = _ledger_lines(card.run_id, own, efficiency, tier=1 if trained else 0)
             kept.keep(lines_key, {"lines": CONVERTER.unstructure(mine)})
         lines += mine
     return lines

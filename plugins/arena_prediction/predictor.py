@@ -4,8 +4,11 @@ site's error ledger."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
+
+import attrs
 
 from arena_core import (
     ANSWER,
@@ -27,7 +30,9 @@ from arena_core import (
 )
 from arena_prediction.calibration import PRIOR_WEIGHT, error_of, fit, open_error_of, open_results_of, open_samples_of, samples_of, scheduling_of
 from arena_prediction.ledger import ledger
-from arena_prediction.simulator import Efficiency, Served, prior_of
+from arena_prediction.simulator import Efficiency, Served, blended, prior_of
+from arena_prediction.situations import LABELS, measure, situation_lines, situations_of, widened_prediction
+from arena_prediction.situations import fitted_to as fitted_to_of
 from arena_prediction.workloads import closed_rounds, interval_ends, open_simulation, predict, serving_machine
 
 NAME = "step-simulator"
@@ -58,20 +63,53 @@ class StepSimulator:
             return None
 
     def efficiency(self, setup: PredictionSetup) -> Efficiency:
-        """The calibrated efficiencies, else the engine's priors."""
-        return self.calibrated(setup) or prior_of(self._scheduling(setup).engine)
+        """The calibrated efficiencies, as far from the priors as the prediction's situation
+        trusts them (:mod:`arena_prediction.situations`), else the engine's priors."""
+        prior = prior_of(self._scheduling(setup).engine)
+        fitted = self.calibrated(setup)
+        return blended(prior, fitted, self._situation(setup)[1]) if fitted is not None else prior
+
+    def _situation(self, setup: PredictionSetup) -> tuple[list[str], float, float]:
+        """The leave-out kinds the prediction is in, the weight of the fit there (the least of
+        theirs) and the widening of its interval (the most of theirs); a calibration stored
+        before situations were measured trusts its fit all the way."""
+        stored = setup.calibration
+        if stored is None or not stored.situations:
+            return [], 1.0, 1.0
+        kinds = [k for k in situations_of(setup.model, setup.engine_version, stored.fitted_to) if k in stored.situations]
+        measured = [stored.situations[k] for k in kinds]
+        return kinds, min((m.get("weight", 1.0) for m in measured), default=1.0), max((m.get("widening", 1.0) for m in measured), default=1.0)
+
+    def situation_line(self, setup: PredictionSetup) -> str:
+        """What situation the prediction is in, and the error the leave-out of each says there."""
+        kinds, weight, _ = self._situation(setup)
+        stored = setup.calibration
+        if not kinds or stored is None:
+            return ""
+        known = setup.model.name in stored.fitted_to.get("models", ())
+        where = "a model the fit learnt from" if known else "a model outside the fit"
+        errors = []
+        for kind in kinds:
+            m = stored.situations[kind]
+            errors.append(f"{m.get('tps_median', math.nan):.1f} % tok/s, {m.get('ttft_median', math.nan):.1f} % TTFT ({LABELS[kind]})")
+        trust = "" if weight == 1 else f"; the fit trusted {weight:.0%} of the way from the priors there"
+        return f"predicted for {where}; median error there: " + "; ".join(errors) + trust
 
     def basis(self, setup: PredictionSetup) -> str:
         settings = self.efficiency(setup).describe()
         stored = setup.calibration
         if stored is not None and self.calibrated(setup) is not None:
+            situation = self.situation_line(setup)
             return (
                 f"tier 1: calibrated on {stored.results} results of {stored.runs} runs on {setup.hardware.name} "
-                f"({settings}; arena calibrate, {stored.fitted_at})"
+                f"({settings}; arena calibrate, {stored.fitted_at})" + (f"; {situation}" if situation else "")
             )
         return f"tier 0: the specs and {setup.backend.name}'s priors ({settings}); arena calibrate fits them to stored runs"
 
     def predict(self, workload: WorkloadSpec, setup: PredictionSetup) -> WorkloadPrediction:
+        return widened_prediction(self._predicted(workload, setup), self._situation(setup)[2])
+
+    def _predicted(self, workload: WorkloadSpec, setup: PredictionSetup) -> WorkloadPrediction:
         return predict(
             workload,
             setup.model,
@@ -131,6 +169,8 @@ class StepSimulator:
             median_error_tps=error_of(fitted_to, fitted, 0),
             median_error_ttft=error_of(fitted_to, fitted, 1),
         )
+        measured = measure(chosen, self.registry)
+        calibration = attrs.evolve(calibration, situations=measured, fitted_to=fitted_to_of(chosen, self.registry))
         lines = [f"fitted to {calibration.results} results of {calibration.runs} runs on {hardware} ({engine}):"]
         if left_out := len(samples) - len(fitted_to):
             lines.append(
@@ -147,7 +187,7 @@ class StepSimulator:
             lines.append(
                 f"  median error of open-loop TTFT p50 on {len(opened)} results: {before:.1f} % with the priors, {after:.1f} % fitted (in-sample, re-timed)"
             )
-        return CalibrationReport(calibration=calibration, lines=tuple(lines))
+        return CalibrationReport(calibration=calibration, lines=(*lines, *situation_lines(measured)))
 
     def ledger(self, cards: Sequence[ModelCard], *, only: str | None = None, fits: FitCache | None = None) -> list[LedgerLine]:
         return ledger(cards, self.registry, only, fits=fits)

@@ -39,6 +39,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+import attrs
 import numpy as np
 from attrs import define, field, frozen
 from attrs.validators import ge, le
@@ -245,6 +246,15 @@ PRIORS = {
         prompt_token_overhead_s=1e-6,
     ),
 }
+
+
+def blended(prior: Efficiency, fitted: Efficiency, weight: float) -> Efficiency:
+    """The efficiencies ``weight`` of the way from ``prior`` to ``fitted`` (0: the priors, 1: the fit)."""
+    if weight == 1:
+        return fitted
+    return attrs.evolve(
+        prior, **{f.name: getattr(prior, f.name) + weight * (getattr(fitted, f.name) - getattr(prior, f.name)) for f in attrs.fields(Efficiency)}
+    )
 
 
 def prior_of(engine: str) -> Efficiency:
