@@ -101,3 +101,25 @@ def test_kinds_and_versions_are_read_as_a_situation_compares_them(registry):
     assert architecture_kind(registry.get("models", "gemma-3-270m")) == "dense"
     assert architecture_kind(None) == "unknown"
     assert version_said("v0.23.0-aarch64-cu129-ubuntu2404") == "0.23.0" and version_said("cu130-nightly") == "cu130-nightly"
+
+
+def test_a_stored_weight_or_widening_out_of_range_is_none(registry):
+    """A calibration file is outside data: a weight of 5 would take the fit past itself."""
+    model, hardware, backend = registry.get("models", "gemma-3-270m"), registry.get("hardware", "gb10"), registry.get("backends", "vllm")
+    fitted = attrs.evolve(prior_of("vllm"), bandwidth=0.95)
+    calibration = Calibration(
+        hardware="gb10",
+        backend="vllm",
+        efficiency=attrs.asdict(fitted),
+        runs=2,
+        results=10,
+        fitted_at="2026-12-08",
+        predictor="step-simulator",
+        situations={"family": {"weight": 5.0, "widening": 1e9}},
+        fitted_to={"models": ("qwen3.6-27b",), "families": ("qwen3.6",)},
+    )
+    simulator = StepSimulator(registry)
+    setup = PredictionSetup(model=model, hardware=hardware, backend=backend, calibration=calibration)
+    assert simulator.efficiency(setup) == fitted
+    prediction = simulator.predict(registry.get("workloads", "chat"), setup)
+    assert prediction.low.per_user_tps < prediction.central.per_user_tps < prediction.high.per_user_tps < 10 * prediction.central.per_user_tps

@@ -31,7 +31,7 @@ from arena_core import (
 from arena_prediction.calibration import PRIOR_WEIGHT, error_of, fit, open_error_of, open_results_of, open_samples_of, samples_of, scheduling_of
 from arena_prediction.ledger import ledger
 from arena_prediction.simulator import Efficiency, Served, blended, prior_of
-from arena_prediction.situations import LABELS, measure, situation_lines, situations_of, widened_prediction
+from arena_prediction.situations import LABELS, WIDENINGS, measure, situation_lines, situations_of, widened_prediction
 from arena_prediction.situations import fitted_to as fitted_to_of
 from arena_prediction.workloads import closed_rounds, interval_ends, open_simulation, predict, serving_machine
 
@@ -78,7 +78,10 @@ class StepSimulator:
             return [], 1.0, 1.0
         kinds = [k for k in situations_of(setup.model, setup.engine_version, stored.fitted_to) if k in stored.situations]
         measured = [stored.situations[k] for k in kinds]
-        return kinds, min((m.get("weight", 1.0) for m in measured), default=1.0), max((m.get("widening", 1.0) for m in measured), default=1.0)
+        weight = min((m.get("weight", 1.0) for m in measured), default=1.0)
+        widening = max((m.get("widening", 1.0) for m in measured), default=1.0)
+        # a stored file is outside data: a weight outside 0-1 or a widening outside what is tried is none
+        return kinds, weight if 0 <= weight <= 1 else 1.0, widening if 1 <= widening <= max(WIDENINGS) else 1.0
 
     def situation_line(self, setup: PredictionSetup) -> str:
         """What situation the prediction is in, and the error the leave-out of each says there."""
