@@ -136,6 +136,16 @@ class CostSection:
 
 
 @frozen(kw_only=True)
+class BundlesSection:
+    """``[bundles]``: the keys a store's maintainer trusts (docs/bundles.md): a file of one
+    ``SHA256:... name`` a line, and whether ``arena import`` marks (``mark``) or refuses
+    (``refuse``) a bundle signed by any other key. ``--trusted-keys`` and ``--untrusted`` win."""
+
+    trusted_keys: str | None = None
+    untrusted: Literal["mark", "refuse"] = "mark"
+
+
+@frozen(kw_only=True)
 class ArenaConfig:
     """The whole configuration file; every section is optional."""
 
@@ -145,6 +155,7 @@ class ArenaConfig:
     scoring: ScoringSection = ScoringSection()
     slo: SloSection = SloSection()
     cost: CostSection = CostSection()
+    bundles: BundlesSection = BundlesSection()
     source: str = field(default="<defaults>", eq=False)  # where it was read from, for messages
 
 

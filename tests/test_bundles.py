@@ -359,6 +359,10 @@ def test_imported_bundles_show_their_signer_and_the_verified_mark_on_the_site(me
         "import", str(folder / f"{renamed}{layout.SUFFIX}"), "--trusted-keys", str(trusted), "--untrusted", "refuse", "--output", str(tmp_path / "strict")
     )
     assert refused.returncode != 0 and "a key the trusted-keys file does not name; refused" in refused.stderr
+    config = tmp_path / "arena.toml"  # the same, as the store's maintainer configures it once
+    config.write_text(f'[bundles]\ntrusted_keys = "{trusted}"\nuntrusted = "refuse"\n')
+    configured = arena("--config", str(config), "import", str(folder / f"{renamed}{layout.SUFFIX}"), "--output", str(tmp_path / "strict"))
+    assert configured.returncode != 0 and "a key the trusted-keys file does not name; refused" in configured.stderr
     assert arena("verify", run_id, "--output", str(site_store)).returncode == 0  # the imported run's own seal still holds
     board = json.loads(arena("leaderboard", "--json", "--include-scaled", "--output", str(site_store)).stdout)
     labels = {row["run_id"]: " ".join(row["labels"]) for row in board}

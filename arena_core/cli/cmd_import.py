@@ -32,9 +32,7 @@ from arena_core.run.store import adopt_run
 @click.option(
     "--untrusted",
     type=click.Choice(["mark", "refuse"]),
-    default="mark",
-    show_default=True,
-    help="Bundles signed by a key the trusted-keys file does not name: imported and shown as untrusted, or refused.",
+    help="Bundles signed by a key the trusted-keys file does not name: imported and shown as untrusted (mark), or refused (default: the config's [bundles] untrusted, else mark).",
 )
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), help="Results directory (default: arena-results).")
 @click.pass_obj
@@ -47,7 +45,7 @@ def import_command(
     hardware: str | None,
     backend: str | None,
     trusted_keys: Path | None,
-    untrusted: str,
+    untrusted: str | None,
     output: Path | None,
 ) -> None:
     """Import FILE: a signed bundle (arena bundle) or a folder of them, a llama-benchy
@@ -59,7 +57,8 @@ def import_command(
     store = output or Path(app.config.run.output)
     store.mkdir(parents=True, exist_ok=True)
     if file is not None and (file.is_dir() or is_packed(file)):
-        _import_bundles(app, file, store, trusted_keys, refuse_untrusted=untrusted == "refuse")
+        trusted = trusted_keys or (Path(app.config.bundles.trusted_keys).expanduser() if app.config.bundles.trusted_keys else None)
+        _import_bundles(app, file, store, trusted, refuse_untrusted=(untrusted or app.config.bundles.untrusted) == "refuse")
         return
     if file is not None and not file.is_file():
         raise UsageError(f"arena import: {file}: no such file or folder")
