@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from compare import flat
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from arena_bundles import layout
@@ -64,7 +65,7 @@ def bundled(measured: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
     made = arena("bundle", run_id, "--output", str(store), "--to", str(folder), env=env)
     assert made.returncode == 0, made.stderr
     (bundle,) = folder.glob("*" + layout.SUFFIX)
-    assert re.search(rf"bundled run {run_id} into .* signed by SHA256:", made.stdout)
+    assert re.search(rf"bundled run {run_id} into .* signed by SHA256:", flat(made.stdout))
     return bundle, env
 
 
@@ -116,11 +117,11 @@ def test_a_bundle_verifies_on_another_machine_with_nothing_else(bundled, tmp_pat
     bare = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")} | {"HOME": str(elsewhere), "XDG_CONFIG_HOME": str(elsewhere)}
     checked = arena("verify", bundle.name, cwd=elsewhere, env=bare)
     assert checked.returncode == 0, checked.stderr
-    said = checked.stdout
+    said = flat(checked.stdout)
     assert f"signature: Ed25519 by {fingerprint(signer_of(env).public_key())} (a key not in the trusted-keys file)" in said
     assert re.search(r"files: \d+ match their signed SHA-256, none added or missing", said)
     assert "every workload's result and the card recomputed from the request records" in said
-    assert said.rstrip().endswith("figures recomputed from records")
+    assert said.endswith("figures recomputed from records")
     assert sorted(p.name for p in elsewhere.iterdir()) == [Path(copy).name]  # nothing left behind, no store made
     # what the bundle holds: the run, its card and environment; the key never
     files = members(bundle)
@@ -251,8 +252,8 @@ def test_a_bundle_made_by_another_version_says_what_it_cannot_recompute(bundled,
 
     checked = arena("verify", str(repacked(bundle, tmp_path / bundle.name, older, sign_with=signer_of(env))))
     assert checked.returncode == 0, checked.stderr
-    assert re.search(r"made by Arena 0\.0\.9; Arena [\d.]+ cannot recompute \d+ figures, first chat's tokens_per_second", checked.stdout), checked.stdout
-    assert checked.stdout.rstrip().endswith("figures not recomputed (made by Arena 0.0.9)")
+    assert re.search(r"made by Arena 0\.0\.9; Arena [\d.]+ cannot recompute \d+ figures, first chat's tokens_per_second", flat(checked.stdout)), checked.stdout
+    assert flat(checked.stdout).endswith("figures not recomputed (made by Arena 0.0.9)")
 
 
 def test_a_result_of_arenas_own_instrument_must_recompute_one_of_the_tools_is_said(bundled, hooks, tmp_path):
@@ -276,8 +277,8 @@ def test_a_result_of_arenas_own_instrument_must_recompute_one_of_the_tools_is_sa
 
     checked = arena("verify", str(repacked(bundle, tmp_path / bundle.name, tool_made, sign_with=signer_of(env))))
     assert checked.returncode == 0, checked.stderr
-    assert "not recomputed: chat: measured by the reference tool itself" in checked.stdout
-    assert checked.stdout.rstrip().endswith("figures recomputed from records, but for chat (not recomputable)")
+    assert "not recomputed: chat: measured by the reference tool itself" in flat(checked.stdout)
+    assert flat(checked.stdout).endswith("figures recomputed from records, but for chat (not recomputable)")
 
 
 def test_what_a_signer_could_craft_is_refused_in_one_line(bundled, tmp_path):
@@ -339,10 +340,10 @@ def test_imported_bundles_show_their_signer_and_the_verified_mark_on_the_site(me
     site_store = tmp_path / "site-store"
     imported = arena("import", str(folder), "--trusted-keys", str(trusted), "--output", str(site_store))
     assert imported.returncode == 0, imported.stderr
-    assert f"imported as run {run_id}, signed by Jane's lab <b>, figures recomputed from records" in imported.stdout
-    assert re.search(rf"imported as run {renamed}, signed by untrusted key SHA256:\S+, figures recomputed from records", imported.stdout)
+    assert f"imported as run {run_id}, signed by Jane's lab <b>, figures recomputed from records" in flat(imported.stdout)
+    assert re.search(rf"imported as run {renamed}, signed by untrusted key SHA256:\S+, figures recomputed from records", flat(imported.stdout))
     again = arena("import", str(bundle), "--trusted-keys", str(trusted), "--output", str(site_store))
-    assert again.returncode == 0 and f"already in the store: run {run_id}" in again.stdout
+    assert again.returncode == 0 and f"already in the store: run {run_id}" in flat(again.stdout)
     clash = tmp_path / "clash"
     clash.mkdir()  # another run of an id the store holds, first in the folder: refused, and the next still imported
     repacked(
@@ -354,7 +355,7 @@ def test_imported_bundles_show_their_signer_and_the_verified_mark_on_the_site(me
     shutil.copy(folder / f"{renamed}{layout.SUFFIX}", clash / "b.arena-bundle")
     both = arena("import", str(clash), "--output", str(site_store))
     assert both.returncode == 1 and "holds another run of that id; not adopted" in both.stderr and "1 of 2 bundles refused" in both.stderr
-    assert f"already in the store: run {renamed}" in both.stdout
+    assert f"already in the store: run {renamed}" in flat(both.stdout)
     refused = arena(
         "import", str(folder / f"{renamed}{layout.SUFFIX}"), "--trusted-keys", str(trusted), "--untrusted", "refuse", "--output", str(tmp_path / "strict")
     )
@@ -383,7 +384,7 @@ def test_exports_are_read_back_by_import_to_the_same_figures(measured, tmp_path)
     original = json.loads(arena("card", run_id, "--format", "json", "--output", str(store)).stdout)["card"]["workloads"]
     for workload in ("chat", "monday-peak"):
         (path,) = (tmp_path / "out").glob(f"{run_id}-{workload}.*.json")
-        command = re.search(rf"{workload}: \S+ \(arena (import .*)\)", exported.stdout).group(1).split()
+        command = re.search(rf"{workload}: \S+\n  arena (import .*)", exported.stdout).group(1).split()
         back = arena(*command, "--output", str(tmp_path / "back"))  # the command the export printed
         assert back.returncode == 0, back.stderr
         new_id = re.search(r"imported as run (\S+)", back.stdout).group(1)

@@ -13,6 +13,7 @@ from arena_core.cli.cmd_verify import VerifyFailed, opened_bundle
 from arena_core.cli.output import echo
 from arena_core.errors import UsageError
 from arena_core.hookspecs import hookimpl
+from arena_core.report.text import wrap_text
 from arena_core.results.imports import import_file, seed_cards_path
 from arena_core.results.predictions import predicting_backend
 from arena_core.run.integrity import write_provenance
@@ -89,7 +90,11 @@ def _import_bundles(app: CliApp, given: Path, store: Path, trusted_keys: Path | 
             if new:
                 write_provenance(store / run_id, opened.provenance)
         signer = opened.provenance.signer_name or f"untrusted key {opened.provenance.signer}"
-        echo(f"{path.name}: {'imported as' if new else 'already in the store:'} run {run_id}, signed by {signer}, {opened.provenance.figures}")
+        echo(
+            wrap_text(
+                f"{path.name}: {'imported as' if new else 'already in the store:'} run {run_id}, signed by {signer}, {opened.provenance.figures}", hanging="  "
+            )
+        )
     if refused:
         raise VerifyFailed(f"arena import: {refused} of {len(files)} bundles refused; the others are imported")
 

@@ -12,6 +12,7 @@ from arena_core.cli.app import CliApp
 from arena_core.cli.output import echo
 from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.errors import ArenaError, UsageError
+from arena_core.report.text import wrap_text
 from arena_core.results.views import standalone_card
 from arena_core.run.integrity import verify
 from arena_core.run.store import find_run
@@ -57,8 +58,8 @@ def verify_command(app: CliApp, run_id: str, output: Path | None, trusted_keys: 
             configured = app.config.bundles.trusted_keys
             opened = opened_bundle(app, Path(run_id), Path(into), trusted_keys=trusted_keys or (Path(configured).expanduser() if configured else None))
         for line in opened.checked:
-            echo(f"  {line}")
-        echo(f"bundle {Path(run_id).name}: verified, run {opened.run_id}, {opened.provenance.figures}")
+            echo(wrap_text(line, indent="  ", hanging="    "))
+        echo(wrap_text(f"bundle {Path(run_id).name}: verified, run {opened.run_id}, {opened.provenance.figures}", hanging="  "))
         return
     run_dir = find_run(results_dir(app, output), run_id, "arena verify")
     checked, problems = verify(run_dir)

@@ -52,7 +52,9 @@ def bundle_command(app: arena.CliApp, run_id: str, key_file: Path | None, target
         raise arena.UsageError(f"--to: cannot write {path}: {exc.strerror or exc}") from None
     finally:
         temporary.unlink(missing_ok=True)
-    arena.echo(f"bundled run {run_dir.name} into {path} ({len(packed):,} bytes), signed by {fingerprint(key.public_key())}")
+    arena.echo(
+        arena.card_kit.wrap_text(f"bundled run {run_dir.name} into {path} ({len(packed):,} bytes), signed by {fingerprint(key.public_key())}", hanging="  ")
+    )
 
 
 def _checked_as_a_stranger_would(app: arena.CliApp, packed: Path, run_id: str) -> None:
@@ -115,9 +117,8 @@ def export_command(app: arena.CliApp, run_id: str, target: Path, output: Path | 
             continue
         path = target / f"{run_dir.name}-{name}.{tool_file.name}"
         shutil.copyfile(tool_file, path)
-        arena.echo(
-            f"{name}: {path} (arena import {path} --workload {name} --model {manifest.model} --hardware {manifest.hardware} --backend {manifest.backend})"
-        )
+        command = f"arena import {path} --workload {name} --model {manifest.model} --hardware {manifest.hardware} --backend {manifest.backend}"
+        arena.echo(f"{name}: {path}\n  {command}")  # the command on a line of its own, whole, to copy
         written += 1
     if not written:
         raise arena.UsageError(f"arena export: run {run_dir.name} has no workload measured with a reference tool's file")
