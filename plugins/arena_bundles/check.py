@@ -10,8 +10,9 @@ but itself. In order, each refusal one line naming what failed:
    (:attr:`arena_core.RunnerSpec.recompute`), and the card rendered again from the bundle's
    files and compared with the one it carries -- a disagreement names the figure and both values.
 
-A bundle made by another Arena version is checked through step 3; where step 4 disagrees, it
-says what this version cannot recompute instead of refusing.
+The run's own seal (its manifest's hashes) is checked as ``arena verify RUN`` checks it in a
+store. A bundle made by another Arena version is checked through step 3; where step 4
+disagrees, it says what this version cannot recompute instead of refusing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ SAME = 1e-9
 
 
 def open_bundle(request: arena.BundleRequest) -> arena.OpenedBundle:
+    """The bundle at ``request.path`` unpacked into ``request.into`` once every check passes;
+    :class:`arena_core.UsageError` naming the first that does not."""
     path, what = request.path, f"bundle {request.path.name}"
     try:
         size = path.stat().st_size
