@@ -782,7 +782,7 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_te
     # the ledger of each situation a prediction is used in: tier 1 no worse than tier 0 on the
     # same results (median and p90), and the 80 % interval holding 75-85 % of them
     said = flat(fitted.stdout)
-    for label in ("leave-one-run-out", "leave-family-out", "new engine version", "new architecture kind"):
+    for label in ("leave-one-run-out", "leave-model-out", "leave-family-out", "new engine version", "new architecture kind"):
         cell = r"([0-9.]+) / ([0-9.]+) % \(([0-9.]+) / ([0-9.]+) %\)"
         found = re.search(rf"{label} \(\d+ results\): tok/s {cell}; TTFT {cell}; open-loop tok/s {cell}; open-loop TTFT {cell}", said)
         assert found, (label, said)

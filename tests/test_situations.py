@@ -44,6 +44,7 @@ def test_the_fit_is_trusted_only_as_far_as_its_leave_out_is_no_worse_than_the_pr
 
     monkeypatch.setattr(situations, "ledger", fake_ledger)
     measured = situations.measure([], registry)
+    assert set(measured) == {"run", "model", "family", "engine-version", "architecture"}
     assert measured["family"]["weight"] == 0.5 and measured["family"]["tps_median"] == 5.0 and measured["family"]["tier0_tps_median"] == 10.0
     assert measured["run"]["weight"] == 1.0
     # the interval widened until it holds the results it missed (every result 5 % off, the interval ±10 %: already)
@@ -104,7 +105,8 @@ def test_kinds_and_versions_are_read_as_a_situation_compares_them(registry):
 
 
 def test_a_stored_weight_or_widening_out_of_range_is_none(registry):
-    """A calibration file is outside data: a weight of 5 would take the fit past itself."""
+    """A calibration file is outside data: a weight of 5 would take the fit past itself, a power
+    of 10^9 make an interval of nothing."""
     model, hardware, backend = registry.get("models", "gemma-3-270m"), registry.get("hardware", "gb10"), registry.get("backends", "vllm")
     fitted = attrs.evolve(prior_of("vllm"), bandwidth=0.95)
     calibration = Calibration(
@@ -120,6 +122,39 @@ def test_a_stored_weight_or_widening_out_of_range_is_none(registry):
     )
     simulator = StepSimulator(registry)
     setup = PredictionSetup(model=model, hardware=hardware, backend=backend, calibration=calibration)
-    assert simulator.efficiency(setup) == fitted
+    assert simulator.efficiency(setup) == prior_of("vllm")  # the cautious reading: the priors
     prediction = simulator.predict(registry.get("workloads", "chat"), setup)
     assert prediction.low.per_user_tps < prediction.central.per_user_tps < prediction.high.per_user_tps < 10 * prediction.central.per_user_tps
+
+
+def test_a_situation_the_store_cannot_measure_is_predicted_at_the_priors_and_says_so(registry, monkeypatch):
+    """A store of one family has no family to leave out: a model of a new family gets the
+    priors, not a fit nothing showed it can carry, and its line says the error was not measured."""
+
+    def one_family(cards, registry, only=None, *, calibrated=True, fits=None, leave="run", weight=1.0):
+        if leave == "family":
+            return []
+        return [_line(f"r{i}", 100.0, 100.0, 0 if not calibrated else 1) for i in range(10)]
+
+    monkeypatch.setattr(situations, "ledger", one_family)
+    measured = situations.measure([], registry)
+    assert measured["family"] == situations.UNMEASURED and measured["run"]["weight"] == 1.0
+    assert "  leave-family-out: not measured (nothing to leave out: the store has one of it); predicted there at the priors" in situations.situation_lines(
+        measured
+    )
+    model, hardware, backend = registry.get("models", "gemma-3-270m"), registry.get("hardware", "gb10"), registry.get("backends", "vllm")
+    calibration = Calibration(
+        hardware="gb10",
+        backend="vllm",
+        efficiency=attrs.asdict(attrs.evolve(prior_of("vllm"), bandwidth=0.95)),
+        runs=2,
+        results=10,
+        fitted_at="2026-12-08",
+        predictor="step-simulator",
+        situations=measured,
+        fitted_to={"models": ("qwen3.6-27b",), "families": ("qwen3.6",), "architectures": ("dense", "hybrid")},
+    )
+    simulator = StepSimulator(registry)
+    setup = PredictionSetup(model=model, hardware=hardware, backend=backend, calibration=calibration)
+    assert simulator.efficiency(setup) == prior_of("vllm")
+    assert "median error there: not measured (leave-family-out: the fit's store had nothing to leave out)" in simulator.situation_line(setup)

@@ -1,7 +1,8 @@
 """How a prediction is used, as ledger folds: which runs a fit may learn from when it predicts a
-run. Four kinds (issue 60; ``docs/prediction.md``, "How far to trust it"):
+run (``docs/prediction.md``, "How far to trust it"):
 
 - ``run``: a run predicted from every other run (up to :data:`~arena_prediction.ledger.LEDGER_FOLDS` folds);
+- ``model``: every run of a model (its precisions, its builds) predicted from the other models;
 - ``family``: every run of a model family predicted from the other families: a new family;
 - ``engine-version``: the runs of each engine version predicted from the versions that came
   before it (by the first day each was measured): a new engine version; the oldest is not
@@ -20,7 +21,7 @@ from attrs import frozen
 from arena_core import ModelCard, ModelSpec, Registry
 from arena_prediction.calibration import model_of
 
-KINDS = ("run", "family", "engine-version", "architecture")
+KINDS = ("run", "model", "family", "engine-version", "architecture")
 
 
 @frozen(kw_only=True)
@@ -50,7 +51,8 @@ def architecture_kind(model: ModelSpec | None) -> str:
     layout = model.architecture if model is not None else None
     if layout is None:
         return "unknown"
-    if layout.linear_attention_layers or (layout.full_attention_layers and layout.full_attention_layers + layout.sliding_window_layers < layout.layers):
+    attention = layout.full_attention_layers + layout.sliding_window_layers
+    if layout.linear_attention_layers or (layout.full_attention_layers and attention < layout.layers):  # the rest are state layers
         return "hybrid"
     return "moe" if layout.experts else "dense"
 
@@ -67,9 +69,13 @@ def engine_version(card: ModelCard) -> str:
 
 
 def version_said(text: str) -> str:
-    """A version as it is compared: its dotted number where it has one."""
-    number = re.search(r"\d+\.\d+(?:\.\d+)?", text)
-    return number.group(0) if number else text[:60]
+    """A version as it is compared: its dotted number, to three places (``0.20`` is ``0.20.0``),
+    where it has one; else the build's name."""
+    number = re.search(r"\d+(?:\.\d+){1,2}", text)
+    if number is None:
+        return text[:60]
+    parts = number.group(0).split(".")
+    return ".".join([*parts, "0"][:3]) if len(parts) == 2 else number.group(0)
 
 
 def _grouped(cards: Sequence[ModelCard], key: Callable[[ModelCard], str]) -> tuple[dict[str, int], list[str]]:
@@ -81,8 +87,8 @@ def leave_out(kind: str, cards: Sequence[ModelCard], registry: Registry, run_fol
     """The folds of ``kind`` over ``cards`` (one hardware and engine's); ``run_folds``: the ledger's own."""
     if kind == "run":
         return LeaveOut(kind=kind, fold_of=run_folds, learns=lambda fold, other: fold != other)
-    if kind == "family":
-        fold_of, _ = _grouped(cards, lambda card: family_of(card.model))
+    if kind in ("model", "family"):
+        fold_of, _ = _grouped(cards, (lambda card: card.model) if kind == "model" else (lambda card: family_of(card.model)))
         return LeaveOut(kind=kind, fold_of=fold_of, learns=lambda fold, other: fold != other)
     if kind == "engine-version":
         first_seen: dict[str, str] = {}

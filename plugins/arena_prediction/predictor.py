@@ -4,7 +4,6 @@ site's error ledger."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
@@ -31,7 +30,7 @@ from arena_core import (
 from arena_prediction.calibration import PRIOR_WEIGHT, error_of, fit, open_error_of, open_results_of, open_samples_of, samples_of, scheduling_of
 from arena_prediction.ledger import ledger
 from arena_prediction.simulator import Efficiency, Served, blended, prior_of
-from arena_prediction.situations import LABELS, WIDENINGS, measure, situation_lines, situations_of, widened_prediction
+from arena_prediction.situations import LABELS, UNMEASURED, WIDENINGS, error_cells, measure, situation_lines, situations_of, widened_prediction
 from arena_prediction.situations import fitted_to as fitted_to_of
 from arena_prediction.workloads import closed_rounds, interval_ends, open_simulation, predict, serving_machine
 
@@ -71,17 +70,17 @@ class StepSimulator:
 
     def _situation(self, setup: PredictionSetup) -> tuple[list[str], float, float]:
         """The leave-out kinds the prediction is in, the weight of the fit there (the least of
-        theirs) and the widening of its interval (the most of theirs); a calibration stored
-        before situations were measured trusts its fit all the way."""
+        theirs) and the power of its interval (the most of theirs). No fit in use, or one stored
+        before situations were measured: none, and the fit trusted whole."""
         stored = setup.calibration
-        if stored is None or not stored.situations:
+        if stored is None or not stored.situations or self.calibrated(setup) is None:
             return [], 1.0, 1.0
-        kinds = [k for k in situations_of(setup.model, setup.engine_version, stored.fitted_to) if k in stored.situations]
-        measured = [stored.situations[k] for k in kinds]
-        weight = min((m.get("weight", 1.0) for m in measured), default=1.0)
-        widening = max((m.get("widening", 1.0) for m in measured), default=1.0)
-        # a stored file is outside data: a weight outside 0-1 or a widening outside what is tried is none
-        return kinds, weight if 0 <= weight <= 1 else 1.0, widening if 1 <= widening <= max(WIDENINGS) else 1.0
+        kinds = situations_of(setup.model, setup.engine_version, stored.fitted_to)
+        measured = [stored.situations.get(kind, UNMEASURED) for kind in kinds]
+        weight = min(m.get("weight", 0.0) for m in measured)
+        power = max(m.get("widening", 1.0) for m in measured)
+        # a stored file is outside data: a weight or a power outside what calibrate tries is the priors' and the plain interval
+        return kinds, weight if 0 <= weight <= 1 else 0.0, power if min(WIDENINGS) <= power <= max(WIDENINGS) else 1.0
 
     def situation_line(self, setup: PredictionSetup) -> str:
         """What situation the prediction is in, and the error the leave-out of each says there."""
@@ -89,12 +88,11 @@ class StepSimulator:
         stored = setup.calibration
         if not kinds or stored is None:
             return ""
-        known = setup.model.name in stored.fitted_to.get("models", ())
-        where = "a model the fit learnt from" if known else "a model outside the fit"
+        where = "a model the fit learnt from" if kinds[0] == "run" else "a model outside the fit"
         errors = []
         for kind in kinds:
-            m = stored.situations[kind]
-            errors.append(f"{m.get('tps_median', math.nan):.1f} % tok/s, {m.get('ttft_median', math.nan):.1f} % TTFT ({LABELS[kind]})")
+            cells = error_cells(stored.situations.get(kind, UNMEASURED), ["tps", "ttft"])
+            errors.append(f"{', '.join(cells)} ({LABELS[kind]})" if cells else f"not measured ({LABELS[kind]}: the fit's store had nothing to leave out)")
         trust = "" if weight == 1 else f"; the fit trusted {weight:.0%} of the way from the priors there"
         return f"predicted for {where}; median error there: " + "; ".join(errors) + trust
 
@@ -173,7 +171,8 @@ class StepSimulator:
             median_error_ttft=error_of(fitted_to, fitted, 1),
         )
         measured = measure(chosen, self.registry)
-        calibration = attrs.evolve(calibration, situations=measured, fitted_to=fitted_to_of(chosen, self.registry))
+        learnt = {s.run_id for s in fitted_to}  # the runs whose results the fit took (not a speculative one's)
+        calibration = attrs.evolve(calibration, situations=measured, fitted_to=fitted_to_of([c for c in chosen if c.run_id in learnt], self.registry))
         lines = [f"fitted to {calibration.results} results of {calibration.runs} runs on {hardware} ({engine}):"]
         if left_out := len(samples) - len(fitted_to):
             lines.append(
