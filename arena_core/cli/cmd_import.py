@@ -61,7 +61,7 @@ def import_command(
         trusted = trusted_keys or (Path(app.config.bundles.trusted_keys).expanduser() if app.config.bundles.trusted_keys else None)
         _import_bundles(app, file, store, trusted, refuse_untrusted=(untrusted or app.config.bundles.untrusted) == "refuse")
         return
-    if file is not None and not file.is_file():
+    if file is not None and not file.exists():  # a FIFO or a device exists: the reader refuses it, naming it
         raise UsageError(f"arena import: {file}: no such file or folder")
     served_by = predicting_backend(app.hooks.registry, backend).name
     run_ids = import_file(seed_cards_path() if seeds else file, store, app.hooks.registry, workload=workload, model=model, hardware=hardware, backend=served_by)  # type: ignore[arg-type]
