@@ -144,6 +144,10 @@ class BundlesSection:
     trusted_keys: str | None = None
     untrusted: Literal["mark", "refuse"] = "mark"
 
+    def trusted_keys_file(self, given: Path | None) -> Path | None:
+        """The trusted-keys file: ``given`` (``--trusted-keys``), else the section's, else none."""
+        return given or (Path(self.trusted_keys).expanduser() if self.trusted_keys else None)
+
 
 @frozen(kw_only=True)
 class ArenaConfig:

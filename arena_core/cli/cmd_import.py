@@ -28,7 +28,9 @@ from arena_core.run.store import adopt_run
 @click.option("--hardware", help="Which hardware profile it ran on.")
 @click.option("--backend", help="Which backend served it (default: the first registered that declares how it schedules; arena list backends).")
 @click.option(
-    "--trusted-keys", type=click.Path(dir_okay=False, path_type=Path), help="Bundles: the file of keys the site trusts (one 'SHA256:... name' a line)."
+    "--trusted-keys",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Bundles: the file of keys the site trusts, one 'SHA256:... name' a line (default: the config's [bundles] trusted_keys).",
 )
 @click.option(
     "--untrusted",
@@ -58,7 +60,7 @@ def import_command(
     store = output or Path(app.config.run.output)
     store.mkdir(parents=True, exist_ok=True)
     if file is not None and (file.is_dir() or is_packed(file)):
-        trusted = trusted_keys or (Path(app.config.bundles.trusted_keys).expanduser() if app.config.bundles.trusted_keys else None)
+        trusted = app.config.bundles.trusted_keys_file(trusted_keys)
         _import_bundles(app, file, store, trusted, refuse_untrusted=(untrusted or app.config.bundles.untrusted) == "refuse")
         return
     if file is not None and not file.exists():  # a FIFO or a device exists: the reader refuses it, naming it

@@ -55,8 +55,7 @@ def verify_command(app: CliApp, run_id: str, output: Path | None, trusted_keys: 
     digest, and every figure recomputed from its request records."""
     if Path(run_id).is_file():
         with tempfile.TemporaryDirectory(prefix="arena-verify-") as into:
-            configured = app.config.bundles.trusted_keys
-            opened = opened_bundle(app, Path(run_id), Path(into), trusted_keys=trusted_keys or (Path(configured).expanduser() if configured else None))
+            opened = opened_bundle(app, Path(run_id), Path(into), trusted_keys=app.config.bundles.trusted_keys_file(trusted_keys))
         for line in opened.checked:
             echo(wrap_text(line, indent="  ", hanging="    "))
         echo(wrap_text(f"bundle {Path(run_id).name}: verified, run {opened.run_id}, {opened.provenance.figures}", hanging="  "))
