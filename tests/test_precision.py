@@ -222,3 +222,20 @@ def test_compare_judges_the_intervals_as_it_writes_them():
     assert table.rows == [("chat TTFT p50", "48 [45–57] ms", "37 [31–45] ms", "1.30x, no difference")]
     table.add_within("chat TTFT p50", (0.0484, 0.0462, 0.0573), (0.0372, 0.0312, 0.04496), fmt_seconds_within, _written_seconds, LOWER)
     assert table.rows[-1][3] == "1.30x, B better"  # 46 against 45: apart on the page too
+
+
+def test_a_run_until_precise_says_what_it_may_take_at_most(registry):
+    """Not the thousand runs a workload may make: its cap's worth, and that it stops sooner."""
+    from arena_core.report.expected import ASSUMED_TPS_PER_USER, expected_work
+    from arena_core.run.precision_plan import until_precise
+
+    chat = registry.get("workloads", "chat")
+    (precise,) = until_precise([chat], 0.05, 120.0)
+    run_s = chat.shape.turns * chat.shape.generated_tokens / ASSUMED_TPS_PER_USER
+    runs = min(precise.shape.runs, -(-120 // run_s))
+    said = expected_work([precise])
+    assert (
+        said.startswith(f"expected at most: {int((runs + 1) * chat.shape.concurrency):,} requests")
+        and "stops sooner once its figures are within the margin" in said
+    )
+    assert expected_work([chat]).startswith(f"expected: {(chat.shape.runs + 1) * chat.shape.concurrency:,} requests")

@@ -23,10 +23,13 @@ def expected_work(workloads: Sequence[WorkloadSpec], *, closed_loop_guess: bool 
     for workload in workloads:
         shape = workload.shape
         if isinstance(shape, ClosedLoopShape):
-            per_run = shape.concurrency * shape.turns
-            requests += (shape.runs + 1) * per_run  # a warm-up run, then the measured ones
-            tokens += (shape.runs + 1) * per_run * shape.generated_tokens
-            closed_s += (shape.runs + 1) * shape.turns * shape.generated_tokens / ASSUMED_TPS_PER_USER
+            per_run, run_s = shape.concurrency * shape.turns, shape.turns * shape.generated_tokens / ASSUMED_TPS_PER_USER
+            runs = shape.runs
+            if shape.duration_s is not None:  # runs for a stated time (--precision: until precise, at most its cap)
+                runs = min(runs, max(1, math.ceil(shape.duration_s / run_s)))
+            requests += (runs + 1) * per_run  # a warm-up run, then the measured ones
+            tokens += (runs + 1) * per_run * shape.generated_tokens
+            closed_s += (runs + 1) * run_s
         elif isinstance(shape, AgentShape):
             requests += shape.agents * shape.turns  # at most: a session may end at its cap
             tokens += shape.agents * shape.turns * shape.answer_tokens
@@ -40,4 +43,6 @@ def expected_work(workloads: Sequence[WorkloadSpec], *, closed_loop_guess: bool 
         parts.append(f"the open-loop arrival schedules alone take {minutes(schedule_s)}")
     if closed_s and closed_loop_guess:
         parts.append(f"closed-loop workloads about {minutes(closed_s)} at {ASSUMED_TPS_PER_USER:g} tok/s per user")
+    if any(getattr(workload.shape, "precision", None) is not None for workload in workloads):
+        return "expected at most: " + "; ".join(parts) + " (until precise: a workload stops sooner once its figures are within the margin)"
     return "expected: " + "; ".join(parts) + " (--scale shrinks it)"
