@@ -31,6 +31,21 @@ def _line(run: str, predicted: float, measured: float, tier: int) -> LedgerLine:
     )
 
 
+def _calibration(fitted, situations, fitted_to) -> Calibration:
+    """A stored fit of ``fitted`` efficiencies to two runs, with its situations' figures."""
+    return Calibration(
+        hardware="gb10",
+        backend="vllm",
+        efficiency=attrs.asdict(fitted),
+        runs=2,
+        results=10,
+        fitted_at="2026-12-08",
+        predictor="step-simulator",
+        situations=situations,
+        fitted_to=fitted_to,
+    )
+
+
 def test_the_fit_is_trusted_only_as_far_as_its_leave_out_is_no_worse_than_the_priors(registry, monkeypatch):
     """At weight 1 the fit misses a new family by 30 %, the priors by 10 %: the weight falls
     until tier 1 is no worse (here 0.5, 5 %)."""
@@ -56,16 +71,10 @@ def test_a_situation_of_weight_0_predicts_with_the_priors(registry):
     the prediction is tier 0's, figure for figure, and its interval is widened as stated."""
     model, hardware, backend = registry.get("models", "gemma-3-270m"), registry.get("hardware", "gb10"), registry.get("backends", "vllm")
     fitted = attrs.evolve(prior_of("vllm"), bandwidth=0.95, compute=0.9)
-    calibration = Calibration(
-        hardware="gb10",
-        backend="vllm",
-        efficiency=attrs.asdict(fitted),
-        runs=2,
-        results=10,
-        fitted_at="2026-12-08",
-        predictor="step-simulator",
-        situations={"run": {"weight": 1.0, "widening": 1.0}, "family": {"weight": 0.0, "widening": 1.5, "tps_median": 12.0, "ttft_median": 20.0}},
-        fitted_to={"models": ("qwen3.6-27b",), "families": ("qwen3.6",), "engine-versions": ("0.20.1",), "architectures": ("dense", "hybrid", "moe")},
+    calibration = _calibration(
+        fitted,
+        {"run": {"weight": 1.0, "widening": 1.0}, "family": {"weight": 0.0, "widening": 1.5, "tps_median": 12.0, "ttft_median": 20.0}},
+        {"models": ("qwen3.6-27b",), "families": ("qwen3.6",), "engine-versions": ("0.20.1",), "architectures": ("dense", "hybrid", "moe")},
     )
     simulator = StepSimulator(registry)
     workload = registry.get("workloads", "chat")
@@ -109,17 +118,7 @@ def test_a_stored_weight_or_widening_out_of_range_is_none(registry):
     of 10^9 make an interval of nothing."""
     model, hardware, backend = registry.get("models", "gemma-3-270m"), registry.get("hardware", "gb10"), registry.get("backends", "vllm")
     fitted = attrs.evolve(prior_of("vllm"), bandwidth=0.95)
-    calibration = Calibration(
-        hardware="gb10",
-        backend="vllm",
-        efficiency=attrs.asdict(fitted),
-        runs=2,
-        results=10,
-        fitted_at="2026-12-08",
-        predictor="step-simulator",
-        situations={"family": {"weight": 5.0, "widening": 1e9}},
-        fitted_to={"models": ("qwen3.6-27b",), "families": ("qwen3.6",)},
-    )
+    calibration = _calibration(fitted, {"family": {"weight": 5.0, "widening": 1e9}}, {"models": ("qwen3.6-27b",), "families": ("qwen3.6",)})
     simulator = StepSimulator(registry)
     setup = PredictionSetup(model=model, hardware=hardware, backend=backend, calibration=calibration)
     assert simulator.efficiency(setup) == prior_of("vllm")  # the cautious reading: the priors
@@ -143,16 +142,8 @@ def test_a_situation_the_store_cannot_measure_is_predicted_at_the_priors_and_say
         measured
     )
     model, hardware, backend = registry.get("models", "gemma-3-270m"), registry.get("hardware", "gb10"), registry.get("backends", "vllm")
-    calibration = Calibration(
-        hardware="gb10",
-        backend="vllm",
-        efficiency=attrs.asdict(attrs.evolve(prior_of("vllm"), bandwidth=0.95)),
-        runs=2,
-        results=10,
-        fitted_at="2026-12-08",
-        predictor="step-simulator",
-        situations=measured,
-        fitted_to={"models": ("qwen3.6-27b",), "families": ("qwen3.6",), "architectures": ("dense", "hybrid")},
+    calibration = _calibration(
+        attrs.evolve(prior_of("vllm"), bandwidth=0.95), measured, {"models": ("qwen3.6-27b",), "families": ("qwen3.6",), "architectures": ("dense", "hybrid")}
     )
     simulator = StepSimulator(registry)
     setup = PredictionSetup(model=model, hardware=hardware, backend=backend, calibration=calibration)
