@@ -770,7 +770,11 @@ def test_calibrate_predict_and_the_error_ledger_on_the_seed_cohort(seed_store_te
     empty = arena("calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(tmp_path / "empty"))
     assert empty.returncode == 2 and "no stored closed-loop results on gb10 with vllm" in empty.stderr and "Traceback" not in empty.stderr
     shutil.copytree(seed_store_template, store)  # the seed cards, with the ledger's fits kept (calibrate fits afresh)
+    kept = store / "calibrations" / "ledger-fits--step-simulator.json"
+    before = set(json.loads(kept.read_text())) if kept.is_file() else set()
     fitted = arena("calibrate", "--hardware", "gb10", "--backend", "vllm", "--output", str(store))
+    # its leave-outs read the ledger's fits (one run out is the ledger's own) and keep theirs beside them
+    assert before and before < set(json.loads(kept.read_text()))
     assert fitted.returncode == 0, fitted.stderr[-2000:]
     assert "fitted to 75 results of 15 runs on gb10 (vllm)" in fitted.stdout  # Super and the MTP build decoded speculatively: left out
     assert "left out: 10 results of speculative decoding (an MTP build, or a server's stated draft tokens)" in flat(fitted.stdout)

@@ -3,6 +3,7 @@ backend, and store the fit (``arena predict`` then predicts at tier 1)."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import click
@@ -13,7 +14,7 @@ from arena_core.cli.params import OUTPUT, results_dir
 from arena_core.hookspecs import hookimpl
 from arena_core.report.text import wrap_text
 from arena_core.results.cards import load_cards
-from arena_core.results.predictions import require_predictor, save_calibration
+from arena_core.results.predictions import StoredFits, require_predictor, save_calibration
 
 
 @click.command("calibrate")
@@ -28,7 +29,8 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
     per-step overhead, the prefill's parameters) to the stored closed-loop results on HARDWARE
     with BACKEND, and store the fit."""
     registry = app.hooks.registry
-    predictor = require_predictor(registry).predictor
+    chosen = require_predictor(registry)
+    predictor = chosen.predictor
     registry.get("hardware", hardware)
     served_by = registry.get("backends", backend)
     store = results_dir(app, output)
@@ -38,7 +40,12 @@ def calibrate_command(app: CliApp, hardware: str, backend: str, output: Path | N
         for problem in problems:
             echo(f"warning: skipped {problem}", err=True)
         steps.stage(f"fitting the predictor to {len(cards)} runs' results on {hardware}")
-        report = predictor.calibrate(cards, hardware, served_by)
+        if "fits" in inspect.signature(predictor.calibrate).parameters:  # one written before calibrate took the store's fits takes three arguments
+            fits = StoredFits.of(store, chosen.spec.name)
+            report = predictor.calibrate(cards, hardware, served_by, fits=fits)
+            fits.save(prune=False)
+        else:
+            report = predictor.calibrate(cards, hardware, served_by)
     path = save_calibration(store, report.calibration)
     for line in report.lines:
         indent = line[: len(line) - len(line.lstrip())]  # a line under another keeps its indent, and its continuations two more

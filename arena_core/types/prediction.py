@@ -176,9 +176,11 @@ class Predictor(Protocol):
         "fast" (a predicted capacity's interval)."""
         ...
 
-    def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec) -> CalibrationReport:
+    def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec, *, fits: FitCache | None = None) -> CalibrationReport:
         """A fit to the stored ``cards`` of ``hardware`` served by ``backend``'s engine;
-        :class:`~arena_core.errors.UsageError` when none can be fitted."""
+        :class:`~arena_core.errors.UsageError` when none can be fitted. ``fits``: the fits the
+        store keeps (its ledger's), to read and add to (``arena calibrate`` passes it only to a
+        predictor whose ``calibrate`` takes it)."""
         ...
 
     def ledger(self, cards: Sequence[ModelCard], *, only: str | None = None, fits: FitCache | None = None) -> list[LedgerLine]:

@@ -137,7 +137,7 @@ class StepSimulator:
         done = open_simulation(workload, setup.model, machine, efficiency, scheduling, kv_bytes_per_element=setup.kv_bytes_per_element)
         return _records(workload.name, done.served, turn=0, open_loop=True)
 
-    def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec) -> CalibrationReport:
+    def calibrate(self, cards: Sequence[ModelCard], hardware: str, backend: BackendSpec, *, fits: FitCache | None = None) -> CalibrationReport:
         if backend.scheduling is None or scheduling_of(backend.name, self.registry) is None:
             why = "declares no scheduling" if backend.scheduling is None else "prefills whole prompts (no chunked prefill)"
             raise UsageError(f"backend {backend.name!r} {why}: the step simulator does not cover its runs, nothing to fit")
@@ -170,7 +170,7 @@ class StepSimulator:
             median_error_tps=error_of(fitted_to, fitted, 0),
             median_error_ttft=error_of(fitted_to, fitted, 1),
         )
-        measured = measure(chosen, self.registry)
+        measured = measure(chosen, self.registry, fits=fits)
         learnt = {s.run_id for s in fitted_to}  # the runs whose results the fit took (not a speculative one's)
         calibration = attrs.evolve(calibration, situations=measured, fitted_to=fitted_to_of([c for c in chosen if c.run_id in learnt], self.registry))
         lines = [f"fitted to {calibration.results} results of {calibration.runs} runs on {hardware} ({engine}):"]

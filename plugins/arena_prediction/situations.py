@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from arena_core import Figures, LedgerLine, ModelCard, ModelSpec, Registry, WorkloadPrediction, nearest_rank
+from arena_core import Figures, FitCache, LedgerLine, ModelCard, ModelSpec, Registry, WorkloadPrediction, nearest_rank
 from arena_prediction.calibration import model_of
 from arena_prediction.leave_out import KINDS, architecture_kind, engine_version, family_of, version_said
 from arena_prediction.ledger import ledger
@@ -104,11 +104,12 @@ def _both(fitted: Sequence[LedgerLine], priors: Sequence[LedgerLine]) -> tuple[l
     return [line for line in fitted if key(line) in shared], [line for line in priors if key(line) in shared]
 
 
-def measure(cards: Sequence[ModelCard], registry: Registry) -> dict[str, dict[str, float]]:
+def measure(cards: Sequence[ModelCard], registry: Registry, *, fits: FitCache | None = None) -> dict[str, dict[str, float]]:
     """Each leave-out kind's weight, widening, tier 0 and tier 1 errors and coverage, over ``cards``
-    (one hardware and engine's runs)."""
+    (one hardware and engine's runs). ``fits``: the store's (its ledger's leave-one-run-out fits
+    are this one's); a fit per set of runs learnt from, shared by the kinds and the weights."""
     priors = ledger(cards, registry, calibrated=False)
-    fits: dict = {}  # a fit per set of runs learnt from, shared by the kinds and the weights
+    fits = {} if fits is None else fits
     found: dict[str, dict[str, float]] = {}
     for kind in KINDS:
         for weight in WEIGHTS:
