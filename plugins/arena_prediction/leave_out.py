@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from attrs import frozen
 
-from arena_core import ModelCard, ModelSpec, Registry
+from arena_core import ModelCard, ModelSpec, Registry, version_numbers
 from arena_prediction.calibration import model_of
 
 KINDS = ("run", "model", "family", "engine-version", "architecture")
@@ -69,13 +69,11 @@ def engine_version(card: ModelCard) -> str:
 
 
 def version_said(text: str) -> str:
-    """A version as it is compared: its dotted number, to three places (``0.20`` is ``0.20.0``),
-    where it has one; else the build's name."""
-    number = re.search(r"\d+(?:\.\d+){1,2}", text)
-    if number is None:
-        return text[:60]
-    parts = number.group(0).split(".")
-    return ".".join([*parts, "0"][:3]) if len(parts) == 2 else number.group(0)
+    """A version as it is compared: its dotted number (:func:`arena_core.version_numbers`, a
+    leading ``v`` dropped), to three places (``0.20`` is ``0.20.0``), where it has one; else the
+    build's name."""
+    numbers = version_numbers(text.strip().lstrip("vV"))
+    return ".".join(str(n) for n in (*numbers, 0, 0)[:3]) if numbers else text[:60]
 
 
 def _grouped(cards: Sequence[ModelCard], key: Callable[[ModelCard], str]) -> tuple[dict[str, int], list[str]]:
